@@ -1,0 +1,85 @@
+package dev.kvpool.meta.index;
+
+import java.util.function.IntPredicate;
+import java.util.function.LongPredicate;
+import java.util.random.RandomGenerator;
+
+/**
+ * The block index of one instance: block key → replica locations. Every batch operation is atomic with respect
+ * to the keys it touches (implementations lock key shards in ascending order) and is durable before it returns,
+ * as far as the store's durability setting promises.
+ */
+public interface InstanceIndex {
+
+    String instanceId();
+
+    /** Number of keys, in any status. */
+    long keyCount();
+
+    Block get(long key);
+
+    /** Fills {@code out[i]} with the block of {@code keys[off + i]}, or null when absent. */
+    void getAll(long[] keys, int off, int len, Block[] out);
+
+    /** Records a read hit (LRU/LFU input) for the given keys; absent keys are ignored. */
+    void touch(long[] keys, int off, int len, int nowSec);
+
+    /**
+     * Adds the WRITING location {@code (a[i], b[i])} to {@code keys[i]} unless the key already has enough
+     * replicas: with {@code minReplicas} ≤ 1 any replica in any status counts (KVCM's rule); above 1 only
+     * WRITING/SERVING replicas on storages where {@code storageUsable} holds count. Later duplicates of a key
+     * inside one batch count as existing. When the keys that would be new exceed {@code maxKeys} − keyCount,
+     * nothing is inserted. On success the session (the inserted keys in batch order) is stored in the same
+     * atomic step.
+     */
+    StartResult startWrite(long[] keys, long[] a, long[] b, int minReplicas, IntPredicate storageUsable,
+                           long maxKeys, String sessionId, long deadlineMs, int nowSec);
+
+    /**
+     * Closes a session: location i becomes SERVING when {@code success[i]} and it is still WRITING; otherwise it
+     * is removed (if still WRITING) and returned for release. Null when the session is unknown.
+     */
+    FinishResult finishWrite(String sessionId, boolean[] success, int nowSec);
+
+    WriteSession session(String sessionId);
+
+    java.util.List<WriteSession> sessions();
+
+    /**
+     * Moves every replica of the keys at unmasked positions to DELETING (readers stop seeing them at once) and
+     * returns the replicas that this call moved, which the caller must delete and then {@link #purge}.
+     */
+    LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition);
+
+    /** Removes the location if it is still DELETING; returns it (with key-gone) or an empty list. */
+    LocList purge(long key, long locId);
+
+    /** Drops every key and session without handing anything back (TS_REMOVE_ALL_META, instance removal). */
+    void clear();
+
+    /** Pages through keys: returns the next cursor, 0 when done. Start with cursor 0. */
+    long scan(long cursor, int max, java.util.function.LongConsumer sink);
+
+    /** Up to {@code n} keys drawn at random (for eviction sampling). */
+    long[] sample(int n, RandomGenerator random);
+
+    /** Visits every block (startup rebuild of usage and slot maps). */
+    void forEach(java.util.function.Consumer<Block> visitor);
+
+    /** Keys whose block satisfies the predicate on its meta word (e.g. a write-time range). */
+    default long[] keysWhere(LongPredicate metaPredicate) {
+        var out = new java.util.ArrayList<Long>();
+        forEach(bl -> {
+            if (metaPredicate.test(bl.meta())) {
+                out.add(bl.key());
+            }
+        });
+        return out.stream().mapToLong(Long::longValue).toArray();
+    }
+
+    record StartResult(boolean capacityExceeded, boolean[] inserted, WriteSession session) {
+    }
+
+    record FinishResult(WriteSession session, int served, LocList failed) {
+    }
+}

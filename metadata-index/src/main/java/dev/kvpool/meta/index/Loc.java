@@ -1,0 +1,82 @@
+package dev.kvpool.meta.index;
+
+/**
+ * One replica location of a block, packed into two longs so the index keeps no object per block.
+ *
+ * <p>Word A: bits 0-41 location id (8 base-36 chars), 42-44 status, 45-55 storage number (as registered with
+ * the service), 56-63 spec group (0 = every registered spec, g+1 = the instance's spec group g).
+ * Word B: the storage address, opaque to the index (for slot files: file number << 24 | slot).
+ */
+public final class Loc {
+    public static final int NEW = 1, WRITING = 2, SERVING = 3, DELETING = 4;
+    private static final String[] STATUS_NAMES = {"CLS_NOT_FOUND", "CLS_NEW", "CLS_WRITING", "CLS_SERVING", "CLS_DELETING"};
+
+    public static final long ID_MASK = (1L << 42) - 1;
+    public static final int MAX_STORAGE = (1 << 11) - 1;
+    public static final int MAX_SPEC_GROUP = (1 << 8) - 1;
+
+    private Loc() {
+    }
+
+    public static long a(long id, int status, int storage, int specGroup) {
+        if ((id & ~ID_MASK) != 0 || status < 0 || status > 7 || storage < 0 || storage > MAX_STORAGE
+                || specGroup < 0 || specGroup > MAX_SPEC_GROUP) {
+            throw new IllegalArgumentException("location field out of range: id=" + id + " status=" + status
+                    + " storage=" + storage + " specGroup=" + specGroup);
+        }
+        return id | ((long) status << 42) | ((long) storage << 45) | ((long) specGroup << 56);
+    }
+
+    public static long id(long a) {
+        return a & ID_MASK;
+    }
+
+    public static int status(long a) {
+        return (int) (a >>> 42) & 7;
+    }
+
+    public static int storage(long a) {
+        return (int) (a >>> 45) & MAX_STORAGE;
+    }
+
+    public static int specGroup(long a) {
+        return (int) (a >>> 56) & MAX_SPEC_GROUP;
+    }
+
+    public static long withStatus(long a, int status) {
+        return (a & ~(7L << 42)) | ((long) status << 42);
+    }
+
+    public static String statusName(int status) {
+        return status >= 0 && status < STATUS_NAMES.length ? STATUS_NAMES[status] : "CLS_UNKNOWN";
+    }
+
+    /** The 8-character [a-z0-9] id KVCM prints for a location. */
+    public static String idString(long a) {
+        long v = id(a);
+        char[] c = new char[8];
+        for (int i = 7; i >= 0; i--) {
+            c[i] = Character.forDigit((int) (v % 36), 36);
+            v /= 36;
+        }
+        return new String(c);
+    }
+
+    /** A fresh random id in [0, 36^8). */
+    public static long randomId(java.util.random.RandomGenerator r) {
+        return r.nextLong(2_821_109_907_456L);
+    }
+
+    /** Meta word of a block: write time and last access time, both epoch seconds. */
+    public static long meta(int writeSec, int accessSec) {
+        return ((long) writeSec << 32) | (accessSec & 0xFFFFFFFFL);
+    }
+
+    public static int writeSec(long meta) {
+        return (int) (meta >>> 32);
+    }
+
+    public static int accessSec(long meta) {
+        return (int) meta;
+    }
+}

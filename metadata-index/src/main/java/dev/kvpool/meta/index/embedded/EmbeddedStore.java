@@ -1,0 +1,250 @@
+package dev.kvpool.meta.index.embedded;
+
+import dev.kvpool.meta.index.IndexStore;
+import dev.kvpool.meta.index.InstanceIndex;
+import dev.kvpool.meta.index.WriteSession;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.jboss.logging.Logger;
+
+/**
+ * The embedded in-process index store. With a directory it recovers from, and appends to, a snapshot + journal
+ * there; without one it is memory-only (tests, benchmarks).
+ */
+public final class EmbeddedStore implements IndexStore {
+    private static final Logger LOG = Logger.getLogger(EmbeddedStore.class);
+
+    /**
+     * @param dir           where snapshot and journal live; null for memory only
+     * @param shards        lock shards per instance index (power of two)
+     * @param fsyncAlways   force every append to the device before returning (else once per syncInterval)
+     * @param syncInterval  background fsync period
+     * @param snapshotBytes journal size after which a new snapshot is written
+     */
+    public record Options(Path dir, int shards, boolean fsyncAlways, Duration syncInterval, long snapshotBytes) {
+        public static Options memory(int shards) {
+            return new Options(null, shards, false, Duration.ofSeconds(1), Long.MAX_VALUE);
+        }
+    }
+
+    private final Options options;
+    private final Map<String, EmbeddedIndex> indexes = new ConcurrentHashMap<>();
+    private final Map<String, String> sessionOwners = new ConcurrentHashMap<>();
+    private final Map<String, Map<String, byte[]>> records = new ConcurrentHashMap<>();
+    private final Journal journal;
+    private final ScheduledExecutorService background;
+    private final Object snapshotLock = new Object();
+
+    public EmbeddedStore(Options options) {
+        this.options = options;
+        if (options.dir() == null) {
+            journal = null;
+            background = null;
+            return;
+        }
+        journal = new Journal(options.dir(), options.fsyncAlways() ? Journal.Durability.ALWAYS
+                : Journal.Durability.INTERVAL);
+        long t0 = System.nanoTime();
+        journal.recover(this::replay);
+        LOG.infof("embedded index recovered from %s: %d instances, %d keys, %d open sessions in %d ms",
+                options.dir(), indexes.size(), indexes.values().stream().mapToLong(EmbeddedIndex::keyCount).sum(),
+                sessionOwners.size(), (System.nanoTime() - t0) / 1_000_000);
+        background = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "kvpool-index-journal");
+            t.setDaemon(true);
+            return t;
+        });
+        long ms = Math.max(10, options.syncInterval().toMillis());
+        background.scheduleWithFixedDelay(this::housekeeping, ms, ms, TimeUnit.MILLISECONDS);
+    }
+
+    private void housekeeping() {
+        try {
+            journal.sync();
+            if (journal.bytesSinceSnapshot() > options.snapshotBytes()) {
+                snapshot();
+            }
+        } catch (RuntimeException e) {
+            LOG.error("index journal housekeeping failed", e);
+        }
+    }
+
+    /** Writes a snapshot now and drops the journal generations it supersedes. */
+    public void snapshot() {
+        if (journal == null) {
+            return;
+        }
+        synchronized (snapshotLock) {
+            long t0 = System.nanoTime();
+            journal.snapshot(out -> {
+                Frame rec = new Frame("");
+                records.forEach((section, m) -> m.forEach((name, v) -> rec.recordPut(section, name, v)));
+                out.accept(rec.finish());
+                for (EmbeddedIndex idx : indexes.values()) {
+                    idx.snapshotInto(out);
+                }
+                out.accept(new Frame("").end().finish());
+            });
+            LOG.infof("index snapshot written in %d ms", (System.nanoTime() - t0) / 1_000_000);
+        }
+    }
+
+    private void replay(ByteBuffer payload) {
+        String instance = Frame.instanceOf(payload);
+        if (!instance.isEmpty()) {
+            ByteBuffer probe = payload.duplicate();
+            if (isDrop(probe)) {
+                EmbeddedIndex gone = indexes.remove(instance);
+                if (gone != null) {
+                    gone.apply(payload, false);
+                }
+                return;
+            }
+            ((EmbeddedIndex) index(instance)).apply(payload, false);
+            return;
+        }
+        Frame.read(payload, new RecordVisitor());
+    }
+
+    private static boolean isDrop(ByteBuffer b) {
+        Frame.readString(b);
+        return b.getInt() == 1 && b.get() == Frame.DROP;
+    }
+
+    private final class RecordVisitor implements Frame.Visitor {
+        public void block(long key, long[] locs, long meta) {
+            throw new IllegalStateException("block in a store frame");
+        }
+
+        public void sessionOpen(WriteSession s) {
+            throw new IllegalStateException("session in a store frame");
+        }
+
+        public void sessionClose(String id) {
+            throw new IllegalStateException("session in a store frame");
+        }
+
+        public void clear() {
+        }
+
+        public void drop() {
+        }
+
+        public void recordPut(String section, String name, byte[] value) {
+            records.computeIfAbsent(section, s -> new ConcurrentHashMap<>()).put(name, value);
+        }
+
+        public void recordDel(String section, String name) {
+            Map<String, byte[]> m = records.get(section);
+            if (m != null) {
+                m.remove(name);
+            }
+        }
+
+        public void end() {
+        }
+    }
+
+    void append(ByteBuffer payload) {
+        if (journal != null) {
+            journal.append(payload);
+        }
+    }
+
+    void sessionOpened(String id, String instanceId) {
+        sessionOwners.put(id, instanceId);
+    }
+
+    void sessionClosed(String id) {
+        sessionOwners.remove(id);
+    }
+
+    @Override
+    public InstanceIndex index(String instanceId) {
+        return indexes.computeIfAbsent(instanceId, id -> new EmbeddedIndex(id, this, options.shards()));
+    }
+
+    @Override
+    public InstanceIndex existing(String instanceId) {
+        return indexes.get(instanceId);
+    }
+
+    @Override
+    public void drop(String instanceId) {
+        EmbeddedIndex idx = indexes.remove(instanceId);
+        if (idx != null) {
+            ByteBuffer p = new Frame(instanceId).drop().finish();
+            append(p);
+            p.rewind();
+            idx.apply(p, false);
+        }
+    }
+
+    @Override
+    public Set<String> instanceIds() {
+        return Set.copyOf(indexes.keySet());
+    }
+
+    @Override
+    public String sessionOwner(String sessionId) {
+        return sessionOwners.get(sessionId);
+    }
+
+    /** Small durable records (registrations) kept beside the indexes, in the same journal. */
+    @Override
+    public synchronized void putRecord(String section, String name, byte[] value) {
+        ByteBuffer p = new Frame("").recordPut(section, name, value).finish();
+        append(p);
+        records.computeIfAbsent(section, s -> new ConcurrentHashMap<>()).put(name, value);
+    }
+
+    @Override
+    public synchronized void removeRecord(String section, String name) {
+        ByteBuffer p = new Frame("").recordDel(section, name).finish();
+        append(p);
+        Map<String, byte[]> m = records.get(section);
+        if (m != null) {
+            m.remove(name);
+        }
+    }
+
+    @Override
+    public Map<String, byte[]> records(String section) {
+        return new TreeMap<>(records.getOrDefault(section, Map.of()));
+    }
+
+    /** Approximate heap held by all indexes (table columns; excludes session and record maps). */
+    public long heapBytes() {
+        return indexes.values().stream().mapToLong(EmbeddedIndex::heapBytes).sum();
+    }
+
+    @Override
+    public void sync() {
+        if (journal != null) {
+            journal.sync();
+        }
+    }
+
+    @Override
+    public String kind() {
+        return "embedded";
+    }
+
+    @Override
+    public void close() {
+        if (background != null) {
+            background.shutdownNow();
+        }
+        if (journal != null) {
+            journal.close();
+        }
+    }
+}
