@@ -34,6 +34,11 @@ public final class Block {
         return meta;
     }
 
+    /** This block with another access time (the replicas are shared: a Block never changes them). */
+    public Block withAccessSec(int accessSec) {
+        return new Block(key, locs, Loc.meta(writeSec(), accessSec));
+    }
+
     public int writeSec() {
         return Loc.writeSec(meta);
     }

@@ -33,6 +33,8 @@ final class EmbeddedIndex implements InstanceIndex {
     private final int shardShift;
     private final AtomicLong keyCount = new AtomicLong();
     private final Map<String, WriteSession> sessions = new ConcurrentHashMap<>();
+    /** Set, under every shard's write lock, once the store dropped this index; mutations then refuse. */
+    private volatile boolean dropped;
 
     EmbeddedIndex(String instanceId, EmbeddedStore store, int shardCount) {
         if (Integer.bitCount(shardCount) != 1) {
@@ -73,6 +75,28 @@ final class EmbeddedIndex implements InstanceIndex {
             set[s >>> 6] |= 1L << s;
         }
         return set;
+    }
+
+    /**
+     * The shards a mutation locks: those of its keys, and shard 0 when it has none, so that even a key-less
+     * mutation (an empty write session opened or finished) serializes with a racing finish, clear or drop.
+     */
+    private long[] writeSet(long[] keys, int off, int len) {
+        long[] set = shardSet(keys, off, len);
+        if (len == 0) {
+            set[0] = 1L;
+        }
+        return set;
+    }
+
+    /**
+     * Only startWrite refuses on a dropped index: the other mutations find it empty (no keys, no sessions) and
+     * journal nothing, so a late finish, purge or markDeleting from the service is a harmless no-op.
+     */
+    private void checkLive() {
+        if (dropped) {
+            throw new IllegalStateException("the index of instance " + instanceId + " was dropped");
+        }
     }
 
     private void lock(long[] set, boolean write) {
@@ -249,10 +273,18 @@ final class EmbeddedIndex implements InstanceIndex {
     public StartResult startWrite(long[] keys, long[] a, long[] b, int minReplicas, IntPredicate storageUsable,
                                   long maxKeys, String sessionId, long deadlineMs, int nowSec) {
         int n = keys.length;
+        if (a.length < n || b.length < n) {
+            throw new IllegalArgumentException("startWrite: " + n + " keys but " + a.length + " A words and "
+                    + b.length + " B words");
+        }
+        if (sessionId == null) {
+            throw new IllegalArgumentException("startWrite: session id is null");
+        }
         boolean[] inserted = new boolean[n];
-        long[] set = shardSet(keys, 0, n);
+        long[] set = writeSet(keys, 0, n);
         lock(set, true);
         try {
+            checkLive();
             Set<Long> seen = new HashSet<>(n * 2);
             long[][] before = new long[n][];
             long[] metaBefore = new long[n];
@@ -271,7 +303,8 @@ final class EmbeddedIndex implements InstanceIndex {
                     int usable = 0;
                     for (int j = 0; j < locs.length; j += 2) {
                         int st = Loc.status(locs[j]);
-                        if ((st == Loc.WRITING || st == Loc.SERVING) && storageUsable.test(Loc.storage(locs[j]))) {
+                        if ((st == Loc.WRITING || st == Loc.SERVING)
+                                && (storageUsable == null || storageUsable.test(Loc.storage(locs[j])))) {
                             usable++;
                         }
                     }
@@ -285,30 +318,45 @@ final class EmbeddedIndex implements InstanceIndex {
                     count++;
                 }
             }
-            if (newKeys > 0 && !reserve(newKeys, maxKeys)) {
-                return new StartResult(true, new boolean[n], null);
+            // one owner per session id in the whole store: a reused id would orphan the first session's
+            // WRITING locations (and, across instances, misroute its finish)
+            if (!store.claimSession(sessionId, instanceId)) {
+                throw new IllegalArgumentException("write session id already open: " + sessionId);
             }
-            long[] sk = new long[count], sid = new long[count];
-            Frame f = new Frame(instanceId);
-            for (int i = 0, j = 0; i < n; i++) {
-                if (!inserted[i]) {
-                    continue;
-                }
-                long wa = Loc.withStatus(a[i], Loc.WRITING);
-                long meta = before[i] == null ? Loc.meta(nowSec, nowSec) : metaBefore[i];
-                f.block(keys[i], before[i] == null ? new long[] {wa, b[i]} : with(before[i], wa, b[i]), meta);
-                sk[j] = keys[i];
-                sid[j++] = Loc.id(wa);
-            }
-            WriteSession s = new WriteSession(sessionId, instanceId, deadlineMs, sk, sid);
-            f.sessionOpen(s);
+            boolean committed = false;
+            boolean reserved = false;
             try {
+                if (newKeys > 0) {
+                    if (!reserve(newKeys, maxKeys)) {
+                        return new StartResult(true, new boolean[n], null);
+                    }
+                    reserved = true;
+                }
+                long[] sk = new long[count], sid = new long[count];
+                Frame f = new Frame(instanceId);
+                for (int i = 0, j = 0; i < n; i++) {
+                    if (!inserted[i]) {
+                        continue;
+                    }
+                    long wa = Loc.withStatus(a[i], Loc.WRITING);
+                    long meta = before[i] == null ? Loc.meta(nowSec, nowSec) : metaBefore[i];
+                    f.block(keys[i], before[i] == null ? new long[] {wa, b[i]} : with(before[i], wa, b[i]), meta);
+                    sk[j] = keys[i];
+                    sid[j++] = Loc.id(wa);
+                }
+                WriteSession s = new WriteSession(sessionId, instanceId, deadlineMs, sk, sid);
+                f.sessionOpen(s);
                 commit(f, true);
-            } catch (RuntimeException e) {
-                keyCount.addAndGet(-newKeys);
-                throw e;
+                committed = true;
+                return new StartResult(false, inserted, s);
+            } finally {
+                if (!committed) {
+                    if (reserved) {
+                        keyCount.addAndGet(-newKeys);
+                    }
+                    store.sessionClosed(sessionId, instanceId);
+                }
             }
-            return new StartResult(false, inserted, s);
         } finally {
             unlock(set, true);
         }
@@ -328,15 +376,15 @@ final class EmbeddedIndex implements InstanceIndex {
 
     @Override
     public FinishResult finishWrite(String sessionId, boolean[] success, int nowSec) {
-        WriteSession s = sessions.get(sessionId);
+        WriteSession s = sessionId == null ? null : sessions.get(sessionId);
         if (s == null) {
             return null;
         }
-        long[] set = shardSet(s.keys(), 0, s.size());
+        long[] set = writeSet(s.keys(), 0, s.size());
         lock(set, true);
         try {
             if (sessions.get(sessionId) != s) {
-                return null; // finished or expired by a racing caller
+                return null; // finished or expired by a racing caller (an empty session locks shard 0 for this)
             }
             LocList failed = new LocList();
             int served = 0;
@@ -351,10 +399,10 @@ final class EmbeddedIndex implements InstanceIndex {
                 long[] locs = t.locs(slot);
                 int idx = indexOfId(locs, s.locIds()[i]);
                 // only a location still WRITING belongs to this session; a DELETING one belongs to its deleter
-                if (idx < 0 || Loc.status(locs[idx * 2]) != Loc.WRITING) {
+                if (idx < 0) {
                     continue;
                 }
-                boolean ok = i < success.length && success[i];
+                boolean ok = success != null && i < success.length && success[i];
                 if (ok) {
                     locs[idx * 2] = Loc.withStatus(locs[idx * 2], Loc.SERVING);
                     f.block(key, locs, Loc.meta(nowSec, Loc.accessSec(t.meta(slot))));
@@ -375,7 +423,7 @@ final class EmbeddedIndex implements InstanceIndex {
 
     @Override
     public WriteSession session(String sessionId) {
-        return sessions.get(sessionId);
+        return sessionId == null ? null : sessions.get(sessionId);
     }
 
     @Override
@@ -453,14 +501,53 @@ final class EmbeddedIndex implements InstanceIndex {
         long[] set = allShards();
         lock(set, true);
         try {
+            if (dropped) {
+                return; // already empty; a CLEAR journaled after the DROP would bring the instance back
+            }
             commit(new Frame(instanceId).clear(), false);
         } finally {
             unlock(set, true);
         }
     }
 
+    /**
+     * Drops this index for the store: journals DROP and empties it under every shard lock, so no mutation can
+     * slip in between (and be journaled after the DROP, which would resurrect the instance on replay).
+     */
+    void drop(Runnable unregister) {
+        long[] set = allShards();
+        lock(set, true);
+        try {
+            if (dropped) {
+                return;
+            }
+            commit(new Frame(instanceId).drop(), false);
+            dropped = true;
+            unregister.run();
+        } finally {
+            unlock(set, true);
+        }
+    }
+
+    /** Journals an empty frame so that a new, still empty index exists again after a restart. */
+    void journalCreation() {
+        var l = locks[0].writeLock();
+        l.lock();
+        try {
+            if (!dropped) {
+                store.append(new Frame(instanceId).finish());
+            }
+        } finally {
+            l.unlock();
+        }
+    }
+
     @Override
     public long scan(long cursor, int max, LongConsumer sink) {
+        if (max <= 0) {
+            // a page of 0 would hand back cursor 0 ("done") when the very first slot is live
+            throw new IllegalArgumentException("scan page size must be positive: " + max);
+        }
         int shard = (int) (cursor >>> 32);
         int pos = (int) cursor;
         int emitted = 0;
@@ -542,6 +629,9 @@ final class EmbeddedIndex implements InstanceIndex {
             var l = locks[s].readLock();
             l.lock();
             try {
+                if (dropped) {
+                    return; // its DROP is in the journal the snapshot supersedes, or in the new one
+                }
                 LongTable t = shards[s];
                 Frame f = new Frame(instanceId);
                 int inFrame = 0;
@@ -562,11 +652,13 @@ final class EmbeddedIndex implements InstanceIndex {
                 l.unlock();
             }
         }
+        if (dropped) {
+            return;
+        }
+        // always at least this frame, empty or not, so that an index without keys still exists after restart
         Frame f = new Frame(instanceId);
         sessions.values().forEach(f::sessionOpen);
-        if (!f.isEmpty()) {
-            out.accept(f.finish());
-        }
+        out.accept(f.finish());
     }
 
     long heapBytes() {

@@ -86,7 +86,11 @@ public final class EmbeddedStore implements IndexStore {
             long t0 = System.nanoTime();
             journal.snapshot(out -> {
                 Frame rec = new Frame("");
-                records.forEach((section, m) -> m.forEach((name, v) -> rec.recordPut(section, name, v)));
+                // under the monitor putRecord/removeRecord hold between their append and their map update: a
+                // record appended to the old journal generation must already be in the map we copy here
+                synchronized (this) {
+                    records.forEach((section, m) -> m.forEach((name, v) -> rec.recordPut(section, name, v)));
+                }
                 out.accept(rec.finish());
                 for (EmbeddedIndex idx : indexes.values()) {
                     idx.snapshotInto(out);
@@ -108,7 +112,8 @@ public final class EmbeddedStore implements IndexStore {
                 }
                 return;
             }
-            ((EmbeddedIndex) index(instance)).apply(payload, false);
+            indexes.computeIfAbsent(instance, id -> new EmbeddedIndex(id, this, options.shards()))
+                    .apply(payload, false);
             return;
         }
         Frame.read(payload, new RecordVisitor());
@@ -167,9 +172,30 @@ public final class EmbeddedStore implements IndexStore {
         sessionOwners.remove(id);
     }
 
+    /** Reserves a session id for an instance; false when the id is already open (in any instance). */
+    boolean claimSession(String id, String instanceId) {
+        return sessionOwners.putIfAbsent(id, instanceId) == null;
+    }
+
+    /** Releases a reservation that did not turn into an open session. */
+    void sessionClosed(String id, String instanceId) {
+        sessionOwners.remove(id, instanceId);
+    }
+
     @Override
     public InstanceIndex index(String instanceId) {
-        return indexes.computeIfAbsent(instanceId, id -> new EmbeddedIndex(id, this, options.shards()));
+        EmbeddedIndex idx = indexes.get(instanceId);
+        if (idx != null) {
+            return idx;
+        }
+        EmbeddedIndex fresh = new EmbeddedIndex(instanceId, this, options.shards());
+        idx = indexes.putIfAbsent(instanceId, fresh);
+        if (idx != null) {
+            return idx;
+        }
+        // without a frame of its own, an index that never receives a key would be gone after a restart
+
+        return fresh;
     }
 
     @Override
@@ -179,12 +205,9 @@ public final class EmbeddedStore implements IndexStore {
 
     @Override
     public void drop(String instanceId) {
-        EmbeddedIndex idx = indexes.remove(instanceId);
+        EmbeddedIndex idx = indexes.get(instanceId);
         if (idx != null) {
-            ByteBuffer p = new Frame(instanceId).drop().finish();
-            append(p);
-            p.rewind();
-            idx.apply(p, false);
+            idx.drop(() -> indexes.remove(instanceId, idx));
         }
     }
 
@@ -242,6 +265,12 @@ public final class EmbeddedStore implements IndexStore {
     public void close() {
         if (background != null) {
             background.shutdownNow();
+            try {
+                // a housekeeping round still running would fsync or snapshot into a closed channel
+                background.awaitTermination(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
         if (journal != null) {
             journal.close();

@@ -33,6 +33,10 @@ final class Journal implements AutoCloseable {
     private final Path dir;
     private final Durability durability;
     private FileChannel log;
+    /** Length of the intact prefix of the current log: where the next record starts. */
+    private long end;
+    /** Set when a failed append could not be cut back off the log; later appends would land behind garbage. */
+    private IOException broken;
     private long generation;
     private long bytesSinceSnapshot;
     private volatile boolean dirty;
@@ -73,6 +77,7 @@ final class Journal implements AutoCloseable {
             }
             log = FileChannel.open(file("journal-", generation, ".log"), StandardOpenOption.CREATE,
                     StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+            end = log.size();
         } catch (IOException e) {
             throw new UncheckedIOException("cannot recover index from " + dir, e);
         }
@@ -148,18 +153,30 @@ final class Journal implements AutoCloseable {
         ByteBuffer head = record(payload);
         long n = 8L + payload.remaining();
         synchronized (this) {
+            if (broken != null) {
+                throw new UncheckedIOException("index journal unusable after a failed write", broken);
+            }
             try {
                 ByteBuffer[] both = {head, payload};
                 while (payload.hasRemaining()) {
                     log.write(both);
                 }
-                bytesSinceSnapshot += n;
                 if (durability == Durability.ALWAYS) {
                     log.force(false);
                 } else {
                     dirty = true;
                 }
+                end += n;
+                bytesSinceSnapshot += n;
             } catch (IOException e) {
+                // The caller will not apply this frame, so it must not survive in the log either; and a torn
+                // record left in the middle would make recovery cut every later record with it.
+                try {
+                    log.truncate(end);
+                } catch (IOException e2) {
+                    e.addSuppressed(e2);
+                    broken = e;
+                }
                 throw new UncheckedIOException("index journal write failed", e);
             }
         }
@@ -196,6 +213,7 @@ final class Journal implements AutoCloseable {
                 gen = ++generation;
                 log = FileChannel.open(file("journal-", gen, ".log"), StandardOpenOption.CREATE,
                         StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+                end = log.size();
                 bytesSinceSnapshot = 0;
             } catch (IOException e) {
                 throw new UncheckedIOException("journal rotation failed", e);

@@ -104,6 +104,16 @@ final class LongTable {
         if (locs.length == 0) {
             return remove(key) ? -1 : 0;
         }
+        if ((locs.length & 1) != 0) {
+            throw new IllegalArgumentException("replicas come as (a, b) pairs: " + locs.length + " words");
+        }
+        for (int i = 0; i < locs.length; i += 2) {
+            // word A 0 is the empty-slot marker; it would silently lose the key (first replica) or become one
+            // once an earlier replica is purged
+            if (locs[i] == 0) {
+                throw new IllegalArgumentException("replica word A must not be 0 (key " + key + ")");
+            }
+        }
         int slot = find(key);
         int delta = 0;
         if (slot < 0) {

@@ -1,0 +1,972 @@
+package dev.kvpool.meta.index;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import dev.kvpool.meta.index.InstanceIndex.FinishResult;
+import dev.kvpool.meta.index.InstanceIndex.StartResult;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.SplittableRandom;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.IntPredicate;
+import java.util.function.IntUnaryOperator;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The behaviour every {@link IndexStore} promises (KVCM §3.5–3.7 as the index serves them). A store implementation
+ * runs it by subclassing and supplying {@link #newStore()}; a persistent one also overrides {@link #restart}, and
+ * the suite then checks at several points that what it wrote survives a restart.
+ */
+public abstract class IndexStoreContractTest {
+    protected static final String INST = "inst-a";
+    protected static final int NOW = 1_700_000_000;
+    protected static final IntPredicate ANY_STORAGE = s -> true;
+
+    protected IndexStore store;
+    protected InstanceIndex idx;
+    private long nextId = 1;
+    private int nextSession = 1;
+
+    /** A fresh, empty store. */
+    protected abstract IndexStore newStore() throws Exception;
+
+    /** The same store after a restart; a store that keeps nothing across restarts returns it unchanged. */
+    protected IndexStore restart(IndexStore s) throws Exception {
+        return s;
+    }
+
+    @BeforeEach
+    protected void openStore() throws Exception {
+        store = newStore();
+        idx = store.index(INST);
+    }
+
+    @AfterEach
+    protected void closeStore() {
+        if (store != null) {
+            store.close();
+        }
+    }
+
+    /** Restarts the store (when it persists) and checks that nothing it holds changed. */
+    protected void restartAndCompare() throws Exception {
+        List<String> sections = List.of("instances", "groups");
+        String before = StoreDump.of(store, sections);
+        store = restart(store);
+        idx = store.index(INST);
+        assertEquals(before, StoreDump.of(store, sections), "state after restart");
+    }
+
+    // ---- helpers -------------------------------------------------------------------------------------------
+
+    protected String sid() {
+        return "s" + (nextSession++);
+    }
+
+    /** Word B the helpers give a location: derived from its id so that tests can check it. */
+    protected static long addr(long id) {
+        return (id << 24) | 0x5A;
+    }
+
+    protected StartResult write(InstanceIndex ix, String session, int minReplicas, IntPredicate usable,
+                                long maxKeys, int storage, long... keys) {
+        long[] a = new long[keys.length], b = new long[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            long id = nextId++;
+            a[i] = Loc.a(id, Loc.NEW, storage, i % 3);
+            b[i] = addr(id);
+        }
+        return ix.startWrite(keys, a, b, minReplicas, usable, maxKeys, session, NOW + 3_600_000L, NOW);
+    }
+
+    protected StartResult write(String session, long... keys) {
+        return write(idx, session, 1, ANY_STORAGE, 0, 1, keys);
+    }
+
+    /** Writes the keys and finishes them all successfully. */
+    protected void serve(long... keys) {
+        String s = sid();
+        StartResult r = write(s, keys);
+        assertFalse(r.capacityExceeded());
+        boolean[] ok = new boolean[r.session().size()];
+        Arrays.fill(ok, true);
+        assertEquals(ok.length, idx.finishWrite(s, ok, NOW + 1).served());
+    }
+
+    protected static long[] range(long from, int n) {
+        long[] k = new long[n];
+        for (int i = 0; i < n; i++) {
+            k[i] = from + i;
+        }
+        return k;
+    }
+
+    protected static int status(Block b, int i) {
+        return Loc.status(b.a(i));
+    }
+
+    /** The only location of a key, checking that there is exactly one. */
+    protected static long onlyA(Block b) {
+        assertNotNull(b);
+        assertEquals(1, b.size(), () -> "replicas of " + b);
+        return b.a(0);
+    }
+
+    // ---- reads ---------------------------------------------------------------------------------------------
+
+    @Test
+    void getOfAnAbsentKeyIsNull() {
+        assertNull(idx.get(42));
+        assertNull(idx.get(0));
+        assertNull(idx.get(-1));
+        assertEquals(0, idx.keyCount());
+    }
+
+    @Test
+    void getAllFillsPresentAndAbsentKeysFromAnOffset() {
+        serve(10, 0, -5);
+        long[] keys = {99, 10, 11, 0, -5, 10};
+        Block[] out = new Block[4];
+        Arrays.fill(out, new Block(1, new long[] {1, 1}, 0)); // must be overwritten, nulls included
+        idx.getAll(keys, 1, 4, out);
+        assertEquals(10, out[0].key());
+        assertNull(out[1]);
+        assertEquals(0, out[2].key());
+        assertEquals(-5, out[3].key());
+        for (Block b : new Block[] {out[0], out[2], out[3]}) {
+            assertEquals(Loc.SERVING, Loc.status(onlyA(b)));
+            assertEquals(addr(Loc.id(b.a(0))), b.b(0));
+        }
+        Block[] none = new Block[0];
+        idx.getAll(keys, 0, 0, none);
+    }
+
+    @Test
+    void touchSetsTheAccessTimeOfPresentKeysOnly() {
+        serve(1, 2);
+        int written = idx.get(1).writeSec();
+        idx.touch(new long[] {7, 1, 2, 3}, 1, 1, NOW + 500); // only key 1
+        assertEquals(NOW + 500, idx.get(1).accessSec());
+        assertEquals(written, idx.get(1).writeSec());
+        assertTrue(idx.get(2).accessSec() < NOW + 500);
+        idx.touch(new long[] {3, 4}, 0, 2, NOW + 600); // absent: ignored
+        assertNull(idx.get(3));
+        assertNull(idx.get(4));
+        assertEquals(2, idx.keyCount());
+    }
+
+    // ---- startWrite ----------------------------------------------------------------------------------------
+
+    @Test
+    void startWriteGivesNewKeysWritingLocationsAndStoresTheSession() throws Exception {
+        String s = sid();
+        long[] keys = {5, -7, 0, Long.MAX_VALUE, Long.MIN_VALUE};
+        long firstId = nextId;
+        StartResult r = write(idx, s, 1, ANY_STORAGE, 0, 9, keys);
+        assertFalse(r.capacityExceeded());
+        assertArrayEquals(new boolean[] {true, true, true, true, true}, r.inserted());
+        assertEquals(5, idx.keyCount());
+        WriteSession ws = r.session();
+        assertEquals(s, ws.id());
+        assertEquals(INST, ws.instanceId());
+        assertEquals(NOW + 3_600_000L, ws.deadlineMs());
+        assertArrayEquals(keys, ws.keys());
+        for (int i = 0; i < keys.length; i++) {
+            Block b = idx.get(keys[i]);
+            long a = onlyA(b);
+            assertEquals(Loc.WRITING, Loc.status(a));
+            assertEquals(firstId + i, Loc.id(a));
+            assertEquals(ws.locIds()[i], Loc.id(a));
+            assertEquals(9, Loc.storage(a));
+            assertEquals(i % 3, Loc.specGroup(a));
+            assertEquals(addr(firstId + i), b.b(0));
+            assertEquals(NOW, b.writeSec());
+            assertEquals(NOW, b.accessSec());
+        }
+        assertSessionStored(ws);
+        restartAndCompare();
+        assertSessionStored(ws);
+    }
+
+    private void assertSessionStored(WriteSession ws) {
+        WriteSession got = idx.session(ws.id());
+        assertNotNull(got);
+        assertArrayEquals(ws.keys(), got.keys());
+        assertArrayEquals(ws.locIds(), got.locIds());
+        assertEquals(ws.deadlineMs(), got.deadlineMs());
+        assertTrue(idx.sessions().stream().anyMatch(x -> x.id().equals(ws.id())));
+        assertEquals(INST, store.sessionOwner(ws.id()));
+    }
+
+    @Test
+    void keysInAnyStatusCountAsExisting() throws Exception {
+        write(sid(), 1);                       // 1: WRITING (session still open)
+        serve(2);                              // 2: SERVING
+        serve(3);
+        idx.markDeleting(new long[] {3}, 0, 1, null); // 3: DELETING
+        restartAndCompare();
+        String s = sid();
+        StartResult r = write(s, 1, 2, 3, 4);
+        assertArrayEquals(new boolean[] {false, false, false, true}, r.inserted());
+        assertArrayEquals(new long[] {4}, r.session().keys());
+        assertEquals(Loc.WRITING, Loc.status(onlyA(idx.get(1))));
+        assertEquals(Loc.SERVING, Loc.status(onlyA(idx.get(2))));
+        assertEquals(Loc.DELETING, Loc.status(onlyA(idx.get(3))));
+        assertEquals(Loc.WRITING, Loc.status(onlyA(idx.get(4))));
+        assertEquals(4, idx.keyCount());
+    }
+
+    @Test
+    void duplicatesInsideOneBatchCountAsExisting() {
+        StartResult r = write(sid(), 8, 8, 9, 8, 9, 10);
+        assertArrayEquals(new boolean[] {true, false, true, false, false, true}, r.inserted());
+        assertArrayEquals(new long[] {8, 9, 10}, r.session().keys());
+        assertEquals(3, idx.keyCount());
+        for (long k : new long[] {8, 9, 10}) {
+            assertEquals(Loc.WRITING, Loc.status(onlyA(idx.get(k))));
+        }
+    }
+
+    @Test
+    void minReplicasCountsOnlyWritingOrServingReplicasOnUsableStorages() throws Exception {
+        serve(7); // SERVING on storage 1
+        IntPredicate not1 = st -> st != 1;
+        // minReplicas 1: any replica counts
+        assertFalse(write(idx, sid(), 1, not1, 0, 2, 7).inserted()[0]);
+        // the SERVING replica sits on an unusable storage: 0 usable < 2
+        StartResult r = write(idx, sid(), 2, not1, 0, 2, 7);
+        assertTrue(r.inserted()[0]);
+        Block b = idx.get(7);
+        assertEquals(2, b.size());
+        assertEquals(Loc.SERVING, status(b, 0));
+        assertEquals(Loc.WRITING, status(b, 1));
+        assertEquals(2, Loc.storage(b.a(1)));
+        assertEquals(r.session().locIds()[0], Loc.id(b.a(1)));
+        // one usable (the WRITING one on storage 2) < 2: a third replica
+        assertTrue(write(idx, sid(), 2, not1, 0, 3, 7).inserted()[0]);
+        assertEquals(3, idx.get(7).size());
+        // every storage usable: 3 ≥ 2
+        assertFalse(write(idx, sid(), 2, ANY_STORAGE, 0, 3, 7).inserted()[0]);
+        // 3 ≥ 3 with all usable, but minReplicas 4 wants another
+        assertTrue(write(idx, sid(), 4, ANY_STORAGE, 0, 3, 7).inserted()[0]);
+        assertEquals(4, idx.get(7).size());
+        assertEquals(1, idx.keyCount(), "added replicas are not new keys");
+
+        // DELETING replicas do not count
+        serve(8);
+        idx.markDeleting(new long[] {8}, 0, 1, null);
+        assertFalse(write(idx, sid(), 1, ANY_STORAGE, 0, 1, 8).inserted()[0]);
+        assertTrue(write(idx, sid(), 2, ANY_STORAGE, 0, 1, 8).inserted()[0]);
+        Block b8 = idx.get(8);
+        assertEquals(2, b8.size());
+        assertEquals(Loc.DELETING, status(b8, 0));
+        assertEquals(Loc.WRITING, status(b8, 1));
+        // a new key is inserted whatever minReplicas says
+        assertTrue(write(idx, sid(), 3, not1, 0, 1, 9).inserted()[0]);
+        assertEquals(1, idx.get(9).size());
+        assertEquals(3, idx.keyCount());
+        restartAndCompare();
+    }
+
+    @Test
+    void maxKeysRefusesTheWholeBatchAndInsertsNothing() throws Exception {
+        serve(1, 2, 3);
+        String s = sid();
+        StartResult r = write(idx, s, 1, ANY_STORAGE, 5, 1, 3, 4, 5, 6); // 3 new keys, room for 2
+        assertTrue(r.capacityExceeded());
+        assertNull(r.session());
+        assertArrayEquals(new boolean[4], r.inserted());
+        assertEquals(3, idx.keyCount());
+        for (long k : new long[] {4, 5, 6}) {
+            assertNull(idx.get(k));
+        }
+        assertNull(idx.session(s));
+        assertNull(store.sessionOwner(s));
+        assertNull(idx.finishWrite(s, new boolean[] {true, true, true}, NOW));
+        assertEquals(Loc.SERVING, Loc.status(onlyA(idx.get(3))));
+
+        // exactly up to the bound is fine; existing keys do not count
+        StartResult ok = write(idx, sid(), 1, ANY_STORAGE, 5, 1, 1, 4, 5, 2);
+        assertFalse(ok.capacityExceeded());
+        assertArrayEquals(new boolean[] {false, true, true, false}, ok.inserted());
+        assertEquals(5, idx.keyCount());
+        StartResult full = write(idx, sid(), 1, ANY_STORAGE, 5, 1, 1, 2, 3);
+        assertFalse(full.capacityExceeded(), "no new key: no capacity needed");
+        assertTrue(write(idx, sid(), 1, ANY_STORAGE, 5, 1, 6).capacityExceeded());
+        // duplicates count once against the bound
+        assertTrue(write(idx, sid(), 1, ANY_STORAGE, 6, 1, 6, 6, 7).capacityExceeded());
+        assertFalse(write(idx, sid(), 1, ANY_STORAGE, 6, 1, 6, 6).capacityExceeded());
+        // extra replicas of existing keys are not new keys
+        assertFalse(write(idx, sid(), 2, ANY_STORAGE, 6, 1, 1, 2).capacityExceeded());
+        assertEquals(6, idx.keyCount());
+        // maxKeys ≤ 0: unlimited
+        assertFalse(write(idx, sid(), 1, ANY_STORAGE, 0, 1, range(100, 50)).capacityExceeded());
+        assertEquals(56, idx.keyCount());
+        restartAndCompare();
+    }
+
+    @Test
+    void aBatchWithoutNewKeysStillOpensAnEmptySession() throws Exception {
+        serve(1);
+        String s = sid();
+        StartResult r = write(s, 1);
+        assertFalse(r.capacityExceeded());
+        assertEquals(0, r.session().size());
+        assertNotNull(idx.session(s));
+        assertEquals(INST, store.sessionOwner(s));
+        restartAndCompare();
+        FinishResult f = idx.finishWrite(s, new boolean[0], NOW);
+        assertNotNull(f);
+        assertEquals(0, f.served());
+        assertEquals(0, f.failed().size());
+        assertNull(idx.finishWrite(s, new boolean[0], NOW));
+        assertNull(store.sessionOwner(s));
+        // an empty key list too
+        String e = sid();
+        assertEquals(0, write(e).session().size());
+        assertNotNull(idx.finishWrite(e, null, NOW));
+    }
+
+    @Test
+    void aSessionIdThatIsStillOpenIsRefused() {
+        String s = sid();
+        write(s, 1, 2);
+        assertThrows(IllegalArgumentException.class, () -> write(s, 3));
+        assertNull(idx.get(3));
+        assertEquals(2, idx.keyCount());
+        InstanceIndex other = store.index("inst-b");
+        assertThrows(IllegalArgumentException.class, () -> write(other, s, 1, ANY_STORAGE, 0, 1, 3));
+        assertEquals(0, other.keyCount());
+        assertEquals(INST, store.sessionOwner(s));
+        assertArrayEquals(new long[] {1, 2}, idx.session(s).keys());
+        // once finished, the id may be used again
+        assertNotNull(idx.finishWrite(s, new boolean[] {true, true}, NOW));
+        assertFalse(write(other, s, 1, ANY_STORAGE, 0, 1, 3).capacityExceeded());
+        assertEquals("inst-b", store.sessionOwner(s));
+        // a refused (capacity) start leaves the id free
+        String c = sid();
+        assertTrue(write(idx, c, 1, ANY_STORAGE, 2, 1, 50).capacityExceeded());
+        assertNull(store.sessionOwner(c));
+        assertFalse(write(idx, c, 1, ANY_STORAGE, 0, 1, 50).capacityExceeded());
+    }
+
+    // ---- finishWrite ---------------------------------------------------------------------------------------
+
+    @Test
+    void finishServesSuccessesAndRemovesAndReturnsFailures() throws Exception {
+        String s = sid();
+        StartResult r = write(s, 1, 2, 3);
+        long[] ids = r.session().locIds();
+        restartAndCompare();
+        FinishResult f = idx.finishWrite(s, new boolean[] {true, false, true}, NOW + 10);
+        assertNotNull(f);
+        assertEquals(2, f.served());
+        assertEquals(s, f.session().id());
+        assertEquals(1, f.failed().size());
+        assertEquals(2, f.failed().key(0));
+        assertEquals(ids[1], Loc.id(f.failed().a(0)));
+        assertEquals(addr(ids[1]), f.failed().b(0));
+        assertTrue(f.failed().keyGone(0));
+        assertNull(idx.get(2));
+        for (long k : new long[] {1, 3}) {
+            Block b = idx.get(k);
+            assertEquals(Loc.SERVING, Loc.status(onlyA(b)));
+            assertEquals(NOW + 10, b.writeSec());
+        }
+        assertEquals(2, idx.keyCount());
+        assertNull(idx.session(s));
+        assertNull(store.sessionOwner(s));
+        assertTrue(idx.sessions().isEmpty());
+        restartAndCompare();
+        assertNull(idx.finishWrite(s, new boolean[] {true, true, true}, NOW), "second finish");
+        assertNull(idx.finishWrite("no-such-session", new boolean[] {true}, NOW), "unknown session");
+        assertEquals(Loc.SERVING, Loc.status(onlyA(idx.get(1))));
+        // the key can be written again once its failed location is gone
+        assertTrue(write(sid(), 2).inserted()[0]);
+    }
+
+    @Test
+    void aFailedExtraReplicaLeavesTheKey() {
+        serve(4);
+        String s = sid();
+        assertTrue(write(idx, s, 2, ANY_STORAGE, 0, 5, 4).inserted()[0]);
+        FinishResult f = idx.finishWrite(s, new boolean[] {false}, NOW);
+        assertEquals(1, f.failed().size());
+        assertFalse(f.failed().keyGone(0));
+        assertEquals(5, Loc.storage(f.failed().a(0)));
+        Block b = idx.get(4);
+        assertEquals(Loc.SERVING, Loc.status(onlyA(b)));
+        assertEquals(1, idx.keyCount());
+    }
+
+    @Test
+    void aShortSuccessMaskFailsTheRest() {
+        String s = sid();
+        write(s, 1, 2, 3);
+        FinishResult f = idx.finishWrite(s, new boolean[] {true}, NOW);
+        assertEquals(1, f.served());
+        assertEquals(2, f.failed().size());
+        assertEquals(Set.of(2L, 3L), Set.of(f.failed().key(0), f.failed().key(1)));
+        assertEquals(1, idx.keyCount());
+    }
+
+    @Test
+    void finishLeavesALocationMovedToDeletingAlone() throws Exception {
+        String s = sid();
+        long[] keys = {1, 2, 3, 4};
+        write(s, keys);
+        // remove 2 and 3 while they are being written
+        LocList moved = idx.markDeleting(new long[] {2, 3}, 0, 2, null);
+        assertEquals(2, moved.size());
+        restartAndCompare();
+        FinishResult f = idx.finishWrite(s, new boolean[] {true, true, false, false}, NOW);
+        assertNotNull(f);
+        assertEquals(1, f.served(), "only key 1 is served");
+        assertEquals(1, f.failed().size(), "only key 4 failed: 2 and 3 belong to their deleter");
+        assertEquals(4, f.failed().key(0));
+        assertEquals(Loc.SERVING, Loc.status(onlyA(idx.get(1))));
+        assertEquals(Loc.DELETING, Loc.status(onlyA(idx.get(2))), "not resurrected");
+        assertEquals(Loc.DELETING, Loc.status(onlyA(idx.get(3))), "not removed by the failed finish");
+        assertNull(idx.get(4));
+        assertEquals(3, idx.keyCount());
+        // the deleter still owns and purges them
+        for (int i = 0; i < moved.size(); i++) {
+            assertEquals(1, idx.purge(moved.key(i), Loc.id(moved.a(i))).size());
+        }
+        assertEquals(1, idx.keyCount());
+        restartAndCompare();
+    }
+
+    @Test
+    void finishIgnoresALocationPurgedAndReplacedMeanwhile() {
+        String s = sid();
+        write(s, 1);
+        LocList moved = idx.markDeleting(new long[] {1}, 0, 1, null);
+        idx.purge(1, Loc.id(moved.a(0)));
+        String s2 = sid();
+        long newId = write(s2, 1).session().locIds()[0];
+        FinishResult f = idx.finishWrite(s, new boolean[] {false}, NOW);
+        assertEquals(0, f.served());
+        assertEquals(0, f.failed().size());
+        long a = onlyA(idx.get(1));
+        assertEquals(newId, Loc.id(a));
+        assertEquals(Loc.WRITING, Loc.status(a));
+    }
+
+    // ---- markDeleting and purge ----------------------------------------------------------------------------
+
+    @Test
+    void markDeletingMovesEveryReplicaOnceAndSkipsMaskedPositions() throws Exception {
+        serve(1, 2, 3);
+        assertTrue(write(idx, sid(), 2, ANY_STORAGE, 0, 4, 2).inserted()[0]); // 2: SERVING + WRITING
+        long[] keys = {1, 2, 3, 99, 2};
+        LocList moved = idx.markDeleting(keys, 0, keys.length, i -> i == 2); // skip key 3
+        assertEquals(3, moved.size());
+        Map<Long, Integer> perKey = new HashMap<>();
+        for (int i = 0; i < moved.size(); i++) {
+            perKey.merge(moved.key(i), 1, Integer::sum);
+            assertEquals(Loc.DELETING, Loc.status(moved.a(i)));
+            assertEquals(addr(Loc.id(moved.a(i))), moved.b(i));
+            assertFalse(moved.keyGone(i));
+        }
+        assertEquals(Map.of(1L, 1, 2L, 2), perKey);
+        assertEquals(Loc.DELETING, Loc.status(onlyA(idx.get(1))));
+        Block b2 = idx.get(2);
+        assertEquals(2, b2.size());
+        assertEquals(Loc.DELETING, status(b2, 0));
+        assertEquals(Loc.DELETING, status(b2, 1));
+        assertEquals(Loc.SERVING, Loc.status(onlyA(idx.get(3))));
+        assertEquals(3, idx.keyCount(), "marking removes no key");
+        restartAndCompare();
+        assertEquals(1, idx.markDeleting(keys, 0, 3, null).size(), "only key 3 is left to move");
+        assertEquals(0, idx.markDeleting(keys, 0, keys.length, null).size());
+    }
+
+    @Test
+    void markDeletingCountsSkipPositionsFromTheOffset() {
+        serve(1, 2, 3, 4);
+        long[] keys = {1, 2, 3, 4};
+        List<Integer> asked = new ArrayList<>();
+        LocList moved = idx.markDeleting(keys, 1, 3, i -> {
+            asked.add(i);
+            return i == 0; // position 0 of the range: key 2
+        });
+        assertEquals(List.of(0, 1, 2), asked);
+        assertEquals(2, moved.size());
+        assertEquals(Loc.SERVING, Loc.status(onlyA(idx.get(1))), "outside the range");
+        assertEquals(Loc.SERVING, Loc.status(onlyA(idx.get(2))), "skipped");
+        assertEquals(Loc.DELETING, Loc.status(onlyA(idx.get(3))));
+        assertEquals(Loc.DELETING, Loc.status(onlyA(idx.get(4))));
+    }
+
+    @Test
+    void purgeRemovesALocationOnlyWhenItIsDeleting() throws Exception {
+        serve(1, 2);
+        long id1 = Loc.id(onlyA(idx.get(1)));
+        assertEquals(0, idx.purge(1, id1).size(), "SERVING is not purged");
+        String s = sid();
+        long w = write(idx, s, 2, ANY_STORAGE, 0, 3, 1).session().locIds()[0];
+        assertEquals(0, idx.purge(1, w).size(), "WRITING is not purged");
+        assertEquals(0, idx.purge(1, 123_456_789).size(), "unknown location");
+        assertEquals(0, idx.purge(77, id1).size(), "unknown key");
+        assertEquals(2, idx.get(1).size());
+
+        idx.markDeleting(new long[] {1, 2}, 0, 2, null);
+        restartAndCompare();
+        LocList p = idx.purge(1, id1);
+        assertEquals(1, p.size());
+        assertEquals(1, p.key(0));
+        assertEquals(id1, Loc.id(p.a(0)));
+        assertEquals(Loc.DELETING, Loc.status(p.a(0)));
+        assertEquals(addr(id1), p.b(0));
+        assertFalse(p.keyGone(0), "the replica being written is still there");
+        assertEquals(0, idx.purge(1, id1).size(), "already purged");
+        LocList last = idx.purge(1, w);
+        assertTrue(last.keyGone(0));
+        assertNull(idx.get(1));
+        LocList p2 = idx.purge(2, Loc.id(idx.get(2).a(0)));
+        assertTrue(p2.keyGone(0));
+        assertEquals(0, idx.keyCount());
+        // the session that wrote the purged replica finds nothing to do
+        FinishResult f = idx.finishWrite(s, new boolean[] {true}, NOW);
+        assertEquals(0, f.served());
+        assertEquals(0, f.failed().size());
+        assertNull(idx.get(1));
+        restartAndCompare();
+    }
+
+    // ---- clear, scan, sample, forEach ----------------------------------------------------------------------
+
+    @Test
+    void clearDropsEveryKeyAndSession() throws Exception {
+        serve(range(0, 100));
+        String s = sid();
+        write(s, range(1000, 10));
+        InstanceIndex other = store.index("inst-b");
+        String so = sid();
+        write(other, so, 1, ANY_STORAGE, 0, 1, 5, 6);
+        idx.clear();
+        assertEquals(0, idx.keyCount());
+        assertNull(idx.get(5));
+        assertNull(idx.get(1005));
+        assertTrue(idx.sessions().isEmpty());
+        assertNull(idx.session(s));
+        assertNull(store.sessionOwner(s));
+        assertNull(idx.finishWrite(s, new boolean[10], NOW));
+        assertEquals(0, idx.scan(0, 10, k -> fail("key " + k)));
+        // other instances are untouched
+        assertEquals(2, other.keyCount());
+        assertEquals("inst-b", store.sessionOwner(so));
+        restartAndCompare();
+        // and the index works afterwards
+        serve(5);
+        assertEquals(1, idx.keyCount());
+        restartAndCompare();
+        assertEquals(Loc.SERVING, Loc.status(onlyA(idx.get(5))));
+    }
+
+    @Test
+    void scanPagesThroughEveryKeyExactlyOnce() throws Exception {
+        SplittableRandom r = new SplittableRandom(7);
+        Set<Long> all = new HashSet<>();
+        while (all.size() < 5000) {
+            all.add(r.nextLong());
+        }
+        all.add(0L);
+        long[] keys = all.stream().mapToLong(Long::longValue).toArray();
+        for (int i = 0; i < keys.length; i += 500) {
+            serve(Arrays.copyOfRange(keys, i, Math.min(keys.length, i + 500)));
+        }
+        restartAndCompare();
+        for (int page : new int[] {1, 7, 64, 1000, 100_000}) {
+            Map<Long, Integer> seen = new HashMap<>();
+            long cursor = 0;
+            int calls = 0;
+            do {
+                int[] inPage = {0};
+                cursor = idx.scan(cursor, page, k -> {
+                    seen.merge(k, 1, Integer::sum);
+                    inPage[0]++;
+                });
+                assertTrue(inPage[0] <= page, "page of " + page + " returned " + inPage[0]);
+                assertTrue(++calls <= keys.length + 2, "scan does not terminate");
+            } while (cursor != 0);
+            assertEquals(all, seen.keySet(), "page " + page);
+            assertTrue(seen.values().stream().allMatch(c -> c == 1), "page " + page + ": a key seen twice");
+        }
+    }
+
+    @Test
+    void scanOfAnEmptyIndexEndsAtOnce() {
+        assertEquals(0, idx.scan(0, 64, k -> fail("key " + k)));
+        serve(3);
+        idx.markDeleting(new long[] {3}, 0, 1, null);
+        idx.purge(3, Loc.id(idx.get(3).a(0)));
+        assertEquals(0, idx.scan(0, 64, k -> fail("key " + k)));
+    }
+
+    @Test
+    void sampleReturnsLiveKeys() {
+        assertEquals(0, idx.sample(10, new Random(1)).length);
+        long[] keys = range(-50, 200);
+        serve(keys);
+        Set<Long> live = new HashSet<>();
+        for (long k : keys) {
+            live.add(k);
+        }
+        // remove some so the sample must not return them
+        for (long k = -50; k < 0; k++) {
+            idx.markDeleting(new long[] {k}, 0, 1, null);
+            idx.purge(k, Loc.id(idx.get(k).a(0)));
+            live.remove(k);
+        }
+        Random rnd = new Random(3);
+        Set<Long> sampled = new HashSet<>();
+        for (int round = 0; round < 50; round++) {
+            long[] s = idx.sample(16, rnd);
+            assertTrue(s.length > 0 && s.length <= 16, "sample size " + s.length);
+            for (long k : s) {
+                assertTrue(live.contains(k), "sampled a key that is not live: " + k);
+                sampled.add(k);
+            }
+        }
+        assertTrue(sampled.size() > 50, "sampling looks stuck: " + sampled.size() + " distinct keys");
+        long[] few = idx.sample(1000, rnd);
+        assertTrue(few.length <= idx.keyCount());
+    }
+
+    @Test
+    void forEachVisitsEveryBlockOnce() {
+        serve(range(0, 300));
+        write(sid(), range(1000, 20));
+        Map<Long, Block> seen = new HashMap<>();
+        idx.forEach(b -> assertNull(seen.put(b.key(), b), "visited twice: " + b.key()));
+        assertEquals(320, seen.size());
+        assertEquals(Loc.SERVING, Loc.status(onlyA(seen.get(5L))));
+        assertEquals(Loc.WRITING, Loc.status(onlyA(seen.get(1005L))));
+        long[] serving = idx.keysWhere(meta -> Loc.writeSec(meta) == NOW + 1);
+        assertEquals(300, serving.length);
+    }
+
+    // ---- store-level ---------------------------------------------------------------------------------------
+
+    @Test
+    void recordsArePutReplacedRemovedAndSorted() throws Exception {
+        store.putRecord("instances", "b", "two".getBytes(StandardCharsets.UTF_8));
+        store.putRecord("instances", "a", "one".getBytes(StandardCharsets.UTF_8));
+        store.putRecord("instances", "c", new byte[0]);
+        store.putRecord("groups", "a", new byte[] {1, 2, 3});
+        store.putRecord("instances", "b", "zwei".getBytes(StandardCharsets.UTF_8));
+        restartAndCompare();
+        Map<String, byte[]> rec = store.records("instances");
+        assertEquals(List.of("a", "b", "c"), new ArrayList<>(rec.keySet()));
+        assertEquals("zwei", new String(rec.get("b"), StandardCharsets.UTF_8));
+        assertArrayEquals(new byte[] {1, 2, 3}, store.records("groups").get("a"));
+        store.removeRecord("instances", "a");
+        store.removeRecord("instances", "nope");
+        store.removeRecord("nope", "nope");
+        restartAndCompare();
+        assertEquals(List.of("b", "c"), new ArrayList<>(store.records("instances").keySet()));
+        assertTrue(store.records("nothing-here").isEmpty());
+        // the map handed out is a copy
+        try {
+            store.records("instances").remove("b");
+        } catch (UnsupportedOperationException ignored) {
+            // an unmodifiable view is fine too
+        }
+        assertTrue(store.records("instances").containsKey("b"));
+    }
+
+    @Test
+    void sessionOwnerAndInstancesAreSeparate() throws Exception {
+        InstanceIndex b = store.index("inst-b");
+        assertSame(b, store.index("inst-b"));
+        assertNotNull(store.existing(INST));
+        assertNull(store.existing("inst-none"));
+        assertTrue(store.instanceIds().containsAll(Set.of(INST, "inst-b")));
+        assertFalse(store.instanceIds().contains("inst-none"));
+        String sa = sid(), sb = sid();
+        write(sa, 1, 2);
+        write(b, sb, 1, ANY_STORAGE, 0, 1, 2, 3);
+        assertEquals(INST, store.sessionOwner(sa));
+        assertEquals("inst-b", store.sessionOwner(sb));
+        assertNull(store.sessionOwner("nope"));
+        assertNull(idx.session(sb), "sessions are per instance");
+        assertNull(idx.finishWrite(sb, new boolean[] {true, true}, NOW));
+        assertNotNull(b.session(sb));
+        // the same key is two unrelated keys under two instances
+        assertNotEquals(Loc.id(idx.get(2).a(0)), Loc.id(b.get(2).a(0)));
+        assertNull(idx.get(3));
+        assertEquals(2, idx.keyCount());
+        assertEquals(2, b.keyCount());
+        restartAndCompare();
+        assertEquals("inst-b", store.sessionOwner(sb));
+        assertNotNull(store.index("inst-b").finishWrite(sb, new boolean[] {true, true}, NOW));
+        assertNull(store.sessionOwner(sb));
+        assertEquals(INST, store.sessionOwner(sa));
+    }
+
+    private static void assertNotEquals(long x, long y) {
+        assertTrue(x != y, x + " == " + y);
+    }
+
+    @Test
+    void anEmptyIndexStillExists() throws Exception {
+        store.index("inst-empty");
+        restartAndCompare();
+        assertNotNull(store.existing("inst-empty"));
+        assertEquals(0, store.existing("inst-empty").keyCount());
+    }
+
+    @Test
+    void dropRemovesAnInstanceItsKeysAndSessions() throws Exception {
+        InstanceIndex b = store.index("inst-b");
+        String sb = sid();
+        write(b, sb, 1, ANY_STORAGE, 0, 1, 1, 2, 3);
+        serve(1);
+        store.drop("inst-b");
+        store.drop("inst-never");
+        assertNull(store.existing("inst-b"));
+        assertFalse(store.instanceIds().contains("inst-b"));
+        assertNull(store.sessionOwner(sb));
+        assertEquals(1, idx.keyCount(), "other instances stay");
+        restartAndCompare();
+        assertNull(store.existing("inst-b"));
+        // created again, it starts empty
+        InstanceIndex again = store.index("inst-b");
+        assertEquals(0, again.keyCount());
+        assertNull(again.get(1));
+        assertNull(again.session(sb));
+        assertTrue(write(again, sid(), 1, ANY_STORAGE, 0, 1, 1).inserted()[0]);
+        restartAndCompare();
+        assertEquals(1, store.existing("inst-b").keyCount());
+    }
+
+    // ---- concurrency ---------------------------------------------------------------------------------------
+
+    /** Keys the concurrency tests contend on; a slow remote store may choose fewer. */
+    protected int contendedKeys() {
+        return 8192;
+    }
+
+    private static long key(int i) {
+        return Long.reverse(i) ^ 0x5DEECE66DL; // spread, negative ones included, distinct
+    }
+
+    private static void race(int threads, IntConsumerEx body) throws InterruptedException {
+        CountDownLatch go = new CountDownLatch(1);
+        AtomicReference<Throwable> err = new AtomicReference<>();
+        List<Thread> ts = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            int tt = t;
+            Thread th = new Thread(() -> {
+                try {
+                    go.await();
+                    body.accept(tt);
+                } catch (Throwable e) {
+                    err.compareAndSet(null, e);
+                }
+            }, "race-" + t);
+            th.start();
+            ts.add(th);
+        }
+        go.countDown();
+        for (Thread th : ts) {
+            th.join(TimeUnit.SECONDS.toMillis(40));
+            assertFalse(th.isAlive(), th.getName() + " still running");
+        }
+        if (err.get() != null) {
+            throw new AssertionError("a racing thread failed", err.get());
+        }
+    }
+
+    @FunctionalInterface
+    private interface IntConsumerEx {
+        void accept(int t) throws Exception;
+    }
+
+    /** Batch starts for thread t: every window of the key space, shifted per thread, in a per-thread order. */
+    private static int[] windows(int t, int keys, int batch) {
+        int n = keys / batch;
+        int[] starts = new int[n];
+        for (int j = 0; j < n; j++) {
+            starts[j] = (j * batch + t * 13) % keys;
+        }
+        Random r = new Random(t);
+        for (int j = n - 1; j > 0; j--) {
+            int x = r.nextInt(j + 1);
+            int tmp = starts[j];
+            starts[j] = starts[x];
+            starts[x] = tmp;
+        }
+        return starts;
+    }
+
+    @Test
+    @Timeout(60)
+    void racingStartWritesHandOutExactlyOneLocationPerKey() throws Exception {
+        int n = contendedKeys(), batch = 64, threads = 32;
+        Map<Long, Integer> slotOf = new HashMap<>();
+        for (int i = 0; i < n; i++) {
+            slotOf.put(key(i), i);
+        }
+        AtomicIntegerArray handedOut = new AtomicIntegerArray(n);
+        long[] idOf = new long[n];
+        AtomicLong ids = new AtomicLong(1);
+        race(threads, t -> {
+            int seq = 0;
+            for (int start : windows(t, n, batch)) {
+                long[] keys = new long[batch];
+                long[] a = new long[batch], b = new long[batch];
+                for (int j = 0; j < batch; j++) {
+                    keys[j] = key((start + j) % n);
+                    long id = ids.getAndIncrement();
+                    a[j] = Loc.a(id, Loc.NEW, 1 + t, 0);
+                    b[j] = addr(id);
+                }
+                String s = "race-" + t + "-" + seq++;
+                StartResult r = idx.startWrite(keys, a, b, 1, ANY_STORAGE, 0, s, NOW + 60_000L, NOW);
+                assertFalse(r.capacityExceeded());
+                int m = 0;
+                for (int j = 0; j < batch; j++) {
+                    if (r.inserted()[j]) {
+                        int slot = slotOf.get(keys[j]);
+                        handedOut.incrementAndGet(slot);
+                        idOf[slot] = Loc.id(a[j]); // written once per slot, read after the join
+                        assertEquals(keys[j], r.session().keys()[m]);
+                        assertEquals(Loc.id(a[j]), r.session().locIds()[m++]);
+                    }
+                }
+                assertEquals(m, r.session().size());
+                if ((seq & 1) == 0) {
+                    boolean[] ok = new boolean[m];
+                    Arrays.fill(ok, true);
+                    assertEquals(m, idx.finishWrite(s, ok, NOW).served());
+                }
+            }
+        });
+        for (int i = 0; i < n; i++) {
+            assertEquals(1, handedOut.get(i), "WRITING locations handed out for key #" + i);
+        }
+        assertEquals(n, idx.keyCount());
+        int[] seen = {0};
+        idx.forEach(b -> {
+            seen[0]++;
+            Integer slot = slotOf.get(b.key());
+            assertNotNull(slot, "a key nobody wrote: " + b.key());
+            assertEquals(idOf[slot], Loc.id(onlyA(b)));
+            assertNotEquals(Loc.DELETING, Loc.status(b.a(0)));
+        });
+        assertEquals(n, seen[0]);
+        long inSessions = idx.sessions().stream().mapToLong(WriteSession::size).sum();
+        long writing = 0;
+        for (int i = 0; i < n; i++) {
+            if (Loc.status(idx.get(key(i)).a(0)) == Loc.WRITING) {
+                writing++;
+            }
+        }
+        assertEquals(writing, inSessions, "every WRITING location belongs to exactly one open session");
+        restartAndCompare();
+    }
+
+    @Test
+    @Timeout(60)
+    void racingStartWritesNeverExceedMaxKeys() throws Exception {
+        int n = contendedKeys(), threads = 32;
+        long max = n * 5L / 8 + 3; // not a multiple of the batch size
+        AtomicLong ids = new AtomicLong(1);
+        AtomicLong inserted = new AtomicLong();
+        AtomicLong seenMax = new AtomicLong();
+        AtomicBoolean stop = new AtomicBoolean();
+        Thread watcher = new Thread(() -> {
+            while (!stop.get()) {
+                seenMax.accumulateAndGet(idx.keyCount(), Math::max);
+                Thread.onSpinWait();
+            }
+        }, "keycount-watcher");
+        watcher.start();
+        IntUnaryOperator batchOf = t -> t % 4 == 0 ? 1 : 1 + (t % 7) * 13; // sizes 1 .. 79
+        try {
+            // phase 1: mixed batch sizes over overlapping windows
+            race(threads, t -> {
+                int batch = batchOf.applyAsInt(t);
+                int seq = 0;
+                for (int start : windows(t, n, Math.max(batch, 16))) {
+                    long[] keys = new long[batch], a = new long[batch], b = new long[batch];
+                    for (int j = 0; j < batch; j++) {
+                        keys[j] = key((start + j) % n);
+                        long id = ids.getAndIncrement();
+                        a[j] = Loc.a(id, Loc.NEW, 1, 0);
+                        b[j] = addr(id);
+                    }
+                    StartResult r = idx.startWrite(keys, a, b, 1, ANY_STORAGE, max, "p1-" + t + "-" + seq++,
+                            NOW + 60_000L, NOW);
+                    long before = idx.keyCount();
+                    assertTrue(before <= max, "keyCount " + before + " > " + max);
+                    if (r.capacityExceeded()) {
+                        assertNull(r.session());
+                        for (boolean x : r.inserted()) {
+                            assertFalse(x);
+                        }
+                    } else {
+                        for (boolean x : r.inserted()) {
+                            if (x) {
+                                inserted.incrementAndGet();
+                            }
+                        }
+                    }
+                }
+            });
+            assertTrue(idx.keyCount() <= max);
+            assertEquals(inserted.get(), idx.keyCount());
+            // phase 2: single keys, everybody tries every key: the bound is reached exactly
+            race(threads, t -> {
+                int[] order = windows(t, n, 1);
+                for (int j = 0; j < order.length; j++) {
+                    long id = ids.getAndIncrement();
+                    StartResult r = idx.startWrite(new long[] {key(order[j])}, new long[] {Loc.a(id, Loc.NEW, 1, 0)},
+                            new long[] {addr(id)}, 1, ANY_STORAGE, max, "p2-" + t + "-" + j, NOW + 60_000L, NOW);
+                    if (r.inserted()[0]) {
+                        inserted.incrementAndGet();
+                    }
+                    if (r.capacityExceeded() && idx.keyCount() == max) {
+                        break; // full for good (nothing is removed): every later try would be refused too
+                    }
+                }
+            });
+        } finally {
+            stop.set(true);
+            watcher.join(5000);
+        }
+        assertTrue(seenMax.get() <= max, "keyCount peaked at " + seenMax.get() + " > " + max);
+        assertEquals(max, idx.keyCount());
+        assertEquals(max, inserted.get());
+        long[] visible = {0};
+        idx.forEach(b -> visible[0]++);
+        assertEquals(max, visible[0]);
+        restartAndCompare();
+    }
+}

@@ -1,0 +1,213 @@
+package dev.kvpool.meta.config;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvpool.meta.registry.GroupConfig;
+import dev.kvpool.meta.storage.Storage;
+import dev.kvpool.meta.storage.StorageKind;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Storages and instance groups read at start-up, until the control plane supplies them. Accepts KVCM's startup
+ * file shape (§3.17: {@code storage_config{type, global_unique_name, storage_spec}}, {@code cache_prefer_strategy}
+ * as an int, quota types as strings) so existing deployments reuse their files, with lists under "storages" and
+ * "instance_groups" (a single "storage" / "instance_group" object works too).
+ */
+public final class StartupConfig {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** A storage before it receives its persisted number. */
+    public record StorageDef(String name, StorageKind kind, String basePath, int keyCountPerFile, ObjectNode spec) {
+        public Storage toStorage(int number) {
+            return new Storage(name, kind, number, basePath, keyCountPerFile, spec, true);
+        }
+    }
+
+    public final List<StorageDef> storages;
+    public final List<GroupConfig> groups;
+
+    private StartupConfig(List<StorageDef> storages, List<GroupConfig> groups) {
+        this.storages = storages;
+        this.groups = groups;
+    }
+
+    /** KVPool's built-in default: KVCM's default group and file storage, rooted under the data directory. */
+    public static StartupConfig defaults(Path dataDir) {
+        ObjectNode spec = JSON.createObjectNode();
+        spec.put("root_path", Storage.normaliseRoot(dataDir.toAbsolutePath().resolve("nfs").toString()));
+        spec.put("key_count_per_file", 8);
+        ObjectNode root = JSON.createObjectNode();
+        ObjectNode st = root.putArray("storages").addObject().putObject("storage_config");
+        st.put("type", "file").put("global_unique_name", "nfs_01").set("storage_spec", spec);
+        root.putArray("instance_groups").add(defaultGroupJson());
+        return parse(root, "built-in default");
+    }
+
+    private static ObjectNode defaultGroupJson() {
+        try {
+            return (ObjectNode) JSON.readTree("""
+                    {"name":"default","storage_candidates":["nfs_01"],"global_quota_group_name":"default_quota_group",
+                     "max_instance_count":100,
+                     "quota":{"capacity":30000000000,"quota_config":[{"storage_type":"file","capacity":10000000000},
+                       {"storage_type":"hf3fs","capacity":10000000000},{"storage_type":"pace","capacity":10000000000}]},
+                     "cache_config":{"reclaim_strategy":{"reclaim_policy":1,"trigger_strategy":{"used_percentage":0.8},
+                       "delay_before_delete_ms":1000,"storage_unique_name":""},
+                       "cache_prefer_strategy":2,
+                       "meta_indexer_config":{"max_key_count":1000000,"mutex_shard_num":16,"batch_key_size":16,
+                         "meta_storage_backend_config":{"storage_type":"local","storage_uri":""},
+                         "meta_cache_policy_config":{"capacity":10000,"type":"LRU","cache_shard_bits":0,"high_pri_pool_ratio":0.0}}},
+                     "user_data":"{\\"description\\":\\"KVPool default instance group\\"}","version":1}""");
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    public static StartupConfig load(Path file) {
+        try {
+            return parse(JSON.readTree(Files.readAllBytes(file)), file.toString());
+        } catch (IOException e) {
+            throw new IllegalArgumentException("cannot read startup config " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    static StartupConfig parse(JsonNode root, String source) {
+        try {
+            List<StorageDef> storages = new ArrayList<>();
+            for (JsonNode s : list(root, "storages", "storage")) {
+                storages.add(storage(s.has("storage_config") ? s.get("storage_config") : s));
+            }
+            List<GroupConfig> groups = new ArrayList<>();
+            for (JsonNode g : list(root, "instance_groups", "instance_group")) {
+                groups.add(group(g));
+            }
+            return new StartupConfig(storages, groups);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("startup config " + source + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static List<JsonNode> list(JsonNode root, String plural, String single) {
+        List<JsonNode> out = new ArrayList<>();
+        if (root.has(plural)) {
+            root.get(plural).forEach(out::add);
+        }
+        if (root.has(single)) {
+            out.add(root.get(single));
+        }
+        if (root.has(single + "_config") && !single.equals("storage")) {
+            out.add(root.get(single + "_config"));
+        }
+        if (single.equals("storage") && root.has("storage_config")) {
+            out.add(root);
+        }
+        return out;
+    }
+
+    private static String req(JsonNode n, String field, String what) {
+        String v = n.path(field).asText("");
+        if (v.isEmpty()) {
+            throw new IllegalArgumentException(what + ": '" + field + "' is required");
+        }
+        return v;
+    }
+
+    static StorageDef storage(JsonNode s) {
+        String name = req(s, "global_unique_name", "storage");
+        StorageKind kind = StorageKind.parse(req(s, "type", "storage '" + name + "'"));
+        JsonNode spec = s.path("storage_spec");
+        ObjectNode out = JSON.createObjectNode();
+        String what = "storage '" + name + "'";
+        return switch (kind) {
+            case FILE -> {
+                String root = Storage.normaliseRoot(req(spec, "root_path", what));
+                int kcpf = spec.path("key_count_per_file").asInt(1);
+                out.put("root_path", root).put("key_count_per_file", kcpf);
+                yield new StorageDef(name, kind, root, kcpf, out);
+            }
+            case HF3FS, VCNS_HF3FS -> {
+                String mount = req(spec, "mountpoint", what);
+                String rootDir = req(spec, "root_dir", what);
+                int kcpf = spec.path("key_count_per_file").asInt(1);
+                out.put("cluster_name", spec.path("cluster_name").asText("")).put("mountpoint", mount)
+                        .put("root_dir", rootDir).put("key_count_per_file", kcpf);
+                if (kind == StorageKind.VCNS_HF3FS) {
+                    out.put("remote_host", spec.path("remote_host").asText(""))
+                            .put("remote_port", spec.path("remote_port").asInt(0))
+                            .put("meta_storage_uri", spec.path("meta_storage_uri").asText(""));
+                }
+                yield new StorageDef(name, kind, Storage.hf3fsBase(mount, rootDir), kcpf, out);
+            }
+            case MOONCAKE -> {
+                for (String k : List.of("local_hostname", "metadata_connstring", "protocol", "rdma_device")) {
+                    out.put(k, spec.path(k).asText(""));
+                }
+                out.put("master_server_entry", spec.path("master_server_entry")
+                        .asText(spec.path("master_service_entry").asText("")));
+                yield new StorageDef(name, kind, "", 1, out);
+            }
+            case PACE -> {
+                out.put("enable_vipserver", spec.path("enable_vipserver").asBoolean(false))
+                        .put("domain", req(spec, "domain", what)).put("timeout", spec.path("timeout").asInt(0));
+                yield new StorageDef(name, kind, "", 1, out);
+            }
+        };
+    }
+
+    static GroupConfig group(JsonNode g) {
+        String name = req(g, "name", "instance group");
+        List<String> candidates = new ArrayList<>();
+        g.path("storage_candidates").forEach(c -> candidates.add(c.asText()));
+        JsonNode quota = g.path("quota");
+        Map<StorageKind, Long> types = new EnumMap<>(StorageKind.class);
+        for (JsonNode q : quota.path("quota_config")) {
+            types.put(StorageKind.parse(q.path("storage_type").asText()).usageKind(), q.path("capacity").asLong());
+        }
+        JsonNode cache = g.path("cache_config");
+        JsonNode prefer = cache.has("cache_prefer_strategy") ? cache.get("cache_prefer_strategy")
+                : cache.path("data_storage_strategy");
+        int preferWire = prefer.isNumber() ? prefer.asInt() : preferByName(prefer.asText("CPS_UNSPECIFIED"));
+        JsonNode idx = cache.path("meta_indexer_config");
+        long maxKeys = idx.path("max_key_count").asLong(1_000_000);
+        int shards = idx.path("mutex_shard_num").asInt(16);
+        if (maxKeys > 0 && shards > maxKeys) {
+            throw new IllegalArgumentException("instance group '" + name + "': mutex_shard_num " + shards
+                    + " exceeds max_key_count " + maxKeys);
+        }
+        JsonNode sc = idx.path("meta_cache_policy_config");
+        return new GroupConfig(name, candidates, g.path("global_quota_group_name").asText(name),
+                g.path("max_instance_count").asLong(0), quota.path("capacity").asLong(0), types,
+                GroupConfig.Prefer.ofWire(preferWire), maxKeys, shards, sc.path("capacity").asInt(0),
+                g.path("extra_info").asText(""), g.path("user_data").asText(""), g.path("version").asLong(1));
+    }
+
+    private static int preferByName(String n) {
+        String[] names = {"CPS_UNSPECIFIED", "CPS_ALWAYS_3FS", "CPS_PREFER_3FS", "CPS_ALWAYS_MOONCAKE",
+            "CPS_PREFER_MOONCAKE", "CPS_ALWAYS_TAIR_MEMPOOL", "CPS_PREFER_TAIR_MEMPOOL", "CPS_ALWAYS_VCNS_3FS",
+            "CPS_PREFER_VCNS_3FS"};
+        for (int i = 0; i < names.length; i++) {
+            if (names[i].equalsIgnoreCase(n)) {
+                return i;
+            }
+        }
+        throw new IllegalArgumentException("unknown cache prefer strategy '" + n + "'");
+    }
+
+    /** Storages by name in file order; duplicates are an error. */
+    public Map<String, StorageDef> storagesByName() {
+        Map<String, StorageDef> m = new LinkedHashMap<>();
+        for (StorageDef s : storages) {
+            if (m.put(s.name(), s) != null) {
+                throw new IllegalArgumentException("storage '" + s.name() + "' is defined twice");
+            }
+        }
+        return m;
+    }
+}

@@ -1,0 +1,79 @@
+package dev.kvpool.meta.kvcm;
+
+import dev.kvpool.api.proto.meta.*;
+import dev.kvpool.meta.runtime.MetaRuntime;
+import io.quarkus.grpc.GrpcService;
+import io.smallrye.common.annotation.Blocking;
+import io.smallrye.mutiny.Uni;
+import jakarta.inject.Inject;
+
+/** KVCM MetaService over gRPC (package kv_cache_manager.proto.meta); the gRPC status is always OK (§1.2). */
+@GrpcService
+public class KvcmGrpcService implements MetaService {
+    @Inject
+    MetaRuntime runtime;
+
+    private KvcmMeta m() {
+        return runtime.kvcm();
+    }
+
+    @Override
+    @Blocking
+    public Uni<RegisterInstanceResponse> registerInstance(RegisterInstanceRequest r) {
+        return Uni.createFrom().item(() -> m().registerInstance(r));
+    }
+
+    @Override
+    public Uni<GetInstanceInfoResponse> getInstanceInfo(GetInstanceInfoRequest r) {
+        return Uni.createFrom().item(() -> m().getInstanceInfo(r));
+    }
+
+    @Override
+    public Uni<GetCacheMetaResponse> getCacheMeta(GetCacheMetaRequest r) {
+        return Uni.createFrom().item(() -> m().getCacheMeta(r));
+    }
+
+    @Override
+    public Uni<GetCacheLocationResponse> getCacheLocation(GetCacheLocationRequest r) {
+        return Uni.createFrom().item(() -> m().getCacheLocation(r));
+    }
+
+    @Override
+    @Blocking
+    public Uni<StartWriteCacheResponse> startWriteCache(StartWriteCacheRequest r) {
+        return Uni.createFrom().item(() -> m().startWriteCache(r));
+    }
+
+    @Override
+    @Blocking
+    public Uni<CommonResponse> finishWriteCache(FinishWriteCacheRequest r) {
+        return Uni.createFrom().item(() -> m().finishWriteCache(r));
+    }
+
+    @Override
+    @Blocking
+    public Uni<CommonResponse> removeCache(RemoveCacheRequest r) {
+        return Uni.createFrom().item(() -> m().removeCache(r));
+    }
+
+    @Override
+    @Blocking
+    public Uni<CommonResponse> trimCache(TrimCacheRequest r) {
+        return Uni.createFrom().item(() -> m().trimCache(r));
+    }
+
+    @Override
+    public Uni<GetClusterInfoResponse> getClusterInfo(GetClusterInfoRequest r) {
+        return Uni.createFrom().item(() -> m().getClusterInfo(r));
+    }
+
+    @Override
+    public Uni<GetCacheLocationLenResponse> getCacheLocationLen(GetCacheLocationLenRequest r) {
+        return Uni.createFrom().item(() -> m().getCacheLocationLen(r));
+    }
+
+    @Override
+    public Uni<GetCacheLocationsByBackendResponse> getCacheLocationsByBackend(GetCacheLocationsByBackendRequest r) {
+        return Uni.createFrom().item(() -> m().getCacheLocationsByBackend(r));
+    }
+}

@@ -1,0 +1,96 @@
+package dev.kvpool.meta.kvcm;
+
+import com.google.protobuf.Message;
+import dev.kvpool.api.json.ProtoJson;
+import dev.kvpool.api.json.ProtoJsonException;
+import dev.kvpool.api.proto.meta.*;
+import dev.kvpool.meta.runtime.MetaRuntime;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.ext.web.handler.BodyHandler;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import jakarta.inject.Inject;
+import java.util.Map;
+import java.util.function.BiFunction;
+import java.util.function.Supplier;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+
+/**
+ * KVCM meta HTTP routes: {@code POST /api/<lowerCamelRpc>} with proto3 JSON in and out (§1.3–1.5). Unparsable
+ * bodies get 400 with {@code {}}; every logical outcome is a 200 with the status in the header. Reads run on the
+ * event loop (in-memory, no I/O); calls that append to the index journal run on a worker.
+ */
+@ApplicationScoped
+public class KvcmHttpRoutes {
+    private static final Buffer EMPTY_JSON = Buffer.buffer("{}");
+
+    record Rpc(Supplier<Message.Builder> request, BiFunction<KvcmMeta, Message, Message> call, boolean blocking) {
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <Q extends Message> Rpc rpc(Supplier<Message.Builder> b, BiFunction<KvcmMeta, Q, Message> f,
+                                                boolean blocking) {
+        return new Rpc(b, (m, q) -> f.apply(m, (Q) q), blocking);
+    }
+
+    static final Map<String, Rpc> RPCS = Map.ofEntries(
+            Map.entry("registerInstance", rpc(RegisterInstanceRequest::newBuilder, KvcmMeta::registerInstance, true)),
+            Map.entry("getInstanceInfo", rpc(GetInstanceInfoRequest::newBuilder, KvcmMeta::getInstanceInfo, false)),
+            Map.entry("getCacheMeta", rpc(GetCacheMetaRequest::newBuilder, KvcmMeta::getCacheMeta, false)),
+            Map.entry("getCacheLocation", rpc(GetCacheLocationRequest::newBuilder, KvcmMeta::getCacheLocation, false)),
+            Map.entry("startWriteCache", rpc(StartWriteCacheRequest::newBuilder, KvcmMeta::startWriteCache, true)),
+            Map.entry("finishWriteCache", rpc(FinishWriteCacheRequest::newBuilder, KvcmMeta::finishWriteCache, true)),
+            Map.entry("removeCache", rpc(RemoveCacheRequest::newBuilder, KvcmMeta::removeCache, true)),
+            Map.entry("trimCache", rpc(TrimCacheRequest::newBuilder, KvcmMeta::trimCache, true)),
+            Map.entry("getClusterInfo", rpc(GetClusterInfoRequest::newBuilder, KvcmMeta::getClusterInfo, false)),
+            Map.entry("getCacheLocationLen", rpc(GetCacheLocationLenRequest::newBuilder, KvcmMeta::getCacheLocationLen, false)),
+            Map.entry("getCacheLocationsByBackend", rpc(GetCacheLocationsByBackendRequest::newBuilder,
+                    KvcmMeta::getCacheLocationsByBackend, false)));
+
+    @Inject
+    MetaRuntime runtime;
+
+    @ConfigProperty(name = "kvpool.meta.http.max-body-bytes", defaultValue = "67108864")
+    long maxBody;
+
+    void routes(@Observes Router router) {
+        router.post("/api/:rpc").handler(BodyHandler.create().setBodyLimit(maxBody).setHandleFileUploads(false))
+                .handler(this::handle);
+    }
+
+    void handle(RoutingContext ctx) {
+        Rpc rpc = RPCS.get(ctx.pathParam("rpc"));
+        if (rpc == null) {
+            ctx.response().setStatusCode(404).putHeader("Content-Type", "application/json").end(EMPTY_JSON);
+            return;
+        }
+        Message request;
+        try {
+            Buffer body = ctx.body().buffer();
+            request = ProtoJson.merge(body == null ? new byte[0] : body.getBytes(), rpc.request().get()).build();
+        } catch (ProtoJsonException e) {
+            ctx.response().setStatusCode(400).putHeader("Content-Type", "application/json")
+                    .putHeader("X-KVPool-Error", sanitize(e.getMessage())).end(EMPTY_JSON);
+            return;
+        }
+        if (rpc.blocking()) {
+            ctx.vertx().executeBlocking(() -> ProtoJson.print(rpc.call().apply(runtime.kvcm(), request)), false)
+                    .onSuccess(bytes -> respond(ctx, bytes))
+                    .onFailure(ctx::fail);
+        } else {
+            respond(ctx, ProtoJson.print(rpc.call().apply(runtime.kvcm(), request)));
+        }
+    }
+
+    private static void respond(RoutingContext ctx, byte[] json) {
+        ctx.response().setStatusCode(200).putHeader("Content-Type", "application/json").end(Buffer.buffer(json));
+    }
+
+    /** The 400 body must stay exactly {} (clients parse it); the reason travels in a header instead. */
+    private static String sanitize(String s) {
+        String one = s == null ? "unparsable JSON" : s.replaceAll("[\\r\\n]", " ");
+        return one.length() > 300 ? one.substring(0, 300) : one;
+    }
+}

@@ -1,0 +1,309 @@
+package dev.kvpool.meta.kvcm;
+
+import dev.kvpool.api.proto.meta.*;
+import dev.kvpool.meta.query.QueryPath;
+import dev.kvpool.meta.registry.GroupConfig;
+import dev.kvpool.meta.registry.Instance;
+import dev.kvpool.meta.registry.Registry;
+import dev.kvpool.meta.write.WritePath;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BooleanSupplier;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import org.jboss.logging.Logger;
+
+/**
+ * The KVCM MetaService semantics, once, for both transports: leader gate, then the instance pre-check, then
+ * validation, then the work. Logical errors are returned in header.status — never thrown to the transport.
+ */
+public final class KvcmMeta {
+    private static final Logger LOG = Logger.getLogger(KvcmMeta.class);
+
+    /** Who this node is and where a client finds the leader (GetClusterInfo). */
+    public record Node(String nodeId, String host, int rpcPort, int httpPort) {
+    }
+
+    private final Registry registry;
+    private final QueryPath query;
+    private final WritePath write;
+    private final WritePath.IndexStoreOwner sessions;
+    private final BooleanSupplier leader;
+    private final Node node;
+    private final MeterRegistry meters;
+    private final Map<String, Timer> timers = new ConcurrentHashMap<>();
+    private final Map<String, Counter> counters = new ConcurrentHashMap<>();
+
+    public KvcmMeta(Registry registry, QueryPath query, WritePath write, WritePath.IndexStoreOwner sessions,
+                    BooleanSupplier leader, Node node, MeterRegistry meters) {
+        this.registry = registry;
+        this.query = query;
+        this.write = write;
+        this.sessions = sessions;
+        this.leader = leader;
+        this.node = node;
+        this.meters = meters;
+    }
+
+    // ---- plumbing ------------------------------------------------------------------------------------------
+
+    private static CommonResponseHeader header(String traceId, ErrorCode code, String message) {
+        return CommonResponseHeader.newBuilder()
+                .setStatus(Status.newBuilder().setCode(code).setMessage(message == null ? "" : message))
+                .setRequestId(traceId + "_" + (System.currentTimeMillis() * 1000 + (System.nanoTime() / 1000) % 1000))
+                .build();
+    }
+
+    private static CommonResponseHeader ok(String traceId, String message) {
+        return header(traceId, ErrorCode.OK, message);
+    }
+
+    /**
+     * Runs one RPC: {@code body} builds the OK response; a KvcmError (or any failure) becomes an error response
+     * built by {@code error} from the header, so every response carries a header whatever happens.
+     */
+    private <R> R call(String api, String traceId, boolean leaderOnly, Supplier<R> body,
+                       Function<CommonResponseHeader, R> error) {
+        long t0 = System.nanoTime();
+        ErrorCode code = ErrorCode.OK;
+        try {
+            if (leaderOnly && !leader.getAsBoolean()) {
+                throw new KvcmError(ErrorCode.SERVER_NOT_LEADER, "Server is not leader");
+            }
+            return body.get();
+        } catch (KvcmError e) {
+            code = e.code;
+            return error.apply(header(traceId, e.code, e.getMessage()));
+        } catch (RuntimeException e) {
+            code = ErrorCode.INTERNAL_ERROR;
+            LOG.errorf(e, "%s failed (trace %s)", api, traceId);
+            return error.apply(header(traceId, ErrorCode.INTERNAL_ERROR, api + " failed: " + e));
+        } finally {
+            timers.computeIfAbsent(api, a -> Timer.builder("kvpool.meta.requests").tag("api", a)
+                    .description("KVCM meta RPCs served").register(meters)).record(System.nanoTime() - t0,
+                    java.util.concurrent.TimeUnit.NANOSECONDS);
+            if (code != ErrorCode.OK) {
+                ErrorCode c = code;
+                counters.computeIfAbsent(api + "/" + c, k -> Counter.builder("kvpool.meta.errors").tag("api", api)
+                        .tag("code", c.name()).register(meters)).increment();
+            }
+        }
+    }
+
+    /** The §1.9 pre-check (after the leader gate): an unknown or empty instance id is INSTANCE_NOT_EXIST. */
+    private Instance instance(String id) {
+        Instance inst = registry.instance(id);
+        if (inst == null) {
+            throw new KvcmError(ErrorCode.INSTANCE_NOT_EXIST, id.isEmpty() ? "instance_id is empty"
+                    : "instance '" + id + "' is not registered");
+        }
+        return inst;
+    }
+
+    static long[] toArray(List<Long> list) {
+        long[] out = new long[list.size()];
+        if (list instanceof com.google.protobuf.Internal.LongList ll) {
+            for (int i = 0; i < out.length; i++) {
+                out[i] = ll.getLong(i);
+            }
+        } else {
+            for (int i = 0; i < out.length; i++) {
+                out[i] = list.get(i);
+            }
+        }
+        return out;
+    }
+
+    /** §3.2.1: block_keys win; else keys derived from token_ids with the instance's scheme. */
+    static long[] keys(Instance inst, List<Long> blockKeys, List<Long> tokenIds) {
+        if (!blockKeys.isEmpty()) {
+            return toArray(blockKeys);
+        }
+        if (tokenIds.isEmpty()) {
+            throw KvcmError.invalid("block_keys and token_ids are both empty");
+        }
+        if (inst.blockSize <= 0) {
+            throw KvcmError.invalid("token_ids need a block_size > 0; instance '" + inst.id + "' registered block_size "
+                    + inst.blockSize);
+        }
+        return inst.keysOf(toArray(tokenIds));
+    }
+
+    private void counted(Instance inst, String what, long n) {
+        counters.computeIfAbsent(what + "/" + inst.id, k -> Counter.builder("kvpool.meta.blocks." + what)
+                .tag("instance", inst.id).register(meters)).increment(n);
+    }
+
+    private static Set<String> filter(List<String> names) {
+        return names.isEmpty() ? null : new HashSet<>(names);
+    }
+
+    private QueryType queryType(Instance inst, QueryType t) {
+        if (t == QueryType.QT_UNSPECIFIED || t == QueryType.UNRECOGNIZED) {
+            t = inst.info.getDefaultQueryType();
+        }
+        return switch (t) {
+            case QT_BATCH_GET, QT_PREFIX_MATCH, QT_REVERSE_ROLL_SW_MATCH -> t;
+            case QT_PREFIX_MATCH_WITH_MAMBA -> throw new KvcmError(ErrorCode.UNSUPPORTED,
+                    "QT_PREFIX_MATCH_WITH_MAMBA is not supported yet");
+            default -> throw KvcmError.invalid("query_type is required (QT_BATCH_GET, QT_PREFIX_MATCH or "
+                    + "QT_REVERSE_ROLL_SW_MATCH) and the instance registered no default_query_type");
+        };
+    }
+
+    // ---- RPCs ----------------------------------------------------------------------------------------------
+
+    public RegisterInstanceResponse registerInstance(RegisterInstanceRequest r) {
+        return call("RegisterInstance", r.getTraceId(), true, () -> {
+            Registry.Registration reg = registry.register(r);
+            GroupConfig g = registry.group(reg.instance().group);
+            return RegisterInstanceResponse.newBuilder()
+                    .setHeader(ok(r.getTraceId(), reg.created() ? "Instance registered successfully"
+                            : "Instance already registered with the same configuration"))
+                    .setStorageConfigs(registry.storageConfigsJson(g))
+                    .setExtraInfo(g == null ? "" : g.extraInfo()).build();
+        }, h -> RegisterInstanceResponse.newBuilder().setHeader(h).build());
+    }
+
+    public GetInstanceInfoResponse getInstanceInfo(GetInstanceInfoRequest r) {
+        return call("GetInstanceInfo", r.getTraceId(), true, () -> {
+            if (r.getInstanceId().isEmpty()) {
+                throw KvcmError.invalid("instance_id is required");
+            }
+            Instance inst = instance(r.getInstanceId());
+            return GetInstanceInfoResponse.newBuilder().setHeader(ok(r.getTraceId(), ""))
+                    .setInstanceGroup(inst.group).setInstanceInfo(inst.info).build();
+        }, h -> GetInstanceInfoResponse.newBuilder().setHeader(h).build());
+    }
+
+    public GetCacheLocationResponse getCacheLocation(GetCacheLocationRequest r) {
+        return call("GetCacheLocation", r.getTraceId(), true, () -> {
+            Instance inst = instance(r.getInstanceId());
+            QueryType t = r.getQueryType() == QueryType.QT_UNSPECIFIED ? null : r.getQueryType();
+            long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
+            t = queryType(inst, t == null ? QueryType.QT_UNSPECIFIED : t);
+            Set<String> f = filter(r.getLocationSpecNamesList());
+            List<CacheLocation> locs = switch (t) {
+                case QT_PREFIX_MATCH -> query.prefix(inst, keys, Mask.of(r.hasBlockMask() ? r.getBlockMask() : null), f);
+                case QT_BATCH_GET -> query.batch(inst, keys, f);
+                default -> query.slidingWindow(inst, keys, r.getSwSize(), f);
+            };
+            counted(inst, "queried", keys.length);
+            if (t == QueryType.QT_PREFIX_MATCH) {
+                counted(inst, "hit", locs.size());
+            }
+            return GetCacheLocationResponse.newBuilder().setHeader(ok(r.getTraceId(), "Cache locations retrieved successfully"))
+                    .addAllLocations(locs).build();
+        }, h -> GetCacheLocationResponse.newBuilder().setHeader(h).build());
+    }
+
+    public GetCacheLocationLenResponse getCacheLocationLen(GetCacheLocationLenRequest r) {
+        return call("GetCacheLocationLen", r.getTraceId(), true, () -> {
+            Instance inst = instance(r.getInstanceId());
+            long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
+            long len = switch (queryType(inst, r.getQueryType())) {
+                case QT_PREFIX_MATCH -> query.prefixLength(inst, keys);
+                case QT_BATCH_GET -> query.batchHits(inst, keys);
+                default -> query.slidingWindowLength(inst, keys, r.getSwSize());
+            };
+            return GetCacheLocationLenResponse.newBuilder().setHeader(ok(r.getTraceId(), "Cache location length retrieved"))
+                    .setCacheLocationLen(len).build();
+        }, h -> GetCacheLocationLenResponse.newBuilder().setHeader(h).build());
+    }
+
+    public GetCacheLocationsByBackendResponse getCacheLocationsByBackend(GetCacheLocationsByBackendRequest r) {
+        return call("GetCacheLocationsByBackend", r.getTraceId(), true, () -> {
+            Instance inst = instance(r.getInstanceId());
+            long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
+            if (queryType(inst, r.getQueryType()) != QueryType.QT_BATCH_GET) {
+                throw KvcmError.invalid("GetCacheLocationsByBackend supports only QT_BATCH_GET");
+            }
+            if (r.getBackendSelectorsCount() == 0) {
+                throw KvcmError.invalid("backend_selectors must not be empty");
+            }
+            return GetCacheLocationsByBackendResponse.newBuilder().setHeader(ok(r.getTraceId(), "Cache locations retrieved successfully"))
+                    .addAllKeyLocations(query.byBackend(inst, keys, r.getBackendSelectorsList(),
+                            filter(r.getLocationSpecNamesList()))).build();
+        }, h -> GetCacheLocationsByBackendResponse.newBuilder().setHeader(h).build());
+    }
+
+    public GetCacheMetaResponse getCacheMeta(GetCacheMetaRequest r) {
+        return call("GetCacheMeta", r.getTraceId(), true, () -> {
+            Instance inst = instance(r.getInstanceId());
+            long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
+            var locs = new java.util.ArrayList<CacheLocation>();
+            var metas = new java.util.ArrayList<String>();
+            query.meta(inst, keys, Mask.of(r.hasBlockMask() ? r.getBlockMask() : null), locs, metas);
+            return GetCacheMetaResponse.newBuilder().setHeader(ok(r.getTraceId(), "Cache meta retrieved successfully"))
+                    .addAllLocations(locs).addAllMetas(metas).build();
+        }, h -> GetCacheMetaResponse.newBuilder().setHeader(h).build());
+    }
+
+    public StartWriteCacheResponse startWriteCache(StartWriteCacheRequest r) {
+        return call("StartWriteCache", r.getTraceId(), true, () -> {
+            Instance inst = instance(r.getInstanceId());
+            long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
+            WritePath.StartOutcome o = write.start(inst, keys, r.getLocationSpecGroupNamesList(),
+                    r.getWriteTimeoutSeconds(), r.getMinReplicaCount());
+            counted(inst, "write_started", o.locations().size());
+            return StartWriteCacheResponse.newBuilder().setHeader(ok(r.getTraceId(), "Write cache session started successfully"))
+                    .setWriteSessionId(o.sessionId()).setBlockMask(o.mask()).addAllLocations(o.locations()).build();
+        }, h -> StartWriteCacheResponse.newBuilder().setHeader(h).build());
+    }
+
+    public CommonResponse finishWriteCache(FinishWriteCacheRequest r) {
+        return call("FinishWriteCache", r.getTraceId(), true, () -> {
+            Instance inst = instance(r.getInstanceId());
+            if (r.getWriteSessionId().isEmpty()) {
+                throw KvcmError.invalid("write_session_id is required");
+            }
+            if (!r.hasSuccessBlocks()) {
+                throw KvcmError.invalid("success_blocks is required");
+            }
+            int served = write.finish(inst, r.getWriteSessionId(), Mask.of(r.getSuccessBlocks()), sessions);
+            counted(inst, "write_served", served);
+            return CommonResponse.newBuilder().setHeader(ok(r.getTraceId(), "Write cache session finished successfully"))
+                    .build();
+        }, h -> CommonResponse.newBuilder().setHeader(h).build());
+    }
+
+    public CommonResponse removeCache(RemoveCacheRequest r) {
+        return call("RemoveCache", r.getTraceId(), true, () -> {
+            Instance inst = instance(r.getInstanceId());
+            long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
+            write.remove(inst, keys, Mask.of(r.hasBlockMask() ? r.getBlockMask() : null));
+            return CommonResponse.newBuilder().setHeader(ok(r.getTraceId(), "Cache removed successfully")).build();
+        }, h -> CommonResponse.newBuilder().setHeader(h).build());
+    }
+
+    public CommonResponse trimCache(TrimCacheRequest r) {
+        return call("TrimCache", r.getTraceId(), true, () -> {
+            Instance inst = instance(r.getInstanceId());
+            if (r.getStrategy() == TrimStrategy.TS_UNSPECIFIED || r.getStrategy() == TrimStrategy.UNRECOGNIZED) {
+                throw KvcmError.invalid("strategy is required: TS_REMOVE_ALL_CACHE, TS_REMOVE_ALL_META or TS_TIMESTAMP");
+            }
+            write.trim(inst, r.getStrategy(), r.getBeginTimestamp(), r.getEndTimestamp());
+            return CommonResponse.newBuilder().setHeader(ok(r.getTraceId(), "Cache trimmed successfully")).build();
+        }, h -> CommonResponse.newBuilder().setHeader(h).build());
+    }
+
+    public GetClusterInfoResponse getClusterInfo(GetClusterInfoRequest r) {
+        // any node answers, leader or not, with no instance pre-check (§B.1)
+        return call("GetClusterInfo", r.getTraceId(), false, () -> {
+            var b = GetClusterInfoResponse.newBuilder().setHeader(ok(r.getTraceId(), "Cluster info retrieved"))
+                    .setSelfNodeId(node.nodeId());
+            if (leader.getAsBoolean()) {
+                b.setLeaderNodeId(node.nodeId()).setLeaderEndpoint(MetaNodeEndpoint.newBuilder()
+                        .setNodeId(node.nodeId()).setHost(node.host()).setMetaRpcPort(node.rpcPort())
+                        .setMetaHttpPort(node.httpPort()));
+            }
+            return b.build();
+        }, h -> GetClusterInfoResponse.newBuilder().setHeader(h).build());
+    }
+}

@@ -1,0 +1,243 @@
+package dev.kvpool.meta.query;
+
+import dev.kvpool.api.proto.meta.BackendLocationSelector;
+import dev.kvpool.api.proto.meta.CacheLocation;
+import dev.kvpool.api.proto.meta.CacheLocationVector;
+import dev.kvpool.api.proto.meta.StorageType;
+import dev.kvpool.meta.index.Block;
+import dev.kvpool.meta.index.Loc;
+import dev.kvpool.meta.kvcm.KvcmError;
+import dev.kvpool.meta.kvcm.Mask;
+import dev.kvpool.meta.registry.Instance;
+import dev.kvpool.meta.registry.Locations;
+import dev.kvpool.meta.registry.Registry;
+import dev.kvpool.meta.storage.Storage;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * Read side of the index (§3.4): prefix, batch and reverse sliding-window matches over SERVING replicas on
+ * available storages, GetCacheMeta, and the Part B length / per-backend variants. A hit refreshes the block's
+ * access time (KVCM only refreshes on writes, which makes its LRU evict hot blocks).
+ */
+public final class QueryPath {
+    private final Registry registry;
+
+    public QueryPath(Registry registry) {
+        this.registry = registry;
+    }
+
+    static int nowSec() {
+        return (int) (System.currentTimeMillis() / 1000);
+    }
+
+    /** Index of the SERVING replica a reader gets (weighted by storage type, §3.5.3), or -1. */
+    int pickServing(Block bl, StorageType only) {
+        if (bl == null) {
+            return -1;
+        }
+        if (bl.size() == 1) {
+            return usable(bl.a(0), only) != null ? 0 : -1;
+        }
+        int total = 0;
+        int[] w = new int[bl.size()];
+        for (int i = 0; i < w.length; i++) {
+            Storage st = usable(bl.a(i), only);
+            w[i] = st == null ? 0 : st.kind.readWeight;
+            total += w[i];
+        }
+        if (total == 0) {
+            return -1;
+        }
+        int r = ThreadLocalRandom.current().nextInt(total);
+        for (int i = 0; i < w.length; i++) {
+            r -= w[i];
+            if (r < 0) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private Storage usable(long a, StorageType only) {
+        if (Loc.status(a) != Loc.SERVING) {
+            return null;
+        }
+        Storage st = registry.storageByNumber(Loc.storage(a));
+        if (st == null || !st.available() || (only != null && st.kind.wire != only)) {
+            return null;
+        }
+        return st;
+    }
+
+    private CacheLocation render(Instance inst, Block bl, int replica, Set<String> filter) {
+        long a = bl.a(replica);
+        return Locations.render(inst, registry.storageByNumber(Loc.storage(a)), bl.key(), a, bl.b(replica), filter);
+    }
+
+    private static Block[] lookup(Instance inst, long[] keys) {
+        Block[] out = new Block[keys.length];
+        inst.index.getAll(keys, 0, keys.length, out);
+        return out;
+    }
+
+    /** QT_PREFIX_MATCH: masked keys skipped, stop at the first miss; the list length is the hit count. */
+    public List<CacheLocation> prefix(Instance inst, long[] keys, Mask mask, Set<String> filter) {
+        long[] q = unmasked(keys, mask);
+        Block[] blocks = lookup(inst, q);
+        List<CacheLocation> out = new ArrayList<>();
+        for (int i = 0; i < q.length; i++) {
+            int r = pickServing(blocks[i], null);
+            if (r < 0) {
+                break;
+            }
+            out.add(render(inst, blocks[i], r, filter));
+        }
+        if (!out.isEmpty()) {
+            inst.index.touch(q, 0, out.size(), nowSec());
+        }
+        return out;
+    }
+
+    public int prefixLength(Instance inst, long[] keys) {
+        Block[] blocks = lookup(inst, keys);
+        int n = 0;
+        while (n < keys.length && pickServing(blocks[n], null) >= 0) {
+            n++;
+        }
+        return n;
+    }
+
+    static long[] unmasked(long[] keys, Mask mask) {
+        long[] q = new long[keys.length];
+        int n = 0;
+        for (int i = 0; i < keys.length; i++) {
+            if (!mask.masked(i)) {
+                q[n++] = keys[i];
+            }
+        }
+        return n == keys.length ? keys : Arrays.copyOf(q, n);
+    }
+
+    /** QT_BATCH_GET: one entry per key, a placeholder (uri "") for each miss; the mask is ignored. */
+    public List<CacheLocation> batch(Instance inst, long[] keys, Set<String> filter) {
+        Block[] blocks = lookup(inst, keys);
+        List<CacheLocation> out = new ArrayList<>(keys.length);
+        CacheLocation miss = null;
+        long[] hits = new long[keys.length];
+        int nh = 0;
+        for (int i = 0; i < keys.length; i++) {
+            int r = pickServing(blocks[i], null);
+            if (r < 0) {
+                out.add(miss == null ? (miss = Locations.placeholder(inst)) : miss);
+            } else {
+                out.add(render(inst, blocks[i], r, filter));
+                hits[nh++] = keys[i];
+            }
+        }
+        inst.index.touch(hits, 0, nh, nowSec());
+        return out;
+    }
+
+    public int batchHits(Instance inst, long[] keys) {
+        Block[] blocks = lookup(inst, keys);
+        int n = 0;
+        for (Block b : blocks) {
+            if (pickServing(b, null) >= 0) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /**
+     * QT_REVERSE_ROLL_SW_MATCH: the right-most window of {@code sw} consecutive served keys; returns the window
+     * start or -1. After a failing key the next candidate window ends just before it.
+     */
+    int window(Block[] blocks, int[] replica, int sw) {
+        int n = blocks.length;
+        for (int i = 0; i < n; i++) {
+            replica[i] = pickServing(blocks[i], null);
+        }
+        int base = n - sw;
+        while (base >= 0) {
+            int fail = -1;
+            for (int o = sw - 1; o >= 0; o--) {
+                if (replica[base + o] < 0) {
+                    fail = o;
+                    break;
+                }
+            }
+            if (fail < 0) {
+                return base;
+            }
+            base = base + fail - sw;
+        }
+        return -1;
+    }
+
+    static void checkWindow(int sw, int n) {
+        if (sw <= 0 || sw > n) {
+            throw KvcmError.invalid("sw_size must be in [1, " + n + "] (the number of keys), got " + sw);
+        }
+    }
+
+    public List<CacheLocation> slidingWindow(Instance inst, long[] keys, int sw, Set<String> filter) {
+        checkWindow(sw, keys.length);
+        Block[] blocks = lookup(inst, keys);
+        int[] replica = new int[keys.length];
+        int start = window(blocks, replica, sw);
+        CacheLocation miss = Locations.placeholder(inst);
+        List<CacheLocation> out = new ArrayList<>(keys.length);
+        for (int i = 0; i < keys.length; i++) {
+            boolean inWindow = start >= 0 && i >= start && i < start + sw;
+            out.add(inWindow ? render(inst, blocks[i], replica[i], filter) : miss);
+        }
+        if (start >= 0) {
+            inst.index.touch(keys, start, sw, nowSec());
+        }
+        return out;
+    }
+
+    public int slidingWindowLength(Instance inst, long[] keys, int sw) {
+        checkWindow(sw, keys.length);
+        return window(lookup(inst, keys), new int[keys.length], sw) >= 0 ? sw : 0;
+    }
+
+    /** GetCacheMeta: masked keys dropped, first replica in any status, plus {"id","status"} JSON per key. */
+    public void meta(Instance inst, long[] keys, Mask mask, List<CacheLocation> locations, List<String> metas) {
+        long[] q = unmasked(keys, mask);
+        Block[] blocks = lookup(inst, q);
+        for (Block bl : blocks) {
+            if (bl == null || bl.size() == 0) {
+                locations.add(CacheLocation.newBuilder().setType(StorageType.ST_UNSPECIFIED).setSpecSize(0).build());
+                metas.add("{\"status\":\"CLS_NOT_FOUND\"}");
+            } else {
+                locations.add(render(inst, bl, 0, null));
+                metas.add("{\"id\":\"" + Loc.idString(bl.a(0)) + "\",\"status\":\"" + Loc.statusName(Loc.status(bl.a(0)))
+                        + "\"}");
+            }
+        }
+    }
+
+    /** GetCacheLocationsByBackend (§B.3): per key and selector the SERVING replica of that backend type. */
+    public List<CacheLocationVector> byBackend(Instance inst, long[] keys, List<BackendLocationSelector> selectors,
+                                               Set<String> filter) {
+        Block[] blocks = lookup(inst, keys);
+        List<CacheLocationVector> out = new ArrayList<>(keys.length);
+        for (Block bl : blocks) {
+            CacheLocationVector.Builder v = CacheLocationVector.newBuilder();
+            for (BackendLocationSelector sel : selectors) {
+                int r = pickServing(bl, sel.getBackendType());
+                if (r >= 0) {
+                    v.addLocations(render(inst, bl, r, filter));
+                }
+            }
+            out.add(v.build());
+        }
+        return out;
+    }
+}

@@ -1,0 +1,141 @@
+package dev.kvpool.meta.registry;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.kvpool.api.hash.HashScheme;
+import dev.kvpool.api.hash.KvcmHash;
+import dev.kvpool.api.proto.meta.InstanceInfo;
+import dev.kvpool.api.proto.meta.LocationSpecGroup;
+import dev.kvpool.meta.index.InstanceIndex;
+import dev.kvpool.meta.storage.SlotAllocator;
+import dev.kvpool.meta.storage.Storage;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * A registered instance: its fixed KV config (block size, specs, spec groups, hashing scheme), its index and the
+ * slot allocators of the storages it writes to. Cache is shared only inside one instance.
+ */
+public final class Instance {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    public final InstanceInfo info;
+    public final String id;
+    public final String group;
+    public final int blockSize;
+    public final String[] specNames;
+    public final long[] specSizes;
+    /** Σ spec sizes: what one key costs in the group total, even when spec groups store fewer specs. */
+    public final long bytesPerKey;
+    /** Spec indices per spec group number (0 = all specs, g+1 = location_spec_groups[g] sorted by name). */
+    public final int[][] specGroups;
+    private final Map<String, Integer> specGroupByName = new HashMap<>();
+    public final HashScheme hashScheme;
+    public final String hashSeed;
+    public final InstanceIndex index;
+    private final Map<Integer, SlotAllocator> allocators = new ConcurrentHashMap<>();
+    /** "scheme://host" + base path + "instance/spec/" per (storage number, spec), built once. */
+    private final Map<Integer, String[]> uriPrefixes = new ConcurrentHashMap<>();
+
+    public Instance(InstanceInfo info, InstanceIndex index) {
+        this.info = info;
+        this.id = info.getInstanceId();
+        this.group = info.getInstanceGroupName();
+        this.blockSize = info.getBlockSize();
+        int n = info.getLocationSpecInfosCount();
+        specNames = new String[n];
+        specSizes = new long[n];
+        long sum = 0;
+        Map<String, Integer> specIndex = new HashMap<>();
+        for (int i = 0; i < n; i++) {
+            specNames[i] = info.getLocationSpecInfos(i).getName();
+            specSizes[i] = info.getLocationSpecInfos(i).getSize();
+            specIndex.put(specNames[i], i);
+            sum += specSizes[i];
+        }
+        bytesPerKey = sum;
+        List<LocationSpecGroup> groups = info.getLocationSpecGroupsList();
+        specGroups = new int[groups.size() + 1][];
+        int[] all = new int[n];
+        for (int i = 0; i < n; i++) {
+            all[i] = i;
+        }
+        specGroups[0] = all;
+        for (int g = 0; g < groups.size(); g++) {
+            // registration order of the specs, whatever order the group lists them in
+            specGroups[g + 1] = groups.get(g).getSpecNamesList().stream().mapToInt(specIndex::get).sorted().toArray();
+            specGroupByName.put(groups.get(g).getName(), g + 1);
+        }
+        String[] scheme = hashingOf(info.getModelDeployment().getExtra());
+        this.hashScheme = HashScheme.fromName(scheme[0]);
+        this.hashSeed = scheme[1];
+        this.index = index;
+    }
+
+    /**
+     * KVPool extension: {@code model_deployment.extra} may be a JSON object with {@code hash_scheme}
+     * ("kvcm" | "vllm-sha256-cbor") and {@code hash_seed} (vLLM's PYTHONHASHSEED). It is part of the identity,
+     * so an instance can never change scheme. Anything else in extra is opaque.
+     */
+    public static String[] hashingOf(String extra) {
+        if (extra == null || extra.isBlank() || !extra.trim().startsWith("{")) {
+            return new String[] {"kvcm", ""};
+        }
+        try {
+            JsonNode n = JSON.readTree(extra);
+            String scheme = n.path("hash_scheme").asText("kvcm");
+            HashScheme.fromName(scheme); // validates
+            return new String[] {scheme, n.path("hash_seed").asText("")};
+        } catch (java.io.IOException e) {
+            return new String[] {"kvcm", ""};
+        }
+    }
+
+    public int specGroupNumber(String name) {
+        Integer g = specGroupByName.get(name);
+        return g == null ? -1 : g;
+    }
+
+    /** Block keys of a token prefix under this instance's scheme; a trailing partial block is dropped. */
+    public long[] keysOf(long[] tokens) {
+        return hashScheme == HashScheme.KVCM ? KvcmHash.keys(tokens, blockSize)
+                : hashScheme.keys(tokens, blockSize, hashSeed);
+    }
+
+    /** Bytes that a location of this spec group occupies on its storage. */
+    public long bytesOf(int specGroup) {
+        long s = 0;
+        for (int i : specGroups[specGroup]) {
+            s += specSizes[i];
+        }
+        return s;
+    }
+
+    public SlotAllocator allocator(Storage st) {
+        return allocators.computeIfAbsent(st.number, k -> new SlotAllocator(st.keyCountPerFile));
+    }
+
+    public SlotAllocator allocatorIfAny(int storageNumber) {
+        return allocators.get(storageNumber);
+    }
+
+    public Map<Integer, SlotAllocator> allocators() {
+        return allocators;
+    }
+
+    String[] uriPrefixes(Storage st) {
+        return uriPrefixes.computeIfAbsent(st.number, k -> {
+            String[] p = new String[specNames.length];
+            for (int i = 0; i < p.length; i++) {
+                p[i] = switch (st.kind) {
+                    case MOONCAKE -> "mooncake://" + st.name + "/?key=" + id + "/" + specNames[i] + "/";
+                    case FILE -> "file://" + st.name + st.basePath + id + "/" + specNames[i] + "/";
+                    default -> st.kind.scheme + "://" + st.name + st.basePath + "/" + id + "/" + specNames[i] + "/";
+                };
+            }
+            return p;
+        });
+    }
+}

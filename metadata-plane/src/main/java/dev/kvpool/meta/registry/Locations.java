@@ -1,0 +1,71 @@
+package dev.kvpool.meta.registry;
+
+import dev.kvpool.api.hash.KvcmHash;
+import dev.kvpool.api.proto.meta.CacheLocation;
+import dev.kvpool.api.proto.meta.LocationSpec;
+import dev.kvpool.api.proto.meta.StorageType;
+import dev.kvpool.meta.index.Loc;
+import dev.kvpool.meta.storage.SlotAllocator;
+import dev.kvpool.meta.storage.Storage;
+import dev.kvpool.meta.storage.StorageKind;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Turns packed locations into KVCM CacheLocations (§3.8): {@code <scheme>://<storage><path>?<params>} with params
+ * sorted by key. Files are named {@code slab_<file hex>} and addressed by {@code blkid} × size (no blkid when a
+ * file holds one block); Mooncake keys use the key's unsigned hex. The URI a write hands out is byte-identical to what reads return,
+ * because both are rendered from the same words.
+ */
+public final class Locations {
+    private Locations() {
+    }
+
+    static String fileName(Storage st, long key, long b) {
+        return String.format("slab_%08x", SlotAllocator.file(b));
+    }
+
+    public static CacheLocation render(Instance inst, Storage st, long key, long a, long b, Set<String> specFilter) {
+        int[] specs = inst.specGroups[Loc.specGroup(a)];
+        String[] prefixes = inst.uriPrefixes(st);
+        CacheLocation.Builder loc = CacheLocation.newBuilder().setType(st.kind.wire).setSpecSize(specs.length);
+        String file = st.kind == StorageKind.MOONCAKE ? KvcmHash.hex(key) : fileName(st, key, b);
+        String slotParam = st.sharesFiles() ? "?blkid=" + SlotAllocator.slot(b) + "&size=" : "?size=";
+        for (int i : specs) {
+            if (specFilter != null && !specFilter.contains(inst.specNames[i])) {
+                continue;
+            }
+            String uri = st.kind == StorageKind.MOONCAKE
+                    ? prefixes[i] + file + "&size=" + inst.specSizes[i]
+                    : prefixes[i] + file + slotParam + inst.specSizes[i];
+            loc.addLocationSpecs(LocationSpec.newBuilder().setName(inst.specNames[i]).setUri(uri));
+        }
+        return loc.build();
+    }
+
+    /** The miss placeholder of BATCH_GET and sliding-window answers (§3.4.2). */
+    public static CacheLocation placeholder(Instance inst) {
+        CacheLocation.Builder loc = CacheLocation.newBuilder().setType(StorageType.ST_UNSPECIFIED)
+                .setSpecSize(inst.specNames.length);
+        for (String n : inst.specNames) {
+            loc.addLocationSpecs(LocationSpec.newBuilder().setName(n).setUri(""));
+        }
+        return loc.build();
+    }
+
+    /** Local paths holding a location's bytes, for storages this process can reach (file, hf3fs mounts). */
+    public static List<Path> localFiles(Instance inst, Storage st, long key, long b, int specGroup) {
+        List<Path> out = new ArrayList<>();
+        if (st.kind == StorageKind.MOONCAKE || st.kind == StorageKind.PACE) {
+            return out;
+        }
+        String base = st.kind == StorageKind.FILE ? st.basePath : st.basePath + "/";
+        String file = fileName(st, key, b);
+        for (int i : inst.specGroups[specGroup]) {
+            out.add(Path.of(base + inst.id + "/" + inst.specNames[i] + "/" + file));
+        }
+        return out;
+    }
+}

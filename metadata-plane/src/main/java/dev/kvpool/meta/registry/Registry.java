@@ -1,0 +1,258 @@
+package dev.kvpool.meta.registry;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.google.protobuf.InvalidProtocolBufferException;
+import dev.kvpool.api.proto.meta.ErrorCode;
+import dev.kvpool.api.proto.meta.InstanceInfo;
+import dev.kvpool.api.proto.meta.LocationSpecGroup;
+import dev.kvpool.api.proto.meta.LocationSpecInfo;
+import dev.kvpool.api.proto.meta.ModelDeployment;
+import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
+import dev.kvpool.meta.config.StartupConfig;
+import dev.kvpool.meta.index.IndexStore;
+import dev.kvpool.meta.index.Loc;
+import dev.kvpool.meta.kvcm.KvcmError;
+import dev.kvpool.meta.storage.Storage;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import org.jboss.logging.Logger;
+
+/**
+ * Storages, instance groups and registered instances. Storage numbers and instance records are kept in the
+ * index store, so a restart serves the same instances with the same locations.
+ */
+public final class Registry {
+    private static final Logger LOG = Logger.getLogger(Registry.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
+    static final String STORAGE_NUMBERS = "storage-number", INSTANCES = "instance";
+
+    private final IndexStore store;
+    private final Function<String, dev.kvpool.meta.index.InstanceIndex> indexFactory;
+    private final Map<String, Storage> storages = new ConcurrentHashMap<>();
+    private final Map<Integer, Storage> byNumber = new ConcurrentHashMap<>();
+    private final Map<String, GroupConfig> groups = new ConcurrentHashMap<>();
+    private final Map<String, Instance> instances = new ConcurrentHashMap<>();
+
+    public Registry(IndexStore store, StartupConfig config,
+                    Function<String, dev.kvpool.meta.index.InstanceIndex> indexFactory) {
+        this.store = store;
+        this.indexFactory = indexFactory;
+        Map<String, byte[]> numbers = store.records(STORAGE_NUMBERS);
+        int next = numbers.values().stream().mapToInt(v -> Integer.parseInt(new String(v, StandardCharsets.UTF_8)))
+                .max().orElse(0) + 1;
+        for (StartupConfig.StorageDef def : config.storagesByName().values()) {
+            byte[] n = numbers.get(def.name());
+            int number;
+            if (n != null) {
+                number = Integer.parseInt(new String(n, StandardCharsets.UTF_8));
+            } else {
+                number = next++;
+                if (number > Loc.MAX_STORAGE) {
+                    throw new IllegalStateException("too many storages (max " + Loc.MAX_STORAGE + ")");
+                }
+                store.putRecord(STORAGE_NUMBERS, def.name(), Integer.toString(number).getBytes(StandardCharsets.UTF_8));
+            }
+            Storage st = def.toStorage(number);
+            storages.put(st.name, st);
+            byNumber.put(number, st);
+        }
+        for (GroupConfig g : config.groups) {
+            if (groups.put(g.name(), g) != null) {
+                throw new IllegalArgumentException("instance group '" + g.name() + "' is defined twice");
+            }
+        }
+        for (Map.Entry<String, byte[]> e : store.records(INSTANCES).entrySet()) {
+            try {
+                InstanceInfo info = InstanceInfo.parseFrom(e.getValue());
+                instances.put(info.getInstanceId(), new Instance(info, indexFactory.apply(info.getInstanceId())));
+            } catch (InvalidProtocolBufferException | RuntimeException ex) {
+                LOG.errorf(ex, "skipping unreadable instance record '%s'", e.getKey());
+            }
+        }
+    }
+
+    public Storage storage(String name) {
+        return storages.get(name);
+    }
+
+    public Storage storageByNumber(int number) {
+        return byNumber.get(number);
+    }
+
+    public Collection<Storage> storages() {
+        return storages.values();
+    }
+
+    public GroupConfig group(String name) {
+        return groups.get(name);
+    }
+
+    public Collection<GroupConfig> groups() {
+        return groups.values();
+    }
+
+    public Instance instance(String id) {
+        return instances.get(id);
+    }
+
+    public Collection<Instance> instances() {
+        return instances.values();
+    }
+
+    public List<Instance> instancesOf(String group) {
+        return instances.values().stream().filter(i -> i.group.equals(group))
+                .sorted(Comparator.comparing(i -> i.id)).toList();
+    }
+
+    /** storage_configs (§3.1.4): registered storages named by the group's candidates, sorted by name. */
+    public String storageConfigsJson(GroupConfig g) {
+        ArrayNode arr = JSON.createArrayNode();
+        new TreeMap<String, Storage>(storages).forEach((name, st) -> {
+            if (g != null && g.storageCandidates().contains(name)) {
+                arr.add(st.toStorageConfigJson());
+            }
+        });
+        return arr.toString();
+    }
+
+    public record Registration(Instance instance, boolean created) {
+    }
+
+    /** RegisterInstance after the validation of §3.1.1: idempotent, DUPLICATE_ENTITY on a different identity. */
+    public synchronized Registration register(RegisterInstanceRequest req) {
+        validate(req);
+        Instance existing = instances.get(req.getInstanceId());
+        List<LocationSpecGroup> groupsSorted = normalisedGroups(req.getLocationSpecGroupsList());
+        if (existing != null) {
+            String diff = identityDiff(existing.info, req, groupsSorted);
+            if (diff != null) {
+                throw new KvcmError(ErrorCode.DUPLICATE_ENTITY, "instance '" + req.getInstanceId()
+                        + "' is already registered with a different " + diff);
+            }
+            return new Registration(existing, false);
+        }
+        GroupConfig g = groups.get(req.getInstanceGroup());
+        if (g == null) {
+            throw KvcmError.internal("instance group '" + req.getInstanceGroup() + "' does not exist");
+        }
+        if (g.maxInstanceCount() > 0 && instancesOf(g.name()).size() >= g.maxInstanceCount()) {
+            throw KvcmError.capacity("instance group '" + g.name() + "' already has its maximum of "
+                    + g.maxInstanceCount() + " instances");
+        }
+        InstanceInfo info = InstanceInfo.newBuilder()
+                .setQuotaGroupName(g.quotaGroupName())
+                .setInstanceGroupName(g.name())
+                .setInstanceId(req.getInstanceId())
+                .setBlockSize(req.getBlockSize())
+                .addAllLocationSpecInfos(req.getLocationSpecInfosList())
+                .setModelDeployment(req.getModelDeployment())
+                .addAllLocationSpecGroups(groupsSorted)
+                .setDefaultQueryType(req.getDefaultQueryType())
+                .build();
+        Instance inst = new Instance(info, indexFactory.apply(info.getInstanceId()));
+        store.putRecord(INSTANCES, info.getInstanceId(), info.toByteArray());
+        instances.put(inst.id, inst);
+        LOG.infof("registered instance %s in group %s (block size %d, %d specs, %s keys)", inst.id, inst.group,
+                inst.blockSize, inst.specNames.length, inst.hashScheme);
+        return new Registration(inst, true);
+    }
+
+    private static void validate(RegisterInstanceRequest r) {
+        if (r.getInstanceGroup().isEmpty()) {
+            throw KvcmError.invalid("instance_group is required");
+        }
+        if (r.getInstanceId().isEmpty()) {
+            throw KvcmError.invalid("instance_id is required");
+        }
+        if (!r.hasModelDeployment()) {
+            throw KvcmError.invalid("model_deployment is required");
+        }
+        if (r.getModelDeployment().getModelName().isEmpty() || r.getModelDeployment().getDtype().isEmpty()) {
+            throw KvcmError.invalid("model_deployment.model_name and model_deployment.dtype are required");
+        }
+        if (r.getLocationSpecInfosCount() == 0) {
+            throw KvcmError.invalid("location_spec_infos must not be empty");
+        }
+        Set<String> names = new HashSet<>();
+        for (int i = 0; i < r.getLocationSpecInfosCount(); i++) {
+            LocationSpecInfo s = r.getLocationSpecInfos(i);
+            if (s.getName().isEmpty()) {
+                throw KvcmError.invalid("location_spec_infos[" + i + "].name is required");
+            }
+            if (!names.add(s.getName())) {
+                throw KvcmError.invalid("location_spec_infos[" + i + "].name '" + s.getName() + "' is repeated");
+            }
+            if (s.getSize() < 0) {
+                throw KvcmError.invalid("location_spec_infos[" + i + "].size must be >= 0, got " + s.getSize());
+            }
+        }
+        Set<String> groupNames = new HashSet<>();
+        for (LocationSpecGroup g : r.getLocationSpecGroupsList()) {
+            if (g.getName().isEmpty() || !groupNames.add(g.getName())) {
+                throw KvcmError.invalid("location_spec_groups: group name '" + g.getName() + "' is empty or repeated");
+            }
+            for (String s : g.getSpecNamesList()) {
+                if (!names.contains(s)) {
+                    throw KvcmError.invalid("location_spec_groups '" + g.getName() + "' names unknown spec '" + s + "'");
+                }
+            }
+        }
+        if (r.getLocationSpecGroupsCount() + 1 > Loc.MAX_SPEC_GROUP) {
+            throw KvcmError.invalid("at most " + (Loc.MAX_SPEC_GROUP - 1) + " location_spec_groups are supported");
+        }
+        try {
+            Instance.hashingOf(r.getModelDeployment().getExtra());
+        } catch (IllegalArgumentException e) {
+            throw KvcmError.invalid("model_deployment.extra: " + e.getMessage());
+        }
+    }
+
+    static List<LocationSpecGroup> normalisedGroups(List<LocationSpecGroup> in) {
+        List<LocationSpecGroup> out = new ArrayList<>();
+        for (LocationSpecGroup g : in) {
+            out.add(LocationSpecGroup.newBuilder().setName(g.getName())
+                    .addAllSpecNames(g.getSpecNamesList().stream().sorted().toList()).build());
+        }
+        out.sort(Comparator.comparing(LocationSpecGroup::getName));
+        return out;
+    }
+
+    /** What differs in the identity tuple of §3.1.2 (user_data excluded), or null. */
+    private static String identityDiff(InstanceInfo have, RegisterInstanceRequest req, List<LocationSpecGroup> groups) {
+        if (have.getBlockSize() != req.getBlockSize()) {
+            return "block_size (" + have.getBlockSize() + ")";
+        }
+        if (!have.getLocationSpecInfosList().equals(req.getLocationSpecInfosList())) {
+            return "location_spec_infos list";
+        }
+        ModelDeployment a = have.getModelDeployment().toBuilder().clearUserData().clearUseEaglePop().build();
+        ModelDeployment b = req.getModelDeployment().toBuilder().clearUserData().clearUseEaglePop().build();
+        if (!a.equals(b)) {
+            return "model_deployment";
+        }
+        if (!have.getLocationSpecGroupsList().equals(groups)) {
+            return "location_spec_groups";
+        }
+        return null;
+    }
+
+    /** Forgets an instance completely: later calls get INSTANCE_NOT_EXIST, re-registration starts clean. */
+    public synchronized Instance remove(String id) {
+        Instance inst = instances.remove(id);
+        if (inst != null) {
+            store.removeRecord(INSTANCES, id);
+            store.drop(id);
+        }
+        return inst;
+    }
+}

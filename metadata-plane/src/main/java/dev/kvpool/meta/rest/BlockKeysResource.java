@@ -1,0 +1,126 @@
+package dev.kvpool.meta.rest;
+
+import dev.kvpool.api.hash.KvcmHash;
+import dev.kvpool.meta.index.Block;
+import dev.kvpool.meta.index.Loc;
+import dev.kvpool.meta.registry.Instance;
+import dev.kvpool.meta.runtime.MetaRuntime;
+import jakarta.inject.Inject;
+import jakarta.ws.rs.Consumes;
+import jakarta.ws.rs.GET;
+import jakarta.ws.rs.POST;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.PathParam;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.WebApplicationException;
+import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.Response;
+import java.util.ArrayList;
+import java.util.List;
+import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.tags.Tag;
+
+/** KVPool's own REST on the meta HTTP port: what is registered, and why a prompt misses. */
+@Path("/api/v1/instances")
+@Produces(MediaType.APPLICATION_JSON)
+@Tag(name = "instances", description = "Registered instances and their block keys")
+public class BlockKeysResource {
+
+    @Inject
+    MetaRuntime runtime;
+
+    public record InstanceSummary(String instance_id, String instance_group, int block_size, String hash_scheme,
+                                  List<String> specs, long bytes_per_block, long keys, int open_write_sessions) {
+    }
+
+    public record BlockKeysRequest(List<Long> token_ids) {
+    }
+
+    public record KeyState(int block, String key, String hex, String status, boolean cached) {
+    }
+
+    public record BlockKeysResponse(String instance_id, String hash_scheme, int block_size, int tokens,
+                                    int tokens_not_in_a_full_block, int prefix_hit_blocks, List<KeyState> blocks) {
+    }
+
+    static WebApplicationException problem(int status, String detail) {
+        return new WebApplicationException(detail, Response.status(status).type("application/problem+json")
+                .entity(new Problem("about:blank", Response.Status.fromStatusCode(status).getReasonPhrase(), status, detail))
+                .build());
+    }
+
+    public record Problem(String type, String title, int status, String detail) {
+    }
+
+    private Instance instance(String id) {
+        Instance inst = runtime.registry().instance(id);
+        if (inst == null) {
+            throw problem(404, "instance '" + id + "' is not registered");
+        }
+        return inst;
+    }
+
+    private static InstanceSummary summary(Instance i) {
+        return new InstanceSummary(i.id, i.group, i.blockSize, i.hashScheme.toString(), List.of(i.specNames),
+                i.bytesPerKey, i.index.keyCount(), i.index.sessions().size());
+    }
+
+    @GET
+    @Operation(summary = "List registered instances with their key counts")
+    public List<InstanceSummary> list() {
+        return runtime.registry().instances().stream().map(BlockKeysResource::summary)
+                .sorted(java.util.Comparator.comparing(InstanceSummary::instance_id)).toList();
+    }
+
+    @GET
+    @Path("/{id}")
+    @Operation(summary = "One registered instance")
+    public InstanceSummary get(@PathParam("id") String id) {
+        return summary(instance(id));
+    }
+
+    @POST
+    @Path("/{id}/block-keys")
+    @Consumes(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Block keys of a token sequence and which of them are cached",
+            description = "Hashes token_ids with the instance's scheme and block size (a trailing partial block is "
+                    + "not keyed) and reports, per block, its key (signed decimal and the unsigned hex used in "
+                    + "storage paths), its location status, and whether a reader would get it.")
+    public BlockKeysResponse blockKeys(@PathParam("id") String id, BlockKeysRequest req) {
+        Instance inst = instance(id);
+        if (req == null || req.token_ids() == null || req.token_ids().isEmpty()) {
+            throw problem(400, "token_ids is required and must not be empty");
+        }
+        if (inst.blockSize <= 0) {
+            throw problem(400, "instance '" + id + "' registered block_size " + inst.blockSize
+                    + ", so token ids cannot be keyed");
+        }
+        long[] tokens = new long[req.token_ids().size()];
+        for (int i = 0; i < tokens.length; i++) {
+            Long t = req.token_ids().get(i);
+            if (t == null) {
+                throw problem(400, "token_ids[" + i + "] is null");
+            }
+            tokens[i] = t;
+        }
+        long[] keys = inst.keysOf(tokens);
+        Block[] blocks = new Block[keys.length];
+        inst.index.getAll(keys, 0, keys.length, blocks);
+        List<KeyState> out = new ArrayList<>(keys.length);
+        int prefix = 0;
+        boolean inPrefix = true;
+        for (int i = 0; i < keys.length; i++) {
+            Block b = blocks[i];
+            String status = b == null ? "CLS_NOT_FOUND" : Loc.statusName(Loc.status(b.a(0)));
+            boolean cached = b != null && b.first(Loc.SERVING) >= 0;
+            if (inPrefix && cached) {
+                prefix++;
+            } else {
+                inPrefix = false;
+            }
+            out.add(new KeyState(i, Long.toString(keys[i]), KvcmHash.hex(keys[i]), status, cached));
+        }
+        return new BlockKeysResponse(id, inst.hashScheme.toString(), inst.blockSize, tokens.length,
+                tokens.length % inst.blockSize, prefix, out);
+    }
+}

@@ -1,0 +1,180 @@
+package dev.kvpool.meta.runtime;
+
+import dev.kvpool.meta.config.StartupConfig;
+import dev.kvpool.meta.index.IndexStore;
+import dev.kvpool.meta.index.embedded.EmbeddedStore;
+import dev.kvpool.meta.kvcm.KvcmMeta;
+import dev.kvpool.meta.quota.QuotaLedger;
+import dev.kvpool.meta.query.QueryPath;
+import dev.kvpool.meta.registry.Instance;
+import dev.kvpool.meta.registry.Registry;
+import dev.kvpool.meta.write.WritePath;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.quarkus.runtime.ShutdownEvent;
+import io.quarkus.runtime.StartupEvent;
+import io.quarkus.scheduler.Scheduled;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import jakarta.inject.Inject;
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.net.NetworkInterface;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.UUID;
+import org.jboss.logging.Logger;
+
+/**
+ * Builds the metadata plane at start-up — index store, registry, quota ledger, read and write paths — recovers
+ * what the store kept, and only then opens the leader gate. Stops in the reverse order.
+ */
+@ApplicationScoped
+public class MetaRuntime {
+    private static final Logger LOG = Logger.getLogger(MetaRuntime.class);
+
+    @Inject
+    MetaSettings cfg;
+    @Inject
+    MeterRegistry meters;
+
+    private IndexStore store;
+    private Registry registry;
+    private QuotaLedger ledger;
+    private WritePath write;
+    private QueryPath query;
+    private KvcmMeta kvcm;
+    private volatile boolean ready;
+    private final Set<String> gauged = new HashSet<>();
+
+    void start(@Observes StartupEvent ev) {
+        long t0 = System.nanoTime();
+        Path dataDir = Path.of(cfg.dataDir()).toAbsolutePath();
+        try {
+            Files.createDirectories(dataDir);
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException("cannot create data directory " + dataDir, e);
+        }
+        StartupConfig startup = cfg.startupConfig().filter(s -> !s.isBlank())
+                .map(s -> StartupConfig.load(Path.of(s))).orElseGet(() -> StartupConfig.defaults(dataDir));
+        store = new EmbeddedStore(new EmbeddedStore.Options(cfg.index().persist() ? dataDir.resolve("index") : null,
+                cfg.index().shards(), cfg.index().fsync().equals("always"), cfg.index().syncInterval(),
+                cfg.index().snapshotBytes()));
+        registry = new Registry(store, startup, store::index);
+        ledger = new QuotaLedger();
+        write = new WritePath(registry, ledger, new WritePath.Settings(cfg.write().defaultTimeoutSeconds(),
+                cfg.write().maxTimeoutSeconds()));
+        write.recover();
+        query = new QueryPath(registry);
+        kvcm = new KvcmMeta(registry, query, write, store::sessionOwner, () -> ready,
+                new KvcmMeta.Node(cfg.nodeId().orElse(defaultNodeId()), advertisedHost(), cfg.grpcPort(),
+                        cfg.httpPort()), meters);
+        registerGauges();
+        ready = true;
+        LOG.infof("KVPool metadata plane ready in %d ms: data %s, %d storages, %d groups, %d instances; KVCM meta HTTP :%d, gRPC :%d",
+                (System.nanoTime() - t0) / 1_000_000, dataDir, registry.storages().size(), registry.groups().size(),
+                registry.instances().size(), cfg.httpPort(), cfg.grpcPort());
+    }
+
+    void stop(@Observes ShutdownEvent ev) {
+        ready = false;
+        if (write != null) {
+            write.close();
+        }
+        if (store != null) {
+            store.close();
+        }
+    }
+
+    @Scheduled(every = "${kvpool.meta.write.expiry-period:500ms}", concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
+    void expireSessions() {
+        if (ready) {
+            int n = write.expire(System.currentTimeMillis());
+            if (n > 0) {
+                LOG.debugf("expired %d write sessions", n);
+            }
+            registerGauges();
+        }
+    }
+
+    private synchronized void registerGauges() {
+        if (gauged.add("*")) {
+            Gauge.builder("kvpool.meta.write.sessions.open", this,
+                    r -> r.registry.instances().stream().mapToLong(i -> i.index.sessions().size()).sum())
+                    .description("open two-phase write sessions").register(meters);
+            Gauge.builder("kvpool.meta.write.sessions.expired", write, w -> w.sessionsExpired.get())
+                    .description("write sessions failed by timeout since start").register(meters);
+            Gauge.builder("kvpool.meta.locations.deleted", write, w -> w.locationsDeleted.get()).register(meters);
+            Gauge.builder("kvpool.meta.files.deleted", write, w -> w.filesDeleted.get()).register(meters);
+        }
+        for (var g : registry.groups()) {
+            if (gauged.add("g:" + g.name())) {
+                Gauge.builder("kvpool.meta.group.used.bytes", ledger, l -> l.usage(g.name()).total())
+                        .tag("group", g.name()).register(meters);
+                Gauge.builder("kvpool.meta.group.quota.bytes", g, GroupConfig -> g.capacity())
+                        .tag("group", g.name()).register(meters);
+            }
+        }
+        for (Instance inst : registry.instances()) {
+            if (gauged.add("i:" + inst.id)) {
+                String id = inst.id;
+                Gauge.builder("kvpool.meta.index.keys", registry, r -> {
+                    Instance i = r.instance(id);
+                    return i == null ? 0 : i.index.keyCount();
+                }).tag("instance", id).description("block keys in the instance index").register(meters);
+            }
+        }
+    }
+
+    private String defaultNodeId() {
+        return advertisedHost() + ":" + cfg.httpPort() + "_" + UUID.randomUUID().toString().replace("-", "").substring(0, 16);
+    }
+
+    /** kvcm.service.advertised_host, else the first non-loopback IPv4 address (§B.1). */
+    String advertisedHost() {
+        if (cfg.advertisedHost().isPresent() && !cfg.advertisedHost().get().isBlank()) {
+            return cfg.advertisedHost().get();
+        }
+        try {
+            for (NetworkInterface nif : java.util.Collections.list(NetworkInterface.getNetworkInterfaces())) {
+                if (!nif.isUp() || nif.isLoopback()) {
+                    continue;
+                }
+                for (InetAddress a : java.util.Collections.list(nif.getInetAddresses())) {
+                    if (a instanceof Inet4Address && !a.isLoopbackAddress()) {
+                        return a.getHostAddress();
+                    }
+                }
+            }
+        } catch (java.net.SocketException e) {
+            LOG.debug("cannot list network interfaces", e);
+        }
+        return "127.0.0.1";
+    }
+
+    public KvcmMeta kvcm() {
+        return kvcm;
+    }
+
+    public Registry registry() {
+        return registry;
+    }
+
+    public WritePath write() {
+        return write;
+    }
+
+    public QuotaLedger ledger() {
+        return ledger;
+    }
+
+    public IndexStore store() {
+        return store;
+    }
+
+    public boolean ready() {
+        return ready;
+    }
+}

@@ -1,0 +1,68 @@
+package dev.kvpool.meta.runtime;
+
+import io.smallrye.config.ConfigMapping;
+import io.smallrye.config.WithDefault;
+import io.smallrye.config.WithName;
+import java.time.Duration;
+import java.util.Optional;
+
+/** Metadata-plane settings; application.properties maps KVCM's kvcm.service.* keys onto these. */
+@ConfigMapping(prefix = "kvpool")
+public interface MetaSettings {
+    @WithDefault("data")
+    String dataDir();
+
+    @WithName("meta.startup-config")
+    Optional<String> startupConfig();
+
+    @WithName("meta.node-id")
+    Optional<String> nodeId();
+
+    @WithName("meta.advertised-host")
+    Optional<String> advertisedHost();
+
+    @WithName("meta.http-port")
+    @WithDefault("6382")
+    int httpPort();
+
+    @WithName("meta.grpc-port")
+    @WithDefault("6381")
+    int grpcPort();
+
+    @WithName("meta.index")
+    Index index();
+
+    @WithName("meta.write")
+    Write write();
+
+    interface Index {
+        /** Keep the index in a snapshot + journal under the data directory (false: memory only). */
+        @WithDefault("true")
+        boolean persist();
+
+        @WithDefault("16")
+        int shards();
+
+        /** "interval" (fsync every sync-interval; a killed process loses nothing) or "always" (also power loss). */
+        @WithDefault("interval")
+        String fsync();
+
+        @WithDefault("1s")
+        Duration syncInterval();
+
+        @WithDefault("268435456")
+        long snapshotBytes();
+
+        /** Per-instance search cache entries (0 = off); KVCM's meta_cache_policy_config. */
+        @WithDefault("0")
+        int searchCache();
+    }
+
+    interface Write {
+        @WithDefault("30")
+        int defaultTimeoutSeconds();
+
+        @WithDefault("3600")
+        int maxTimeoutSeconds();
+    }
+}

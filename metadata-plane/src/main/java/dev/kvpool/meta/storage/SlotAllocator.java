@@ -1,0 +1,126 @@
+package dev.kvpool.meta.storage;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+
+/**
+ * Free-slot allocation inside the large files of one (instance, storage): file f holds {@code slotsPerFile}
+ * blocks, a block is addressed as {@code f << 24 | slot}. Allocation fills the lowest file with room first, so a
+ * batch lands in consecutive slots of few files, and a freed slot is reused before a new file is opened. The
+ * state is derived from the index (rebuilt at start), never persisted separately.
+ */
+public final class SlotAllocator {
+    public static final int SLOT_BITS = 24;
+    public static final int MAX_SLOTS = 1 << SLOT_BITS;
+
+    private final int slotsPerFile;
+    private final Map<Long, long[]> used = new HashMap<>(); // file -> bitmap
+    private final Map<Long, Integer> usedCount = new HashMap<>();
+    private final TreeSet<Long> withRoom = new TreeSet<>();
+    private long nextFile;
+
+    public SlotAllocator(int slotsPerFile) {
+        if (slotsPerFile < 1 || slotsPerFile > MAX_SLOTS) {
+            throw new IllegalArgumentException("key_count_per_file must be in [1, " + MAX_SLOTS + "]: " + slotsPerFile);
+        }
+        this.slotsPerFile = slotsPerFile;
+    }
+
+    public static long address(long file, int slot) {
+        return (file << SLOT_BITS) | slot;
+    }
+
+    public static long file(long address) {
+        return address >>> SLOT_BITS;
+    }
+
+    public static int slot(long address) {
+        return (int) (address & (MAX_SLOTS - 1));
+    }
+
+    public synchronized long[] allocate(int n) {
+        long[] out = new long[n];
+        int got = 0;
+        while (got < n) {
+            long f = withRoom.isEmpty() ? openFile() : withRoom.first();
+            long[] bits = used.get(f);
+            int count = usedCount.get(f);
+            for (int s = 0; s < slotsPerFile && got < n; s++) {
+                if ((bits[s >>> 6] & (1L << s)) == 0) {
+                    bits[s >>> 6] |= 1L << s;
+                    count++;
+                    out[got++] = address(f, s);
+                }
+            }
+            usedCount.put(f, count);
+            if (count == slotsPerFile) {
+                withRoom.remove(f);
+            }
+        }
+        return out;
+    }
+
+    private long openFile() {
+        long f = nextFile++;
+        used.put(f, new long[(slotsPerFile + 63) >>> 6]);
+        usedCount.put(f, 0);
+        withRoom.add(f);
+        return f;
+    }
+
+    /** Marks a slot used (startup rebuild). */
+    public synchronized void markUsed(long address) {
+        long f = file(address);
+        int s = slot(address);
+        if (s >= slotsPerFile) {
+            return; // written under a larger key_count_per_file; never reused
+        }
+        long[] bits = used.computeIfAbsent(f, k -> new long[(slotsPerFile + 63) >>> 6]);
+        if ((bits[s >>> 6] & (1L << s)) != 0) {
+            return;
+        }
+        bits[s >>> 6] |= 1L << s;
+        int c = usedCount.merge(f, 1, Integer::sum);
+        if (c < slotsPerFile) {
+            withRoom.add(f);
+        } else {
+            withRoom.remove(f);
+        }
+        nextFile = Math.max(nextFile, f + 1);
+    }
+
+    /** Frees a slot; returns true when its file became empty (its bytes can be deleted). */
+    public synchronized boolean free(long address) {
+        long f = file(address);
+        int s = slot(address);
+        long[] bits = used.get(f);
+        if (bits == null || s >= slotsPerFile || (bits[s >>> 6] & (1L << s)) == 0) {
+            return false;
+        }
+        bits[s >>> 6] &= ~(1L << s);
+        int c = usedCount.merge(f, -1, Integer::sum);
+        if (c == 0) {
+            used.remove(f);
+            usedCount.remove(f);
+            withRoom.remove(f);
+            return true;
+        }
+        withRoom.add(f);
+        return false;
+    }
+
+    public synchronized int usedSlots() {
+        return usedCount.values().stream().mapToInt(Integer::intValue).sum();
+    }
+
+    public synchronized int files() {
+        return used.size();
+    }
+
+    public synchronized List<Long> fileNumbers() {
+        return new ArrayList<>(used.keySet());
+    }
+}

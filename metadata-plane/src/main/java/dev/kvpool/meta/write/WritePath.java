@@ -1,0 +1,501 @@
+package dev.kvpool.meta.write;
+
+import dev.kvpool.api.proto.meta.BlockMask;
+import dev.kvpool.api.proto.meta.CacheLocation;
+import dev.kvpool.api.proto.meta.TrimStrategy;
+import dev.kvpool.meta.index.Block;
+import dev.kvpool.meta.index.InstanceIndex;
+import dev.kvpool.meta.index.Loc;
+import dev.kvpool.meta.index.LocList;
+import dev.kvpool.meta.index.WriteSession;
+import dev.kvpool.meta.kvcm.KvcmError;
+import dev.kvpool.meta.kvcm.Mask;
+import dev.kvpool.meta.quota.QuotaLedger;
+import dev.kvpool.meta.registry.GroupConfig;
+import dev.kvpool.meta.registry.Instance;
+import dev.kvpool.meta.registry.Locations;
+import dev.kvpool.meta.registry.Registry;
+import dev.kvpool.meta.storage.SlotAllocator;
+import dev.kvpool.meta.storage.Storage;
+import dev.kvpool.meta.storage.StorageKind;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.jboss.logging.Logger;
+
+/**
+ * The two-phase write (§3.6) and everything that takes locations out of service: failed and expired writes,
+ * RemoveCache and TrimCache (§3.7). Quota is reserved before storage is allocated and released for whatever the
+ * index did not keep, so a refused or lost write leaves nothing behind. Locations leaving service go through
+ * DELETING; their bytes are deleted on the deleter thread, then the metadata is purged.
+ */
+public final class WritePath implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(WritePath.class);
+    private static final char[] ID_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789".toCharArray();
+
+    /** Write timeouts: ≤ 0 from a client means the default (KVCM would expire such a session at once). */
+    public record Settings(int defaultTimeoutSec, int maxTimeoutSec) {
+    }
+
+    private final Registry registry;
+    private final QuotaLedger ledger;
+    private final Settings settings;
+    private final ExecutorService deleter = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "kvpool-deleter");
+        t.setDaemon(true);
+        return t;
+    });
+    private final SecureRandom sessionRandom = new SecureRandom();
+    public final AtomicLong sessionsExpired = new AtomicLong();
+    public final AtomicLong locationsDeleted = new AtomicLong();
+    public final AtomicLong filesDeleted = new AtomicLong();
+
+    public WritePath(Registry registry, QuotaLedger ledger, Settings settings) {
+        this.registry = registry;
+        this.ledger = ledger;
+        this.settings = settings;
+    }
+
+    static int nowSec() {
+        return (int) (System.currentTimeMillis() / 1000);
+    }
+
+    String newSessionId() {
+        char[] c = new char[32];
+        for (int i = 0; i < c.length; i++) {
+            c[i] = ID_CHARS[sessionRandom.nextInt(ID_CHARS.length)];
+        }
+        return new String(c);
+    }
+
+    public record StartOutcome(String sessionId, BlockMask mask, List<CacheLocation> locations) {
+    }
+
+    public StartOutcome start(Instance inst, long[] keys, List<String> specGroupNames, int timeoutSec,
+                              int minReplicas) {
+        int[] groupOf = new int[keys.length];
+        if (!specGroupNames.isEmpty()) {
+            if (specGroupNames.size() != keys.length) {
+                throw KvcmError.invalid("location_spec_group_names has " + specGroupNames.size()
+                        + " entries but the request has " + keys.length + " keys");
+            }
+            for (int i = 0; i < keys.length; i++) {
+                int g = inst.specGroupNumber(specGroupNames.get(i));
+                if (g < 0) {
+                    throw KvcmError.invalid("location_spec_group_names[" + i + "]: unknown spec group '"
+                            + specGroupNames.get(i) + "'");
+                }
+                groupOf[i] = g;
+            }
+        }
+        int timeout = timeoutSec <= 0 ? settings.defaultTimeoutSec() : Math.min(timeoutSec, settings.maxTimeoutSec());
+        long deadline = System.currentTimeMillis() + timeout * 1000L;
+        int min = Math.max(1, minReplicas);
+
+        // 1. which keys look new (the index re-decides atomically in step 4)
+        Block[] seen = new Block[keys.length];
+        inst.index.getAll(keys, 0, keys.length, seen);
+        Set<Long> dup = new HashSet<>();
+        int[] cand = new int[keys.length];
+        boolean[] absent = new boolean[keys.length];
+        int nc = 0, newKeys = 0;
+        for (int i = 0; i < keys.length; i++) {
+            if (!dup.add(keys[i])) {
+                continue;
+            }
+            if (seen[i] == null) {
+                absent[nc] = true;
+                newKeys++;
+                cand[nc++] = i;
+            } else if (min > 1 && usableReplicas(seen[i]) < min) {
+                cand[nc++] = i;
+            }
+        }
+        String sessionId = newSessionId();
+        if (nc == 0) {
+            InstanceIndex.StartResult r = inst.index.startWrite(new long[0], new long[0], new long[0], min,
+                    this::usable, 0, sessionId, deadline, nowSec());
+            boolean[] existing = new boolean[keys.length];
+            Arrays.fill(existing, true);
+            return new StartOutcome(r.session().id(), Mask.encode(existing), List.of());
+        }
+
+        // 2. storage and quota, all or nothing
+        GroupConfig g = registry.group(inst.group);
+        if (g == null) {
+            throw KvcmError.internal("instance group '" + inst.group + "' of instance '" + inst.id + "' no longer exists");
+        }
+        long typeBytes = 0;
+        for (int c = 0; c < nc; c++) {
+            typeBytes += inst.bytesOf(groupOf[cand[c]]);
+        }
+        Storage st = selectStorage(g, typeBytes, seen, cand, nc);
+        long totalBytes = newKeys * inst.bytesPerKey;
+        if (!ledger.tryReserve(g.name(), totalBytes, g.capacity(), st.kind, typeBytes,
+                g.typeQuotas().get(st.kind.usageKind()))) {
+            throw KvcmError.capacity("instance group '" + g.name() + "' quota would be exceeded: "
+                    + describeUsage(g) + ", this write needs " + totalBytes + " bytes");
+        }
+
+        // 3. addresses
+        long[] ck = new long[nc], ca = new long[nc], cb = new long[nc];
+        long[] addr = st.usesFiles() ? inst.allocator(st).allocate(nc) : new long[nc];
+        var rnd = ThreadLocalRandom.current();
+        for (int c = 0; c < nc; c++) {
+            ck[c] = keys[cand[c]];
+            ca[c] = Loc.a(Loc.randomId(rnd), Loc.WRITING, st.number, groupOf[cand[c]]);
+            cb[c] = addr[c];
+        }
+
+        // 4. metadata and session in one atomic, durable step
+        InstanceIndex.StartResult r;
+        try {
+            r = inst.index.startWrite(ck, ca, cb, min, this::usable, g.maxKeyCount(), sessionId, deadline, nowSec());
+        } catch (RuntimeException e) {
+            undo(inst, g, st, ca, cb, absent, null, nc);
+            throw e;
+        }
+        if (r.capacityExceeded()) {
+            undo(inst, g, st, ca, cb, absent, null, nc);
+            throw KvcmError.capacity("instance '" + inst.id + "' index is full: " + inst.index.keyCount()
+                    + " keys of max_key_count " + g.maxKeyCount());
+        }
+        undo(inst, g, st, ca, cb, absent, r.inserted(), nc);
+
+        boolean[] existing = new boolean[keys.length];
+        Arrays.fill(existing, true);
+        List<CacheLocation> locs = new ArrayList<>(r.session().size());
+        for (int c = 0; c < nc; c++) {
+            if (r.inserted()[c]) {
+                existing[cand[c]] = false;
+                locs.add(Locations.render(inst, st, ck[c], ca[c], cb[c], null));
+            }
+        }
+        return new StartOutcome(sessionId, Mask.encode(existing), locs);
+    }
+
+    /** Gives back reservations and slots of candidates the index did not insert (all when inserted is null). */
+    private void undo(Instance inst, GroupConfig g, Storage st, long[] ca, long[] cb, boolean[] absent,
+                      boolean[] inserted, int nc) {
+        long total = 0, type = 0;
+        for (int c = 0; c < nc; c++) {
+            if (inserted == null || !inserted[c]) {
+                if (absent[c]) {
+                    total += inst.bytesPerKey;
+                }
+                type += inst.bytesOf(Loc.specGroup(ca[c]));
+                if (st.usesFiles()) {
+                    freeSlot(inst, st, cb[c]);
+                }
+            }
+        }
+        if (total != 0 || type != 0) {
+            ledger.add(g.name(), -total, st.kind, -type);
+        }
+    }
+
+    private int usableReplicas(Block bl) {
+        int n = 0;
+        for (int i = 0; i < bl.size(); i++) {
+            int s = Loc.status(bl.a(i));
+            if ((s == Loc.WRITING || s == Loc.SERVING) && usable(Loc.storage(bl.a(i)))) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    private boolean usable(int storageNumber) {
+        Storage st = registry.storageByNumber(storageNumber);
+        return st != null && st.available();
+    }
+
+    private String describeUsage(GroupConfig g) {
+        QuotaLedger.Usage u = ledger.usage(g.name());
+        return "used " + u.total() + " of " + g.capacity() + " bytes" + (u.types().isEmpty() ? "" : ", by type " + u.types());
+    }
+
+    /** §3.9.2 steps 4-7: candidates in list order, available, within their type quota, then the prefer rule. */
+    Storage selectStorage(GroupConfig g, long typeBytes, Block[] seen, int[] cand, int nc) {
+        QuotaLedger.Usage u = ledger.usage(g.name());
+        Set<Integer> avoid = new HashSet<>(); // storages that already hold a replica of a key we add one to
+        for (int c = 0; c < nc; c++) {
+            Block bl = seen[cand[c]];
+            for (int i = 0; bl != null && i < bl.size(); i++) {
+                avoid.add(Loc.storage(bl.a(i)));
+            }
+        }
+        List<Storage> ok = new ArrayList<>();
+        boolean quotaExcluded = false;
+        for (String name : g.storageCandidates()) {
+            Storage st = registry.storage(name);
+            if (st == null || !st.available() || st.kind == StorageKind.PACE) {
+                continue; // PACE allocation is not implemented (nor is it at the KVCM baseline)
+            }
+            Long cap = g.typeQuotas().get(st.kind.usageKind());
+            if (cap != null && u.byType(st.kind) + typeBytes > cap) {
+                quotaExcluded = true;
+                continue;
+            }
+            ok.add(st);
+        }
+        List<Storage> fresh = ok.stream().filter(s -> !avoid.contains(s.number)).toList();
+        if (!fresh.isEmpty()) {
+            ok = fresh;
+        }
+        GroupConfig.Prefer p = g.prefer();
+        if (p.kind() != null) {
+            for (Storage st : ok) {
+                if (st.kind == p.kind()) {
+                    return st;
+                }
+            }
+            if (p.always()) {
+                throw KvcmError.internal("instance group '" + g.name() + "' requires a " + p.kind().scheme
+                        + " storage and none of its candidates " + g.storageCandidates() + " is usable");
+            }
+        }
+        if (ok.isEmpty()) {
+            if (quotaExcluded) {
+                throw KvcmError.capacity("instance group '" + g.name() + "': every candidate storage type is at its quota ("
+                        + describeUsage(g) + ")");
+            }
+            throw KvcmError.internal("instance group '" + g.name() + "' has no available storage among "
+                    + g.storageCandidates());
+        }
+        return ok.get(0);
+    }
+
+    // ---- finish and expiry ---------------------------------------------------------------------------------
+
+    /** FinishWriteCache; returns the number of blocks that became SERVING. */
+    public int finish(Instance inst, String sessionId, Mask mask, IndexStoreOwner owner) {
+        WriteSession s = inst.index.session(sessionId);
+        if (s == null) {
+            String other = owner.sessionOwner(sessionId);
+            if (other != null && !other.equals(inst.id)) {
+                throw KvcmError.invalid("write session '" + sessionId + "' belongs to another instance");
+            }
+            throw KvcmError.internal("write session '" + sessionId + "' is unknown, expired or already finished");
+        }
+        int n = s.size();
+        if (!mask.valid(n)) {
+            // the session is over either way: release its locations rather than leak them (§3.6.2 step 3)
+            close(inst, sessionId, new boolean[n]);
+            throw KvcmError.invalid("success_blocks (" + mask.describe() + ") does not fit the " + n
+                    + " locations this session returned; the session was closed as failed");
+        }
+        boolean[] ok = new boolean[n];
+        for (int i = 0; i < n; i++) {
+            ok[i] = mask.masked(i);
+        }
+        InstanceIndex.FinishResult r = close(inst, sessionId, ok);
+        if (r == null) {
+            throw KvcmError.internal("write session '" + sessionId + "' expired or was finished concurrently");
+        }
+        return r.served();
+    }
+
+    /** What finish needs from the store: which instance owns a session id. */
+    public interface IndexStoreOwner {
+        String sessionOwner(String sessionId);
+    }
+
+    private InstanceIndex.FinishResult close(Instance inst, String sessionId, boolean[] ok) {
+        InstanceIndex.FinishResult r = inst.index.finishWrite(sessionId, ok, nowSec());
+        if (r != null) {
+            release(inst, r.failed());
+        }
+        return r;
+    }
+
+    /** Fails every session past its deadline, exactly like a finish in which every block failed. */
+    public int expire(long nowMs) {
+        int n = 0;
+        for (Instance inst : registry.instances()) {
+            for (WriteSession s : inst.index.sessions()) {
+                if (s.deadlineMs() <= nowMs && close(inst, s.id(), new boolean[s.size()]) != null) {
+                    n++;
+                }
+            }
+        }
+        sessionsExpired.addAndGet(n);
+        return n;
+    }
+
+    // ---- remove, trim, delete ------------------------------------------------------------------------------
+
+    /** RemoveCache: unmasked keys leave service at once; bytes and metadata go asynchronously. */
+    public void remove(Instance inst, long[] keys, Mask mask) {
+        LocList moved = inst.index.markDeleting(keys, 0, keys.length, mask::masked);
+        submitDelete(inst, moved);
+    }
+
+    public void trim(Instance inst, TrimStrategy strategy, int begin, int end) {
+        switch (strategy) {
+            case TS_REMOVE_ALL_CACHE -> {
+                long cursor = 0;
+                long[] page = new long[1024];
+                do {
+                    int[] n = {0};
+                    cursor = inst.index.scan(cursor, page.length, k -> page[n[0]++] = k);
+                    submitDelete(inst, inst.index.markDeleting(page, 0, n[0], null));
+                } while (cursor != 0);
+            }
+            case TS_REMOVE_ALL_META -> {
+                // metadata only: the bytes stay where they are; usage is recounted for the group
+                inst.index.clear();
+                inst.allocators().clear();
+                recount(inst.group);
+            }
+            case TS_TIMESTAMP -> {
+                if (end <= begin) {
+                    throw KvcmError.invalid("TS_TIMESTAMP needs begin_timestamp < end_timestamp (epoch seconds), got ["
+                            + begin + ", " + end + ")");
+                }
+                long[] keys = inst.index.keysWhere(meta -> {
+                    int w = Loc.writeSec(meta);
+                    return w >= begin && w < end;
+                });
+                for (int off = 0; off < keys.length; off += 1024) {
+                    submitDelete(inst, inst.index.markDeleting(keys, off, Math.min(1024, keys.length - off), null));
+                }
+            }
+            default -> throw KvcmError.invalid("strategy must be TS_REMOVE_ALL_CACHE, TS_REMOVE_ALL_META or TS_TIMESTAMP");
+        }
+    }
+
+    void submitDelete(Instance inst, LocList deleting) {
+        if (deleting.size() > 0) {
+            deleter.execute(() -> purge(inst, deleting));
+        }
+    }
+
+    private void purge(Instance inst, LocList deleting) {
+        try {
+            for (int i = 0; i < deleting.size(); i++) {
+                LocList gone = inst.index.purge(deleting.key(i), Loc.id(deleting.a(i)));
+                release(inst, gone);
+                locationsDeleted.addAndGet(gone.size());
+            }
+        } catch (RuntimeException e) {
+            LOG.errorf(e, "deleting %d locations of instance %s failed", deleting.size(), inst.id);
+        }
+    }
+
+    /** Returns quota and slots of locations that left the index; deletes files that no block uses any more. */
+    void release(Instance inst, LocList removed) {
+        for (int i = 0; i < removed.size(); i++) {
+            long a = removed.a(i);
+            Storage st = registry.storageByNumber(Loc.storage(a));
+            if (st == null) {
+                continue;
+            }
+            ledger.add(inst.group, removed.keyGone(i) ? -inst.bytesPerKey : 0, st.kind, -inst.bytesOf(Loc.specGroup(a)));
+            if (st.usesFiles()) {
+                freeSlot(inst, st, removed.b(i));
+            }
+        }
+    }
+
+    private void freeSlot(Instance inst, Storage st, long address) {
+        SlotAllocator alloc = inst.allocatorIfAny(st.number);
+        if (alloc != null && alloc.free(address)) {
+            List<Path> files = Locations.localFiles(inst, st, 0, address, 0);
+            deleter.execute(() -> {
+                for (Path p : files) {
+                    try {
+                        if (Files.deleteIfExists(p)) {
+                            filesDeleted.incrementAndGet();
+                        }
+                    } catch (IOException e) {
+                        LOG.warnf("cannot delete %s: %s", p, e.getMessage());
+                    }
+                }
+            });
+        }
+    }
+
+    // ---- start-up ------------------------------------------------------------------------------------------
+
+    /**
+     * Rebuilds what is derived from the index — group usage and slot maps — and resumes deletions a crash
+     * interrupted. Open sessions were recovered with the index; the expiry loop fails those past their deadline.
+     */
+    public void recover() {
+        for (GroupConfig g : registry.groups()) {
+            ledger.reset(g.name());
+        }
+        for (Instance inst : registry.instances()) {
+            inst.allocators().clear();
+            LocList deleting = new LocList();
+            long[] keys = {0};
+            inst.index.forEach(bl -> {
+                keys[0]++;
+                ledger.add(inst.group, inst.bytesPerKey, null, 0);
+                for (int i = 0; i < bl.size(); i++) {
+                    long a = bl.a(i);
+                    Storage st = registry.storageByNumber(Loc.storage(a));
+                    if (st == null) {
+                        continue;
+                    }
+                    ledger.add(inst.group, 0, st.kind, inst.bytesOf(Loc.specGroup(a)));
+                    if (st.usesFiles()) {
+                        inst.allocator(st).markUsed(bl.b(i));
+                    }
+                    if (Loc.status(a) == Loc.DELETING) {
+                        deleting.add(bl.key(), a, bl.b(i), false);
+                    }
+                }
+            });
+            submitDelete(inst, deleting);
+            LOG.infof("instance %s: %d keys, %d open write sessions, %d deletions resumed", inst.id, keys[0],
+                    inst.index.sessions().size(), deleting.size());
+        }
+    }
+
+    private void recount(String group) {
+        ledger.reset(group);
+        for (Instance inst : registry.instancesOf(group)) {
+            inst.index.forEach(bl -> {
+                ledger.add(group, inst.bytesPerKey, null, 0);
+                for (int i = 0; i < bl.size(); i++) {
+                    Storage st = registry.storageByNumber(Loc.storage(bl.a(i)));
+                    if (st != null) {
+                        ledger.add(group, 0, st.kind, inst.bytesOf(Loc.specGroup(bl.a(i))));
+                    }
+                }
+            });
+        }
+    }
+
+    /** Waits for queued deletions (tests, shutdown). */
+    public void drain() {
+        try {
+            deleter.submit(() -> { }).get(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new IllegalStateException("deleter did not drain", e);
+        }
+    }
+
+    @Override
+    public void close() {
+        deleter.shutdown();
+        try {
+            deleter.awaitTermination(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
