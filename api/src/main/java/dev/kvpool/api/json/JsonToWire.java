@@ -108,7 +108,7 @@ final class JsonToWire {
                     throw expected("a string", t);
                 }
                 out.tag(f.number, FieldSchema.LEN);
-                out.string(p.getText());
+                out.utf8(p.getTextCharacters(), p.getTextOffset(), p.getTextLength());
             }
             case BYTES -> {
                 byte[] b = readBytes(t);

@@ -81,19 +81,13 @@ class ProtoJsonTimingTest {
     @Test
     void eightMillionTokenIdsParseQuickly() {
         int n = 8 * 1024 * 1024;
-        Random rnd = new Random(1);
         long[] tokens = new long[n];
-        StringBuilder sb = new StringBuilder(n * 8).append("{\"trace_id\":\"t\",\"instance_id\":\"i\",\"block_keys\":[],"
-                + "\"token_ids\":[");
-        for (int i = 0; i < n; i++) {
-            tokens[i] = rnd.nextInt(152_000);
-            if (i > 0) {
-                sb.append(',');
-            }
-            sb.append(tokens[i]);
+        byte[] body = tokenRequest(tokens, new Random(1));
+        // warm the JIT on a smaller body first: the bound is about the steady state, not the interpreter
+        byte[] small = tokenRequest(new long[n / 8], new Random(2));
+        for (int i = 0; i < 5; i++) {
+            ProtoJson.merge(small, GetCacheLocationRequest.newBuilder()).build();
         }
-        byte[] body = sb.append("],\"query_type\":\"QT_PREFIX_MATCH\"}").toString().getBytes(StandardCharsets.UTF_8);
-        sb = null;
 
         long best = Long.MAX_VALUE;
         GetCacheLocationRequest r = null;
@@ -111,7 +105,21 @@ class ProtoJsonTimingTest {
         long printNs = System.nanoTime() - t0;
         System.out.printf("[ProtoJson timing] %d token ids, %.1f MiB body: parse %d ms (best of 3), print %d ms (%.1f MiB)%n",
                 n, body.length / 1048576.0, best / 1_000_000, printNs / 1_000_000, printed.length / 1048576.0);
-        assertTrue(best < 3_000_000_000L, "parse took " + best / 1_000_000 + " ms");
+        assertTrue(best < 2_000_000_000L, "parse took " + best / 1_000_000 + " ms");
+    }
+
+    /** A vLLM-style GetCacheLocation body carrying {@code tokens.length} random token ids (filled in). */
+    private static byte[] tokenRequest(long[] tokens, Random rnd) {
+        StringBuilder sb = new StringBuilder(tokens.length * 8)
+                .append("{\"trace_id\":\"t\",\"instance_id\":\"i\",\"block_keys\":[],\"token_ids\":[");
+        for (int i = 0; i < tokens.length; i++) {
+            tokens[i] = rnd.nextInt(152_000);
+            if (i > 0) {
+                sb.append(',');
+            }
+            sb.append(tokens[i]);
+        }
+        return sb.append("],\"query_type\":\"QT_PREFIX_MATCH\"}").toString().getBytes(StandardCharsets.UTF_8);
     }
 
     private static double us(long nanos, int runs) {

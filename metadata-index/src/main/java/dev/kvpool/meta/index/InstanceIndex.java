@@ -30,7 +30,11 @@ public interface InstanceIndex {
      * WRITING/SERVING replicas on storages where {@code storageUsable} holds count. Later duplicates of a key
      * inside one batch count as existing. When the keys that would be new exceed {@code maxKeys} − keyCount,
      * nothing is inserted. On success the session (the inserted keys in batch order) is stored in the same
-     * atomic step.
+     * atomic step; a session is stored even when no key is inserted.
+     *
+     * @throws IllegalArgumentException when {@code sessionId} is already open in this store (any instance);
+     *                                  nothing is changed
+     * @throws IllegalStateException    when the store dropped this index meanwhile
      */
     StartResult startWrite(long[] keys, long[] a, long[] b, int minReplicas, IntPredicate storageUsable,
                            long maxKeys, String sessionId, long deadlineMs, int nowSec);
@@ -47,7 +51,8 @@ public interface InstanceIndex {
 
     /**
      * Moves every replica of the keys at unmasked positions to DELETING (readers stop seeing them at once) and
-     * returns the replicas that this call moved, which the caller must delete and then {@link #purge}.
+     * returns the replicas that this call moved, which the caller must delete and then {@link #purge}. Positions
+     * handed to {@code skipPosition} count from {@code off} (0 is {@code keys[off]}); it may be null.
      */
     LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition);
 
@@ -57,13 +62,20 @@ public interface InstanceIndex {
     /** Drops every key and session without handing anything back (TS_REMOVE_ALL_META, instance removal). */
     void clear();
 
-    /** Pages through keys: returns the next cursor, 0 when done. Start with cursor 0. */
+    /**
+     * Pages through keys: returns the next cursor, 0 when done. Start with cursor 0; {@code max} must be positive.
+     * Every key is seen exactly once while the index does not change; keys inserted or removed during the scan
+     * (and, in the embedded store, keys moved by those changes) may be missed or seen twice.
+     */
     long scan(long cursor, int max, java.util.function.LongConsumer sink);
 
     /** Up to {@code n} keys drawn at random (for eviction sampling). */
     long[] sample(int n, RandomGenerator random);
 
-    /** Visits every block (startup rebuild of usage and slot maps). */
+    /**
+     * Visits every block (startup rebuild of usage and slot maps). The visitor must not call back into this index
+     * to mutate it: the embedded store holds a shard's read lock while visiting it.
+     */
     void forEach(java.util.function.Consumer<Block> visitor);
 
     /** Keys whose block satisfies the predicate on its meta word (e.g. a write-time range). */

@@ -8,7 +8,6 @@ import dev.kvpool.meta.runtime.MetaRuntime;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
-import io.vertx.ext.web.handler.BodyHandler;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
@@ -56,26 +55,60 @@ public class KvcmHttpRoutes {
     long maxBody;
 
     void routes(@Observes Router router) {
-        router.post("/api/:rpc").handler(BodyHandler.create().setBodyLimit(maxBody).setHandleFileUploads(false))
-                .handler(this::handle);
+        router.post("/api/:rpc").handler(this::receive);
     }
 
-    void handle(RoutingContext ctx) {
+    /**
+     * Reads the raw body whatever its Content-Type: clients (and curl -d) often send JSON labelled as a form,
+     * which a form-decoding body handler would reject.
+     */
+    void receive(RoutingContext ctx) {
         Rpc rpc = RPCS.get(ctx.pathParam("rpc"));
         if (rpc == null) {
             ctx.response().setStatusCode(404).putHeader("Content-Type", "application/json").end(EMPTY_JSON);
             return;
         }
+        String len = ctx.request().getHeader("Content-Length");
+        long declared = len == null ? -1 : Long.parseLong(len.trim());
+        if (declared > maxBody) {
+            tooLarge(ctx);
+            return;
+        }
+        Buffer body = Buffer.buffer((int) Math.max(256, declared));
+        ctx.request().handler(chunk -> {
+            if (body.length() + chunk.length() > maxBody) {
+                tooLarge(ctx);
+            } else {
+                body.appendBuffer(chunk);
+            }
+        });
+        ctx.request().endHandler(v -> {
+            if (!ctx.response().ended()) {
+                handle(ctx, rpc, body);
+            }
+        });
+        ctx.request().resume();
+    }
+
+    private void tooLarge(RoutingContext ctx) {
+        if (!ctx.response().ended()) {
+            ctx.response().setStatusCode(413).putHeader("Content-Type", "application/json")
+                    .putHeader("X-KVPool-Error", "request body exceeds " + maxBody + " bytes").end(EMPTY_JSON);
+        }
+    }
+
+    void handle(RoutingContext ctx, Rpc rpc, Buffer body) {
         Message request;
         try {
-            Buffer body = ctx.body().buffer();
-            request = ProtoJson.merge(body == null ? new byte[0] : body.getBytes(), rpc.request().get()).build();
+            request = ProtoJson.merge(body.getBytes(), rpc.request().get()).build();
         } catch (ProtoJsonException e) {
             ctx.response().setStatusCode(400).putHeader("Content-Type", "application/json")
                     .putHeader("X-KVPool-Error", sanitize(e.getMessage())).end(EMPTY_JSON);
             return;
         }
-        if (rpc.blocking()) {
+        if (request instanceof GetCacheLocationRequest q) {
+            respond(ctx, runtime.kvcm().getCacheLocationJson(q)); // the hot path skips building messages
+        } else if (rpc.blocking()) {
             ctx.vertx().executeBlocking(() -> ProtoJson.print(rpc.call().apply(runtime.kvcm(), request)), false)
                     .onSuccess(bytes -> respond(ctx, bytes))
                     .onFailure(ctx::fail);

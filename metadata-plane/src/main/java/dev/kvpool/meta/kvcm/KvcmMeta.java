@@ -3,7 +3,10 @@ package dev.kvpool.meta.kvcm;
 import dev.kvpool.api.proto.meta.*;
 import dev.kvpool.meta.query.QueryPath;
 import dev.kvpool.meta.registry.GroupConfig;
+import dev.kvpool.api.json.ProtoJson;
 import dev.kvpool.meta.registry.Instance;
+import dev.kvpool.meta.registry.JsonLocations;
+import dev.kvpool.meta.registry.LocationSink;
 import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.write.WritePath;
 import io.micrometer.core.instrument.Counter;
@@ -184,23 +187,49 @@ public final class KvcmMeta {
 
     public GetCacheLocationResponse getCacheLocation(GetCacheLocationRequest r) {
         return call("GetCacheLocation", r.getTraceId(), true, () -> {
-            Instance inst = instance(r.getInstanceId());
-            QueryType t = r.getQueryType() == QueryType.QT_UNSPECIFIED ? null : r.getQueryType();
-            long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
-            t = queryType(inst, t == null ? QueryType.QT_UNSPECIFIED : t);
-            Set<String> f = filter(r.getLocationSpecNamesList());
-            List<CacheLocation> locs = switch (t) {
-                case QT_PREFIX_MATCH -> query.prefix(inst, keys, Mask.of(r.hasBlockMask() ? r.getBlockMask() : null), f);
-                case QT_BATCH_GET -> query.batch(inst, keys, f);
-                default -> query.slidingWindow(inst, keys, r.getSwSize(), f);
-            };
-            counted(inst, "queried", keys.length);
-            if (t == QueryType.QT_PREFIX_MATCH) {
-                counted(inst, "hit", locs.size());
-            }
-            return GetCacheLocationResponse.newBuilder().setHeader(ok(r.getTraceId(), "Cache locations retrieved successfully"))
-                    .addAllLocations(locs).build();
+            var sink = locate(r, new LocationSink.Protos(filter(r.getLocationSpecNamesList())));
+            return GetCacheLocationResponse.newBuilder().setHeader(ok(r.getTraceId(), LOCATED))
+                    .addAllLocations(sink.locations()).build();
         }, h -> GetCacheLocationResponse.newBuilder().setHeader(h).build());
+    }
+
+    private static final String LOCATED = "Cache locations retrieved successfully";
+    private static final byte[] LOCATIONS_KEY = ",\"locations\":".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+    /**
+     * GetCacheLocation answered as proto3 JSON bytes, writing the locations straight from the index (the HTTP hot
+     * path; byte-identical to printing {@link #getCacheLocation}'s message).
+     */
+    public byte[] getCacheLocationJson(GetCacheLocationRequest r) {
+        Object out = call("GetCacheLocation", r.getTraceId(), true, () -> {
+            var sink = locate(r, new JsonLocations(filter(r.getLocationSpecNamesList()), r.getBlockKeysCount()));
+            byte[] header = ProtoJson.print(CommonResponse.newBuilder().setHeader(ok(r.getTraceId(), LOCATED)));
+            byte[] locs = sink.finish();
+            // {"header":{...}} + ,"locations":[...] + }
+            byte[] json = new byte[header.length - 1 + LOCATIONS_KEY.length + locs.length + 1];
+            System.arraycopy(header, 0, json, 0, header.length - 1);
+            System.arraycopy(LOCATIONS_KEY, 0, json, header.length - 1, LOCATIONS_KEY.length);
+            System.arraycopy(locs, 0, json, header.length - 1 + LOCATIONS_KEY.length, locs.length);
+            json[json.length - 1] = '}';
+            return json;
+        }, h -> GetCacheLocationResponse.newBuilder().setHeader(h).build());
+        return out instanceof byte[] b ? b : ProtoJson.print((GetCacheLocationResponse) out);
+    }
+
+    private <S extends LocationSink> S locate(GetCacheLocationRequest r, S sink) {
+        Instance inst = instance(r.getInstanceId());
+        long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
+        QueryType t = queryType(inst, r.getQueryType());
+        switch (t) {
+            case QT_PREFIX_MATCH -> query.prefix(inst, keys, Mask.of(r.hasBlockMask() ? r.getBlockMask() : null), sink);
+            case QT_BATCH_GET -> query.batch(inst, keys, sink);
+            default -> query.slidingWindow(inst, keys, r.getSwSize(), sink);
+        }
+        counted(inst, "queried", keys.length);
+        if (t == QueryType.QT_PREFIX_MATCH) {
+            counted(inst, "hit", sink.count());
+        }
+        return sink;
     }
 
     public GetCacheLocationLenResponse getCacheLocationLen(GetCacheLocationLenRequest r) {

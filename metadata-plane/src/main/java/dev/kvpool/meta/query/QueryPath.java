@@ -9,6 +9,7 @@ import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.kvcm.KvcmError;
 import dev.kvpool.meta.kvcm.Mask;
 import dev.kvpool.meta.registry.Instance;
+import dev.kvpool.meta.registry.LocationSink;
 import dev.kvpool.meta.registry.Locations;
 import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.storage.Storage;
@@ -78,28 +79,33 @@ public final class QueryPath {
         return Locations.render(inst, registry.storageByNumber(Loc.storage(a)), bl.key(), a, bl.b(replica), filter);
     }
 
+    private void emit(Instance inst, Block bl, int replica, LocationSink sink) {
+        long a = bl.a(replica);
+        sink.location(inst, registry.storageByNumber(Loc.storage(a)), bl.key(), a, bl.b(replica));
+    }
+
     private static Block[] lookup(Instance inst, long[] keys) {
         Block[] out = new Block[keys.length];
         inst.index.getAll(keys, 0, keys.length, out);
         return out;
     }
 
-    /** QT_PREFIX_MATCH: masked keys skipped, stop at the first miss; the list length is the hit count. */
-    public List<CacheLocation> prefix(Instance inst, long[] keys, Mask mask, Set<String> filter) {
+    /** QT_PREFIX_MATCH: masked keys skipped, stop at the first miss; the sink's count is the hit count. */
+    public <S extends LocationSink> S prefix(Instance inst, long[] keys, Mask mask, S sink) {
         long[] q = unmasked(keys, mask);
         Block[] blocks = lookup(inst, q);
-        List<CacheLocation> out = new ArrayList<>();
-        for (int i = 0; i < q.length; i++) {
-            int r = pickServing(blocks[i], null);
+        int hits = 0;
+        for (; hits < q.length; hits++) {
+            int r = pickServing(blocks[hits], null);
             if (r < 0) {
                 break;
             }
-            out.add(render(inst, blocks[i], r, filter));
+            emit(inst, blocks[hits], r, sink);
         }
-        if (!out.isEmpty()) {
-            inst.index.touch(q, 0, out.size(), nowSec());
+        if (hits > 0) {
+            inst.index.touch(q, 0, hits, nowSec());
         }
-        return out;
+        return sink;
     }
 
     public int prefixLength(Instance inst, long[] keys) {
@@ -123,23 +129,21 @@ public final class QueryPath {
     }
 
     /** QT_BATCH_GET: one entry per key, a placeholder (uri "") for each miss; the mask is ignored. */
-    public List<CacheLocation> batch(Instance inst, long[] keys, Set<String> filter) {
+    public <S extends LocationSink> S batch(Instance inst, long[] keys, S sink) {
         Block[] blocks = lookup(inst, keys);
-        List<CacheLocation> out = new ArrayList<>(keys.length);
-        CacheLocation miss = null;
         long[] hits = new long[keys.length];
         int nh = 0;
         for (int i = 0; i < keys.length; i++) {
             int r = pickServing(blocks[i], null);
             if (r < 0) {
-                out.add(miss == null ? (miss = Locations.placeholder(inst)) : miss);
+                sink.placeholder(inst);
             } else {
-                out.add(render(inst, blocks[i], r, filter));
+                emit(inst, blocks[i], r, sink);
                 hits[nh++] = keys[i];
             }
         }
         inst.index.touch(hits, 0, nh, nowSec());
-        return out;
+        return sink;
     }
 
     public int batchHits(Instance inst, long[] keys) {
@@ -185,21 +189,22 @@ public final class QueryPath {
         }
     }
 
-    public List<CacheLocation> slidingWindow(Instance inst, long[] keys, int sw, Set<String> filter) {
+    public <S extends LocationSink> S slidingWindow(Instance inst, long[] keys, int sw, S sink) {
         checkWindow(sw, keys.length);
         Block[] blocks = lookup(inst, keys);
         int[] replica = new int[keys.length];
         int start = window(blocks, replica, sw);
-        CacheLocation miss = Locations.placeholder(inst);
-        List<CacheLocation> out = new ArrayList<>(keys.length);
         for (int i = 0; i < keys.length; i++) {
-            boolean inWindow = start >= 0 && i >= start && i < start + sw;
-            out.add(inWindow ? render(inst, blocks[i], replica[i], filter) : miss);
+            if (start >= 0 && i >= start && i < start + sw) {
+                emit(inst, blocks[i], replica[i], sink);
+            } else {
+                sink.placeholder(inst);
+            }
         }
         if (start >= 0) {
             inst.index.touch(keys, start, sw, nowSec());
         }
-        return out;
+        return sink;
     }
 
     public int slidingWindowLength(Instance inst, long[] keys, int sw) {

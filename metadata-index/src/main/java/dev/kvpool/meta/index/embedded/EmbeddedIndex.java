@@ -399,7 +399,7 @@ final class EmbeddedIndex implements InstanceIndex {
                 long[] locs = t.locs(slot);
                 int idx = indexOfId(locs, s.locIds()[i]);
                 // only a location still WRITING belongs to this session; a DELETING one belongs to its deleter
-                if (idx < 0) {
+                if (idx < 0 || Loc.status(locs[idx * 2]) != Loc.WRITING) {
                     continue;
                 }
                 boolean ok = success != null && i < success.length && success[i];

@@ -194,7 +194,7 @@ public final class EmbeddedStore implements IndexStore {
             return idx;
         }
         // without a frame of its own, an index that never receives a key would be gone after a restart
-
+        fresh.journalCreation();
         return fresh;
     }
 
@@ -264,11 +264,14 @@ public final class EmbeddedStore implements IndexStore {
     @Override
     public void close() {
         if (background != null) {
-            background.shutdownNow();
+            // let a housekeeping round that is running (fsync, snapshot) finish rather than interrupt it
+            background.shutdown();
             try {
-                // a housekeeping round still running would fsync or snapshot into a closed channel
-                background.awaitTermination(10, TimeUnit.SECONDS);
+                if (!background.awaitTermination(30, TimeUnit.SECONDS)) {
+                    background.shutdownNow();
+                }
             } catch (InterruptedException e) {
+                background.shutdownNow();
                 Thread.currentThread().interrupt();
             }
         }

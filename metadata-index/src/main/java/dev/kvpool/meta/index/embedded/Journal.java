@@ -1,6 +1,9 @@
 package dev.kvpool.meta.index.embedded;
 
+import java.io.BufferedOutputStream;
+import java.io.FileOutputStream;
 import java.io.IOException;
+import java.io.RandomAccessFile;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -24,6 +27,10 @@ import org.jboss.logging.Logger;
  * <p>Appends reach the OS with one write() before the caller proceeds, so a killed process loses nothing;
  * {@link Durability#ALWAYS} also forces them to the device before returning, {@link Durability#INTERVAL} does so
  * from a background thread.
+ *
+ * <p>The log is written through a {@link RandomAccessFile}, not a {@link FileChannel}: a FileChannel is closed for
+ * good when a thread blocked in it is interrupted (ClosedByInterruptException), so one interrupted request thread,
+ * or the executor shutdown interrupting the background fsync, would leave the index unable to journal anything.
  */
 final class Journal implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(Journal.class);
@@ -32,7 +39,7 @@ final class Journal implements AutoCloseable {
 
     private final Path dir;
     private final Durability durability;
-    private FileChannel log;
+    private RandomAccessFile log;
     /** Length of the intact prefix of the current log: where the next record starts. */
     private long end;
     /** Set when a failed append could not be cut back off the log; later appends would land behind garbage. */
@@ -75,12 +82,18 @@ final class Journal implements AutoCloseable {
                 }
                 bytesSinceSnapshot += good;
             }
-            log = FileChannel.open(file("journal-", generation, ".log"), StandardOpenOption.CREATE,
-                    StandardOpenOption.WRITE, StandardOpenOption.APPEND);
-            end = log.size();
+            log = openLog(generation);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot recover index from " + dir, e);
         }
+    }
+
+    /** Opens a log generation for appending at its end; callers hold the monitor (or are the constructor). */
+    private RandomAccessFile openLog(long gen) throws IOException {
+        RandomAccessFile f = new RandomAccessFile(file("journal-", gen, ".log").toFile(), "rw");
+        end = f.length();
+        f.seek(end);
+        return f;
     }
 
     private Path file(String prefix, long gen, String suffix) {
@@ -141,38 +154,42 @@ final class Journal implements AutoCloseable {
         }
     }
 
-    private static ByteBuffer record(ByteBuffer payload) {
+    /** {@code [length][crc32c][payload]} in one array, so that one write() puts the whole record down. */
+    private static byte[] record(ByteBuffer payload) {
+        int len = payload.remaining();
+        byte[] rec = new byte[8 + len];
+        System.arraycopy(payload.array(), payload.arrayOffset() + payload.position(), rec, 8, len);
         CRC32C crc = new CRC32C();
-        crc.update(payload.array(), payload.arrayOffset() + payload.position(), payload.remaining());
-        ByteBuffer head = ByteBuffer.allocate(8);
-        head.putInt(payload.remaining()).putInt((int) crc.getValue()).flip();
-        return head;
+        crc.update(rec, 8, len);
+        ByteBuffer.wrap(rec).putInt(len).putInt((int) crc.getValue());
+        payload.position(payload.limit());
+        return rec;
     }
 
     void append(ByteBuffer payload) {
-        ByteBuffer head = record(payload);
-        long n = 8L + payload.remaining();
+        byte[] rec = record(payload);
         synchronized (this) {
             if (broken != null) {
                 throw new UncheckedIOException("index journal unusable after a failed write", broken);
             }
+            if (log == null) {
+                throw new UncheckedIOException(new IOException("index journal is closed"));
+            }
             try {
-                ByteBuffer[] both = {head, payload};
-                while (payload.hasRemaining()) {
-                    log.write(both);
-                }
+                log.write(rec);
                 if (durability == Durability.ALWAYS) {
-                    log.force(false);
+                    log.getFD().sync();
                 } else {
                     dirty = true;
                 }
-                end += n;
-                bytesSinceSnapshot += n;
+                end += rec.length;
+                bytesSinceSnapshot += rec.length;
             } catch (IOException e) {
                 // The caller will not apply this frame, so it must not survive in the log either; and a torn
                 // record left in the middle would make recovery cut every later record with it.
                 try {
-                    log.truncate(end);
+                    log.setLength(end);
+                    log.seek(end);
                 } catch (IOException e2) {
                     e.addSuppressed(e2);
                     broken = e;
@@ -191,10 +208,14 @@ final class Journal implements AutoCloseable {
             return;
         }
         synchronized (this) {
+            if (log == null) {
+                return; // closed: close() synced
+            }
             try {
                 dirty = false;
-                log.force(false);
+                log.getFD().sync();
             } catch (IOException e) {
+                dirty = true;
                 throw new UncheckedIOException("index journal sync failed", e);
             }
         }
@@ -207,32 +228,41 @@ final class Journal implements AutoCloseable {
     void snapshot(Consumer<Consumer<ByteBuffer>> writer) {
         long gen;
         synchronized (this) {
+            if (log == null) {
+                throw new UncheckedIOException(new IOException("index journal is closed"));
+            }
             try {
-                log.force(false);
-                log.close();
+                // open the next generation first: if that fails, appends carry on in the current one
+                RandomAccessFile next = new RandomAccessFile(file("journal-", generation + 1, ".log").toFile(), "rw");
+                try {
+                    log.getFD().sync();
+                    log.close();
+                } catch (IOException e) {
+                    next.close();
+                    throw e;
+                }
                 gen = ++generation;
-                log = FileChannel.open(file("journal-", gen, ".log"), StandardOpenOption.CREATE,
-                        StandardOpenOption.WRITE, StandardOpenOption.APPEND);
-                end = log.size();
+                log = next;
+                end = next.length();
+                next.seek(end);
+                dirty = false;
                 bytesSinceSnapshot = 0;
             } catch (IOException e) {
                 throw new UncheckedIOException("journal rotation failed", e);
             }
         }
         Path tmp = dir.resolve("snapshot.tmp");
-        try (FileChannel out = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING)) {
+        try (FileOutputStream fos = new FileOutputStream(tmp.toFile());
+             BufferedOutputStream out = new BufferedOutputStream(fos, 1 << 16)) {
             writer.accept(payload -> {
                 try {
-                    ByteBuffer[] both = {record(payload), payload};
-                    while (payload.hasRemaining()) {
-                        out.write(both);
-                    }
+                    out.write(record(payload));
                 } catch (IOException e) {
                     throw new UncheckedIOException(e);
                 }
             });
-            out.force(true);
+            out.flush();
+            fos.getFD().sync();
         } catch (IOException e) {
             throw new UncheckedIOException("snapshot write failed", e);
         }
@@ -260,13 +290,19 @@ final class Journal implements AutoCloseable {
 
     @Override
     public synchronized void close() {
+        if (log == null) {
+            return;
+        }
         try {
-            if (log != null && log.isOpen()) {
-                log.force(false);
-                log.close();
-            }
+            log.getFD().sync();
+        } catch (IOException e) {
+            LOG.warn("syncing journal on close", e);
+        }
+        try {
+            log.close();
         } catch (IOException e) {
             LOG.warn("closing journal", e);
         }
+        log = null;
     }
 }

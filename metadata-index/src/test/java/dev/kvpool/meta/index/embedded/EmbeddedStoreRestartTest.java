@@ -482,6 +482,30 @@ class EmbeddedStoreRestartTest {
         assertEquals(before, dump(s));
     }
 
+    /** An interrupted caller must not take the journal down with it (a FileChannel would close itself). */
+    @Test
+    void anInterruptedWriterDoesNotBreakTheJournal() {
+        EmbeddedStore s = new EmbeddedStore(new EmbeddedStore.Options(dir, 2, true, Duration.ofMillis(10),
+                Long.MAX_VALUE));
+        opened.add(s);
+        InstanceIndex a = s.index("inst-a");
+        Thread.currentThread().interrupt();
+        try {
+            serve(a, 1, 2, 3);
+            s.putRecord("instances", "x", new byte[] {1});
+            s.sync();
+            s.snapshot();
+            serve(a, 4);
+        } finally {
+            assertTrue(Thread.interrupted(), "the flag is left to its owner");
+        }
+        serve(a, 5, 6);
+        String before = dump(s);
+        assertTrue(before.contains("keyCount=6"), before);
+        s = reopen(s);
+        assertEquals(before, dump(s));
+    }
+
     @Test
     void touchIsAdvisoryAndNotJournaled() {
         EmbeddedStore s = open();

@@ -1,0 +1,317 @@
+package dev.kvpool.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.kvpool.api.json.ProtoJson;
+import dev.kvpool.api.proto.meta.BlockMask;
+import dev.kvpool.api.proto.meta.BoolMasksType;
+import dev.kvpool.api.proto.meta.CommonResponse;
+import dev.kvpool.api.proto.meta.ErrorCode;
+import dev.kvpool.api.proto.meta.FinishWriteCacheRequest;
+import dev.kvpool.api.proto.meta.GetCacheLocationRequest;
+import dev.kvpool.api.proto.meta.GetCacheLocationResponse;
+import dev.kvpool.api.proto.meta.LocationSpecInfo;
+import dev.kvpool.api.proto.meta.ModelDeployment;
+import dev.kvpool.api.proto.meta.QueryType;
+import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
+import dev.kvpool.api.proto.meta.RegisterInstanceResponse;
+import dev.kvpool.api.proto.meta.StartWriteCacheRequest;
+import dev.kvpool.api.proto.meta.StartWriteCacheResponse;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Metadata-plane benchmarks, each against a baseline measured in the same run:
+ * <ul>
+ * <li>{@code replay}: the Mooncake conversation trace (per request a prefix query of its hash_ids, then
+ * start/finish writes for the missed blocks) against a running metadata plane, and the same key reads and
+ * writes as Redis MGET/MSET of location-sized values;</li>
+ * <li>{@code prefix}: the target case, a 1,024-key fully cached prefix match over HTTP vs a Redis MGET of the same
+ * 1,024 keys, alternated A/B in rounds; the ratio reported is the median of the per-round p50 ratios;</li>
+ * <li>{@code heap}: heap bytes per block of the embedded index at 10 M blocks (see {@link HeapPerBlock}).</li>
+ * </ul>
+ */
+public final class Main {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> opt = options(args);
+        String cmd = args.length == 0 || args[0].startsWith("--") ? "help" : args[0];
+        switch (cmd) {
+            case "replay" -> replay(opt);
+            case "prefix" -> prefix(opt);
+            case "heap" -> HeapPerBlock.main(opt.containsKey("blocks") ? new String[] {opt.get("blocks")} : new String[0]);
+            default -> System.out.println("""
+                    usage: ./kvpool bench <replay|prefix|heap> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
+                      replay  [--trace ../shared/data/mooncake/conversation_trace.jsonl] [--limit N]
+                      prefix  [--keys 1024] [--rounds 10] [--iters 200]
+                      heap    [--blocks 10000000]   (run with a large -Xmx; ./kvpool bench uses -Xmx4g)
+                    replay and prefix need a running metadata plane (./kvpool up) and a local Redis.""");
+        }
+    }
+
+    static Map<String, String> options(String[] args) {
+        Map<String, String> m = new HashMap<>();
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].startsWith("--")) {
+                m.put(args[i].substring(2), i + 1 < args.length && !args[i + 1].startsWith("--") ? args[++i] : "true");
+            }
+        }
+        return m;
+    }
+
+    static Path shared() {
+        String env = System.getenv("KVPOOL_SHARED");
+        if (env != null) {
+            return Path.of(env);
+        }
+        for (Path d = Path.of("").toAbsolutePath(); d != null; d = d.getParent()) {
+            if (Files.isDirectory(d.resolve("../shared/data"))) {
+                return d.resolve("../shared").normalize();
+            }
+        }
+        throw new IllegalStateException("cannot find the shared/ folder; set KVPOOL_SHARED");
+    }
+
+    static String register(KvcmHttp kv, String instance, int blockSize, long specBytes) throws IOException {
+        RegisterInstanceResponse r = kv.call("registerInstance", RegisterInstanceRequest.newBuilder().setTraceId("bench")
+                .setInstanceGroup("default").setInstanceId(instance).setBlockSize(blockSize)
+                .setModelDeployment(ModelDeployment.newBuilder().setModelName("bench-model").setDtype("bf16").setTpSize(1))
+                .addLocationSpecInfos(LocationSpecInfo.newBuilder().setName("tp0").setSize(specBytes)).build(),
+                RegisterInstanceResponse.newBuilder()).build();
+        if (r.getHeader().getStatus().getCode() != ErrorCode.OK) {
+            throw new IOException("registerInstance failed: " + r.getHeader().getStatus());
+        }
+        return r.getStorageConfigs();
+    }
+
+    // ---- replay --------------------------------------------------------------------------------------------
+
+    static void replay(Map<String, String> opt) throws Exception {
+        Path trace = Path.of(opt.getOrDefault("trace", shared().resolve("data/mooncake/conversation_trace.jsonl").toString()));
+        int limit = Integer.parseInt(opt.getOrDefault("limit", "" + Integer.MAX_VALUE));
+        KvcmHttp kv = new KvcmHttp(opt.getOrDefault("url", "http://127.0.0.1:6382"));
+        String[] redisAddr = opt.getOrDefault("redis", "127.0.0.1:6379").split(":");
+        String instance = "bench-replay-" + System.currentTimeMillis();
+        // block size 512 tokens as in the trace; 16 KiB per block keeps 180 k blocks inside the default quota
+        register(kv, instance, 512, 16384);
+        List<long[]> requests = new ArrayList<>();
+        try (BufferedReader r = Files.newBufferedReader(trace)) {
+            String line;
+            while ((line = r.readLine()) != null && requests.size() < limit) {
+                JsonNode n = JSON.readTree(line);
+                long[] keys = new long[n.get("hash_ids").size()];
+                for (int i = 0; i < keys.length; i++) {
+                    keys[i] = n.get("hash_ids").get(i).asLong();
+                }
+                requests.add(keys);
+            }
+        }
+        System.out.printf("replaying %d requests of %s against %s (instance %s) and Redis %s%n", requests.size(),
+                trace.getFileName(), opt.getOrDefault("url", "http://127.0.0.1:6382"), instance, String.join(":", redisAddr));
+        Stats get = new Stats(), start = new Stats(), finish = new Stats(), mget = new Stats(), mset = new Stats();
+        long asked = 0, hit = 0, redisHit = 0;
+        String prefix = "kvpool-bench:" + instance + ":";
+        try (Resp redis = new Resp(redisAddr[0], Integer.parseInt(redisAddr[1]))) {
+            int done = 0;
+            long t0 = System.nanoTime();
+            for (long[] keys : requests) {
+                // KVPool: prefix query, then write what missed
+                long s = System.nanoTime();
+                GetCacheLocationResponse q = kv.call("getCacheLocation", GetCacheLocationRequest.newBuilder()
+                        .setTraceId("r").setInstanceId(instance).setQueryType(QueryType.QT_PREFIX_MATCH)
+                        .addAllBlockKeys(boxed(keys)).setBlockMask(BlockMask.newBuilder().setOffset(0)).build(),
+                        GetCacheLocationResponse.newBuilder()).build();
+                get.add(System.nanoTime() - s);
+                int h = q.getLocationsCount();
+                asked += keys.length;
+                hit += h;
+                String firstUri = "";
+                if (h < keys.length) {
+                    s = System.nanoTime();
+                    StartWriteCacheResponse sw = kv.call("startWriteCache", StartWriteCacheRequest.newBuilder()
+                            .setTraceId("r").setInstanceId(instance).addAllBlockKeys(boxed(keys))
+                            .setWriteTimeoutSeconds(30).build(), StartWriteCacheResponse.newBuilder()).build();
+                    start.add(System.nanoTime() - s);
+                    if (sw.getHeader().getStatus().getCode() != ErrorCode.OK) {
+                        throw new IOException("startWriteCache failed: " + sw.getHeader().getStatus());
+                    }
+                    BoolMasksType.Builder ok = BoolMasksType.newBuilder();
+                    for (int i = 0; i < sw.getLocationsCount(); i++) {
+                        ok.addValues(true);
+                    }
+                    if (sw.getLocationsCount() > 0) {
+                        firstUri = sw.getLocations(0).getLocationSpecs(0).getUri();
+                    }
+                    s = System.nanoTime();
+                    CommonResponse f = kv.call("finishWriteCache", FinishWriteCacheRequest.newBuilder().setTraceId("r")
+                            .setInstanceId(instance).setWriteSessionId(sw.getWriteSessionId())
+                            .setSuccessBlocks(BlockMask.newBuilder().setBoolMasks(ok)).build(),
+                            CommonResponse.newBuilder()).build();
+                    finish.add(System.nanoTime() - s);
+                    if (f.getHeader().getStatus().getCode() != ErrorCode.OK) {
+                        throw new IOException("finishWriteCache failed: " + f.getHeader().getStatus());
+                    }
+                }
+                // Redis: the same keys, values the size of a serialized location
+                byte[][] cmd = new byte[keys.length + 1][];
+                cmd[0] = "MGET".getBytes(StandardCharsets.US_ASCII);
+                for (int i = 0; i < keys.length; i++) {
+                    cmd[i + 1] = (prefix + keys[i]).getBytes(StandardCharsets.US_ASCII);
+                }
+                s = System.nanoTime();
+                Object[] vals = (Object[]) redis.call(cmd);
+                mget.add(System.nanoTime() - s);
+                int rh = 0;
+                while (rh < vals.length && vals[rh] != null) {
+                    rh++;
+                }
+                redisHit += rh;
+                if (rh < keys.length) {
+                    byte[][] set = new byte[1 + 2 * (keys.length - rh)][];
+                    set[0] = "MSET".getBytes(StandardCharsets.US_ASCII);
+                    byte[] value = locationJson(firstUri.isEmpty() ? "file://nfs_01/x/tp0/slab_00000000?blkid=0&size=16384" : firstUri);
+                    for (int i = rh, j = 1; i < keys.length; i++) {
+                        set[j++] = cmd[i + 1];
+                        set[j++] = value;
+                    }
+                    s = System.nanoTime();
+                    redis.call(set);
+                    mset.add(System.nanoTime() - s);
+                }
+                if (++done % 2000 == 0) {
+                    System.out.printf("  %d/%d requests, hit rate %.1f%%, %.0f req/s%n", done, requests.size(),
+                            100.0 * hit / asked, done / ((System.nanoTime() - t0) / 1e9));
+                }
+            }
+            cleanup(redis, prefix, requests);
+        }
+        System.out.printf("blocks asked %d, hit %d: hit rate %.2f%% (Redis baseline saw %.2f%%)%n", asked, hit,
+                100.0 * hit / asked, 100.0 * redisHit / asked);
+        System.out.println(get.line("getCacheLocation"));
+        System.out.println(start.line("startWriteCache"));
+        System.out.println(finish.line("finishWriteCache"));
+        System.out.println(mget.line("redis MGET"));
+        System.out.println(mset.line("redis MSET"));
+        System.out.printf("ratio getCacheLocation/MGET: p50 %.2fx  p99 %.2fx%n", get.pctMicros(50) / mget.pctMicros(50),
+                get.pctMicros(99) / mget.pctMicros(99));
+        System.out.printf("ratio start+finish/MSET: p50 %.2fx%n", (start.pctMicros(50) + finish.pctMicros(50)) / mset.pctMicros(50));
+    }
+
+    static void cleanup(Resp redis, String prefix, List<long[]> requests) throws IOException {
+        java.util.Set<Long> all = new java.util.HashSet<>();
+        requests.forEach(k -> Arrays.stream(k).forEach(all::add));
+        List<Long> keys = new ArrayList<>(all);
+        for (int i = 0; i < keys.size(); i += 1000) {
+            List<Long> part = keys.subList(i, Math.min(keys.size(), i + 1000));
+            byte[][] del = new byte[part.size() + 1][];
+            del[0] = "DEL".getBytes(StandardCharsets.US_ASCII);
+            for (int j = 0; j < part.size(); j++) {
+                del[j + 1] = (prefix + part.get(j)).getBytes(StandardCharsets.US_ASCII);
+            }
+            redis.call(del);
+        }
+    }
+
+    static byte[] locationJson(String uri) {
+        return ("{\"type\":\"ST_NFS\",\"spec_size\":1,\"location_specs\":[{\"name\":\"tp0\",\"uri\":\"" + uri + "\"}]}")
+                .getBytes(StandardCharsets.UTF_8);
+    }
+
+    static List<Long> boxed(long[] keys) {
+        List<Long> l = new ArrayList<>(keys.length);
+        for (long k : keys) {
+            l.add(k);
+        }
+        return l;
+    }
+
+    // ---- prefix --------------------------------------------------------------------------------------------
+
+    static void prefix(Map<String, String> opt) throws Exception {
+        int n = Integer.parseInt(opt.getOrDefault("keys", "1024"));
+        int rounds = Integer.parseInt(opt.getOrDefault("rounds", "10"));
+        int iters = Integer.parseInt(opt.getOrDefault("iters", "200"));
+        KvcmHttp kv = new KvcmHttp(opt.getOrDefault("url", "http://127.0.0.1:6382"));
+        String[] redisAddr = opt.getOrDefault("redis", "127.0.0.1:6379").split(":");
+        String instance = "bench-prefix-" + System.currentTimeMillis();
+        register(kv, instance, 512, 16384);
+        long[] keys = new long[n];
+        for (int i = 0; i < n; i++) {
+            keys[i] = 0x5DEECE66DL * (i + 1) ^ System.nanoTime();
+        }
+        StartWriteCacheResponse sw = kv.call("startWriteCache", StartWriteCacheRequest.newBuilder().setTraceId("p")
+                .setInstanceId(instance).addAllBlockKeys(boxed(keys)).setWriteTimeoutSeconds(60).build(),
+                StartWriteCacheResponse.newBuilder()).build();
+        BoolMasksType.Builder ok = BoolMasksType.newBuilder();
+        sw.getLocationsList().forEach(l -> ok.addValues(true));
+        kv.call("finishWriteCache", FinishWriteCacheRequest.newBuilder().setTraceId("p").setInstanceId(instance)
+                .setWriteSessionId(sw.getWriteSessionId()).setSuccessBlocks(BlockMask.newBuilder().setBoolMasks(ok))
+                .build(), CommonResponse.newBuilder());
+        GetCacheLocationRequest q = GetCacheLocationRequest.newBuilder().setTraceId("p").setInstanceId(instance)
+                .setQueryType(QueryType.QT_PREFIX_MATCH).addAllBlockKeys(boxed(keys))
+                .setBlockMask(BlockMask.newBuilder().setOffset(0)).build();
+        String prefix = "kvpool-bench:" + instance + ":";
+        byte[][] mget = new byte[n + 1][];
+        mget[0] = "MGET".getBytes(StandardCharsets.US_ASCII);
+        try (Resp redis = new Resp(redisAddr[0], Integer.parseInt(redisAddr[1]))) {
+            byte[][] set = new byte[2 * n + 1][];
+            set[0] = "MSET".getBytes(StandardCharsets.US_ASCII);
+            for (int i = 0; i < n; i++) {
+                mget[i + 1] = (prefix + keys[i]).getBytes(StandardCharsets.US_ASCII);
+                set[2 * i + 1] = mget[i + 1];
+                set[2 * i + 2] = locationJson(sw.getLocations(i).getLocationSpecs(0).getUri());
+            }
+            redis.call(set);
+            System.out.printf("prefix match of %d cached keys over HTTP vs Redis MGET of the same %d keys (%d-byte values): %d rounds x %d calls each%n",
+                    n, n, set[2].length, rounds, iters);
+            // warm-up both sides
+            for (int i = 0; i < Math.max(200, iters); i++) {
+                kv.call("getCacheLocation", q, GetCacheLocationResponse.newBuilder());
+                redis.call(mget);
+            }
+            double[] ratios = new double[rounds];
+            Stats allK = new Stats(), allR = new Stats();
+            for (int r = 0; r < rounds; r++) {
+                Stats a = new Stats(), b = new Stats();
+                for (int i = 0; i < iters; i++) {
+                    long s = System.nanoTime();
+                    GetCacheLocationResponse resp = kv.call("getCacheLocation", q, GetCacheLocationResponse.newBuilder()).build();
+                    long d = System.nanoTime() - s;
+                    a.add(d);
+                    allK.add(d);
+                    if (resp.getLocationsCount() != n) {
+                        throw new IOException("expected " + n + " hits, got " + resp.getLocationsCount());
+                    }
+                    s = System.nanoTime();
+                    Object[] v = (Object[]) redis.call(mget);
+                    d = System.nanoTime() - s;
+                    b.add(d);
+                    allR.add(d);
+                    if (v.length != n || v[n - 1] == null) {
+                        throw new IOException("redis baseline lost keys");
+                    }
+                }
+                ratios[r] = a.pctMicros(50) / b.pctMicros(50);
+                System.out.printf("  round %2d: KVPool p50 %7.1f us, Redis MGET p50 %7.1f us, ratio %.2fx%n", r + 1,
+                        a.pctMicros(50), b.pctMicros(50), ratios[r]);
+            }
+            Arrays.sort(ratios);
+            System.out.println(allK.line("KVPool prefix " + n));
+            System.out.println(allR.line("Redis MGET " + n));
+            System.out.printf("RESULT prefix-%d p50 ratio KVPool/Redis: median %.2fx (min %.2fx, max %.2fx); target <= 1.0x%n",
+                    n, ratios[rounds / 2], ratios[0], ratios[rounds - 1]);
+            byte[][] del = mget.clone();
+            del[0] = "DEL".getBytes(StandardCharsets.US_ASCII);
+            redis.call(del);
+        }
+    }
+}

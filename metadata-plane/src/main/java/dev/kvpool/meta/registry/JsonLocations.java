@@ -1,0 +1,192 @@
+package dev.kvpool.meta.registry;
+
+import dev.kvpool.meta.index.Loc;
+import dev.kvpool.meta.storage.SlotAllocator;
+import dev.kvpool.meta.storage.Storage;
+import dev.kvpool.meta.storage.StorageKind;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Writes the JSON array of {@code locations} directly from packed location words, byte-identical to printing
+ * the CacheLocation messages that {@link Locations#render} builds (a test holds the two together). Everything
+ * constant per (instance, storage, spec group) is pre-escaped once; per block only digits are written.
+ */
+public final class JsonLocations implements LocationSink {
+    private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
+
+    /** Pre-rendered pieces of one (storage, spec group) of an instance. */
+    record Template(byte[] head, byte[][] specPrefix, byte[][] specSuffix, String[] specNames, boolean mooncake,
+                    boolean blkid) {
+    }
+
+    private static final ConcurrentHashMap<Instance, ConcurrentHashMap<Integer, Template>> TEMPLATES =
+            new ConcurrentHashMap<>();
+
+    private final Set<String> filter;
+    private byte[] buf;
+    private int len;
+    private int count;
+    private byte[] placeholder;
+
+    public JsonLocations(Set<String> filter, int expected) {
+        this.filter = filter;
+        this.buf = new byte[Math.max(256, expected * 160)];
+        put((byte) '[');
+    }
+
+    /** Drops cached templates of an instance that went away. */
+    public static void forget(Instance inst) {
+        TEMPLATES.remove(inst);
+    }
+
+    static Template template(Instance inst, Storage st, int specGroup) {
+        return TEMPLATES.computeIfAbsent(inst, k -> new ConcurrentHashMap<>())
+                .computeIfAbsent(st.number << 8 | specGroup, k -> {
+                    int[] specs = inst.specGroups[specGroup];
+                    String[] prefixes = inst.uriPrefixes(st);
+                    byte[] head = ("{\"type\":\"" + st.kind.wire.name() + "\",\"spec_size\":" + specs.length
+                            + ",\"location_specs\":[").getBytes(StandardCharsets.UTF_8);
+                    byte[][] pre = new byte[specs.length][], suf = new byte[specs.length][];
+                    String[] names = new String[specs.length];
+                    boolean mooncake = st.kind == StorageKind.MOONCAKE;
+                    boolean blkid = st.sharesFiles();
+                    for (int j = 0; j < specs.length; j++) {
+                        int i = specs[j];
+                        names[j] = inst.specNames[i];
+                        String filePrefix = mooncake ? prefixes[i] : prefixes[i] + "slab_";
+                        pre[j] = ("{\"name\":" + quote(inst.specNames[i]) + ",\"uri\":" + openQuote(filePrefix))
+                                .getBytes(StandardCharsets.UTF_8);
+                        String tail = mooncake ? "&size=" + inst.specSizes[i] : (blkid ? "&size=" : "?size=")
+                                + inst.specSizes[i];
+                        suf[j] = (escape(tail) + "\"}").getBytes(StandardCharsets.UTF_8);
+                    }
+                    return new Template(head, pre, suf, names, mooncake, blkid);
+                });
+    }
+
+    private static String quote(String s) {
+        return "\"" + escape(s) + "\"";
+    }
+
+    private static String openQuote(String s) {
+        return "\"" + escape(s);
+    }
+
+    /** JSON string escaping exactly as the project codec prints strings (rare: templates are cached). */
+    static String escape(String s) {
+        String json = dev.kvpool.api.json.ProtoJson.printToString(
+                dev.kvpool.api.proto.meta.LocationSpec.newBuilder().setName(s).build());
+        return json.substring("{\"name\":\"".length(), json.length() - "\",\"uri\":\"\"}".length());
+    }
+
+    @Override
+    public void location(Instance inst, Storage st, long key, long a, long b) {
+        Template t = template(inst, st, Loc.specGroup(a));
+        if (count++ > 0) {
+            put((byte) ',');
+        }
+        put(t.head);
+        boolean first = true;
+        for (int j = 0; j < t.specPrefix.length; j++) {
+            if (filter != null && !filter.contains(t.specNames[j])) {
+                continue;
+            }
+            if (!first) {
+                put((byte) ',');
+            }
+            first = false;
+            put(t.specPrefix[j]);
+            if (t.mooncake) {
+                putHex(key);
+            } else {
+                putHex8(SlotAllocator.file(b));
+                if (t.blkid) {
+                    put(BLKID);
+                    putDecimal(SlotAllocator.slot(b));
+                }
+            }
+            put(t.specSuffix[j]);
+        }
+        put((byte) ']');
+        put((byte) '}');
+    }
+
+    private static final byte[] BLKID = escape("?blkid=").getBytes(StandardCharsets.UTF_8);
+
+    @Override
+    public void placeholder(Instance inst) {
+        if (placeholder == null) {
+            placeholder = dev.kvpool.api.json.ProtoJson.print(Locations.placeholder(inst));
+        }
+        if (count++ > 0) {
+            put((byte) ',');
+        }
+        put(placeholder);
+    }
+
+    @Override
+    public int count() {
+        return count;
+    }
+
+    /** The closed array. */
+    public byte[] finish() {
+        put((byte) ']');
+        return Arrays.copyOf(buf, len);
+    }
+
+    private void ensure(int n) {
+        if (len + n > buf.length) {
+            buf = Arrays.copyOf(buf, Math.max(buf.length * 2, len + n));
+        }
+    }
+
+    private void put(byte b) {
+        ensure(1);
+        buf[len++] = b;
+    }
+
+    private void put(byte[] b) {
+        ensure(b.length);
+        System.arraycopy(b, 0, buf, len, b.length);
+        len += b.length;
+    }
+
+    private void putHex8(long v) {
+        // %08x: at least 8 digits
+        int digits = Math.max(8, (64 - Long.numberOfLeadingZeros(v) + 3) / 4);
+        ensure(digits);
+        for (int i = digits - 1; i >= 0; i--) {
+            buf[len + i] = HEX[(int) (v & 15)];
+            v >>>= 4;
+        }
+        len += digits;
+    }
+
+    private void putHex(long v) {
+        int digits = Math.max(1, (64 - Long.numberOfLeadingZeros(v) + 3) / 4);
+        ensure(digits);
+        for (int i = digits - 1; i >= 0; i--) {
+            buf[len + i] = HEX[(int) (v & 15)];
+            v >>>= 4;
+        }
+        len += digits;
+    }
+
+    private void putDecimal(int v) {
+        if (v == 0) {
+            put((byte) '0');
+            return;
+        }
+        int digits = (int) Math.floor(Math.log10(v)) + 1;
+        ensure(digits);
+        for (int i = digits - 1; i >= 0; i--) {
+            buf[len + i] = (byte) ('0' + v % 10);
+            v /= 10;
+        }
+        len += digits;
+    }
+}
