@@ -108,7 +108,7 @@ final class JsonToWire {
                     throw expected("a string", t);
                 }
                 out.tag(f.number, FieldSchema.LEN);
-                out.utf8(p.getTextCharacters(), p.getTextOffset(), p.getTextLength());
+                out.string(p.getText());
             }
             case BYTES -> {
                 byte[] b = readBytes(t);

@@ -1,6 +1,7 @@
 package dev.kvpool.meta.runtime;
 
 import dev.kvpool.meta.config.StartupConfig;
+import dev.kvpool.meta.index.CachedIndex;
 import dev.kvpool.meta.index.IndexStore;
 import dev.kvpool.meta.index.embedded.EmbeddedStore;
 import dev.kvpool.meta.kvcm.KvcmMeta;
@@ -62,7 +63,10 @@ public class MetaRuntime {
         store = new EmbeddedStore(new EmbeddedStore.Options(cfg.index().persist() ? dataDir.resolve("index") : null,
                 cfg.index().shards(), cfg.index().fsync().equals("always"), cfg.index().syncInterval(),
                 cfg.index().snapshotBytes()));
-        registry = new Registry(store, startup, store::index);
+        int searchCache = cfg.index().searchCache();
+        // the embedded store is itself in memory, so its search cache is off unless configured
+        registry = new Registry(store, startup, id -> searchCache > 0
+                ? new CachedIndex(store.index(id), searchCache) : store.index(id));
         ledger = new QuotaLedger();
         write = new WritePath(registry, ledger, new WritePath.Settings(cfg.write().defaultTimeoutSeconds(),
                 cfg.write().maxTimeoutSeconds()));
@@ -124,6 +128,12 @@ public class MetaRuntime {
                     Instance i = r.instance(id);
                     return i == null ? 0 : i.index.keyCount();
                 }).tag("instance", id).description("block keys in the instance index").register(meters);
+                if (inst.index instanceof CachedIndex c) {
+                    Gauge.builder("kvpool.meta.search.cache.hit.ratio", c, x -> {
+                        long h = x.hits(), m = x.misses();
+                        return h + m == 0 ? 0 : (double) h / (h + m);
+                    }).tag("instance", id).description("search cache hits / lookups").register(meters);
+                }
             }
         }
     }

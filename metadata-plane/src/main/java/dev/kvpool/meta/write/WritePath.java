@@ -345,13 +345,22 @@ public final class WritePath implements AutoCloseable {
     public void trim(Instance inst, TrimStrategy strategy, int begin, int end) {
         switch (strategy) {
             case TS_REMOVE_ALL_CACHE -> {
-                long cursor = 0;
+                // a scan is exact only on a quiet index: purges running meanwhile move keys, so repeat passes
+                // until one finds nothing left to move (bounded, in case writes keep arriving)
                 long[] page = new long[1024];
-                do {
-                    int[] n = {0};
-                    cursor = inst.index.scan(cursor, page.length, k -> page[n[0]++] = k);
-                    submitDelete(inst, inst.index.markDeleting(page, 0, n[0], null));
-                } while (cursor != 0);
+                for (int pass = 0; pass < 8; pass++) {
+                    long moved = 0, cursor = 0;
+                    do {
+                        int[] n = {0};
+                        cursor = inst.index.scan(cursor, page.length, k -> page[n[0]++] = k);
+                        LocList m = inst.index.markDeleting(page, 0, n[0], null);
+                        moved += m.size();
+                        submitDelete(inst, m);
+                    } while (cursor != 0);
+                    if (moved == 0) {
+                        break;
+                    }
+                }
             }
             case TS_REMOVE_ALL_META -> {
                 // metadata only: the bytes stay where they are; usage is recounted for the group

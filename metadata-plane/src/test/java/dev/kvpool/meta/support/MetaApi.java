@@ -46,7 +46,9 @@ public final class MetaApi {
     }
 
     public static String base() {
-        return "http://localhost:" + Integer.getInteger("kvpool.test.http-port", 16382);
+        int port = org.eclipse.microprofile.config.ConfigProvider.getConfig()
+                .getOptionalValue("quarkus.http.test-port", Integer.class).orElse(16382);
+        return "http://localhost:" + port;
     }
 
     /** POST /api/{rpc} with a raw body; returns the response (no checks). */
