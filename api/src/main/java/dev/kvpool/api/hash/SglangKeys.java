@@ -2,17 +2,16 @@ package dev.kvpool.api.hash;
 
 import java.nio.charset.StandardCharsets;
 
-/** The block keys SGLang's HiCache KVCM backend sends: SHA-256 of the page hash string, first 8 bytes signed BE. */
+/**
+ * The block keys the SGLang HiCache connector sends (spec §3.2.4): SHA-256 of the page-hash string's UTF-8,
+ * first 8 bytes read as a big-endian signed int64. The server never computes these; tests emulate the client.
+ */
 public final class SglangKeys {
+
     private SglangKeys() {
     }
 
     public static long of(String pageHash) {
-        byte[] d = VllmSha256Cbor.sha256(pageHash.getBytes(StandardCharsets.UTF_8));
-        long v = 0;
-        for (int i = 0; i < 8; i++) {
-            v = (v << 8) | (d[i] & 0xFF);
-        }
-        return v;
+        return Digests.longBE(Digests.sha256().digest(pageHash.getBytes(StandardCharsets.UTF_8)), 0);
     }
 }

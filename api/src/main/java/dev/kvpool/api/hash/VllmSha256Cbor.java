@@ -1,151 +1,89 @@
 package dev.kvpool.api.hash;
 
-import java.io.ByteArrayOutputStream;
-import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * vLLM's {@code sha256_cbor} prefix hash (shared/spec/hashing.md): block i's digest is SHA-256 of the canonical
- * CBOR array [parent digest bytes, [tokens...], extra keys or null], with SHA-256(cbor(seed)) as the root. The
- * CBOR writer is hand-written so integer widths match vLLM's cbor2 canonical output exactly.
+ * vLLM's prefix-cache block hash with {@code --prefix-caching-hash-algo sha256_cbor} (shared/spec/hashing.md §2):
+ * {@code digest_i = SHA-256(cbor([parent_i as bytes, [tokens of block i], extra_i or null]))}, with
+ * {@code parent_0 = NONE_HASH = SHA-256(cbor(PYTHONHASHSEED string))}. The int64 form that vLLM publishes is the
+ * digest's last 8 bytes read big-endian. Instances are immutable and thread-safe.
  */
 public final class VllmSha256Cbor {
+
     private final byte[] noneHash;
 
+    /** @param pythonHashSeed the engine's {@code PYTHONHASHSEED} (unset in vLLM means random: not reproducible) */
     public VllmSha256Cbor(String pythonHashSeed) {
-        Cbor c = new Cbor();
-        c.text(pythonHashSeed == null ? "" : pythonHashSeed);
-        this.noneHash = sha256(c.bytes());
+        if (pythonHashSeed == null) {
+            throw new IllegalArgumentException("the vllm-sha256-cbor scheme needs the engine's PYTHONHASHSEED");
+        }
+        CborWriter cbor = new CborWriter().writeText(pythonHashSeed);
+        MessageDigest sha = Digests.sha256();
+        sha.update(cbor.buffer(), 0, cbor.length());
+        this.noneHash = sha.digest();
     }
 
+    /** The parent hash of block 0. */
     public byte[] noneHash() {
         return noneHash.clone();
     }
 
-    /** Digests of every full block; {@code extraKeysPerBlock} may be null or hold null (= CBOR null) entries. */
+    /**
+     * The 32-byte digest of every full block (a trailing partial block is not hashed).
+     *
+     * @param extraKeysPerBlock per block: null for CBOR null (no extra keys), else a List of String / Long /
+     *     Integer / byte[] / nested List values (LoRA name, cache salt, multimodal (hash, offset) pairs). The
+     *     whole list may be null, and blocks past its end count as null.
+     */
     public List<byte[]> blockDigests(long[] tokens, int blockSize, List<Object> extraKeysPerBlock) {
         if (blockSize <= 0) {
-            throw new IllegalArgumentException("block size must be > 0, got " + blockSize);
+            throw new IllegalArgumentException("blockSize must be > 0, was " + blockSize);
         }
         int blocks = tokens.length / blockSize;
-        List<byte[]> out = new ArrayList<>(blocks);
+        List<byte[]> digests = new ArrayList<>(blocks);
+        MessageDigest sha = Digests.sha256();
+        CborWriter cbor = new CborWriter();
         byte[] parent = noneHash;
         for (int b = 0; b < blocks; b++) {
-            Object extra = extraKeysPerBlock == null || b >= extraKeysPerBlock.size() ? null : extraKeysPerBlock.get(b);
-            parent = sha256(payload(parent, tokens, b * blockSize, (b + 1) * blockSize, extra));
-            out.add(parent);
+            Object extra = extraKeysPerBlock != null && b < extraKeysPerBlock.size() ? extraKeysPerBlock.get(b) : null;
+            cbor.reset();
+            writePayload(cbor, parent, tokens, b * blockSize, (b + 1) * blockSize, extra);
+            sha.update(cbor.buffer(), 0, cbor.length());
+            parent = sha.digest();
+            digests.add(parent);
         }
-        return out;
+        return digests;
     }
 
-    /** The CBOR bytes that block digests are taken over (exposed for the test vectors). */
-    public static byte[] payload(byte[] parent, long[] tokens, int from, int to, Object extra) {
-        Cbor c = new Cbor();
-        c.head(4, 3);
-        c.bytes(parent);
-        c.head(4, to - from);
-        for (int i = from; i < to; i++) {
-            c.integer(tokens[i]);
-        }
-        c.value(extra);
-        return c.bytes();
-    }
-
-    /** The int64 vLLM publishes in KV events: the digest's last 8 bytes, big-endian. */
-    public static long int64(byte[] digest) {
-        long v = 0;
-        for (int i = digest.length - 8; i < digest.length; i++) {
-            v = (v << 8) | (digest[i] & 0xFF);
-        }
-        return v;
-    }
-
+    /** One key per full block: the int64 form of each digest (values above 2^63 come out negative). */
     public long[] keys(long[] tokens, int blockSize) {
-        List<byte[]> d = blockDigests(tokens, blockSize, null);
-        long[] keys = new long[d.size()];
+        List<byte[]> digests = blockDigests(tokens, blockSize, null);
+        long[] keys = new long[digests.size()];
         for (int i = 0; i < keys.length; i++) {
-            keys[i] = int64(d.get(i));
+            keys[i] = toKey(digests.get(i));
         }
         return keys;
     }
 
-    static byte[] sha256(byte[] in) {
-        try {
-            return MessageDigest.getInstance("SHA-256").digest(in);
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
-        }
+    /** The last 8 bytes of a digest, big-endian. */
+    public static long toKey(byte[] digest) {
+        return Digests.longBE(digest, digest.length - 8);
     }
 
-    /** Canonical CBOR: shortest heads, definite lengths. */
-    static final class Cbor {
-        private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    /** The CBOR bytes hashed for one block (exposed for cross-checking against other encoders). */
+    public static byte[] blockPayload(byte[] parent, long[] tokens, int from, int to, Object extraKeys) {
+        CborWriter cbor = new CborWriter();
+        writePayload(cbor, parent, tokens, from, to, extraKeys);
+        return cbor.toByteArray();
+    }
 
-        void head(int major, long value) {
-            int m = major << 5;
-            if (Long.compareUnsigned(value, 24) < 0) {
-                out.write(m | (int) value);
-            } else if (Long.compareUnsigned(value, 1L << 8) < 0) {
-                out.write(m | 24);
-                out.write((int) value);
-            } else if (Long.compareUnsigned(value, 1L << 16) < 0) {
-                out.write(m | 25);
-                writeBE(value, 2);
-            } else if (Long.compareUnsigned(value, 1L << 32) < 0) {
-                out.write(m | 26);
-                writeBE(value, 4);
-            } else {
-                out.write(m | 27);
-                writeBE(value, 8);
-            }
+    private static void writePayload(CborWriter cbor, byte[] parent, long[] tokens, int from, int to, Object extra) {
+        cbor.startArray(3).writeBytes(parent).startArray(to - from);
+        for (int i = from; i < to; i++) {
+            cbor.writeLong(tokens[i]);
         }
-
-        private void writeBE(long v, int n) {
-            for (int i = n - 1; i >= 0; i--) {
-                out.write((int) (v >>> (8 * i)) & 0xFF);
-            }
-        }
-
-        void integer(long v) {
-            if (v >= 0) {
-                head(0, v);
-            } else {
-                head(1, -1 - v);
-            }
-        }
-
-        void bytes(byte[] b) {
-            head(2, b.length);
-            out.writeBytes(b);
-        }
-
-        void text(String s) {
-            byte[] b = s.getBytes(StandardCharsets.UTF_8);
-            head(3, b.length);
-            out.writeBytes(b);
-        }
-
-        void value(Object o) {
-            switch (o) {
-                case null -> out.write(0xF6);
-                case String s -> text(s);
-                case byte[] b -> bytes(b);
-                case Long l -> integer(l);
-                case Integer i -> integer(i);
-                case List<?> l -> {
-                    head(4, l.size());
-                    l.forEach(this::value);
-                }
-                case Object[] a -> value(List.of(a));
-                default -> throw new IllegalArgumentException("unsupported extra key type " + o.getClass().getName());
-            }
-        }
-
-        byte[] bytes() {
-            return out.toByteArray();
-        }
+        cbor.writeValue(extra);
     }
 }

@@ -34,7 +34,6 @@ final class MessageSchema {
             "kv_cache_manager.proto.meta.RegisterInstanceRequest", Map.of("query_type", "default_query_type"),
             "kv_cache_manager.proto.meta.InstanceInfo", Map.of("query_type", "default_query_type"));
 
-    final Descriptor descriptor;
     /** In field-number order, which is the order protobuf-java's JsonFormat prints in. */
     final FieldSchema[] fields;
     /** Non-null for wrapper types: the {@code value} field. */
@@ -42,20 +41,11 @@ final class MessageSchema {
     private final Map<String, FieldSchema> byJsonKey;
 
     static MessageSchema of(Descriptor descriptor) {
-        MessageSchema schema = CACHE.get(descriptor);
-        if (schema == null) {
-            // not computeIfAbsent: building never recurses (children resolve lazily), but keep the map lock-free
-            schema = new MessageSchema(descriptor);
-            MessageSchema raced = CACHE.putIfAbsent(descriptor, schema);
-            if (raced != null) {
-                schema = raced;
-            }
-        }
-        return schema;
+        // building never recurses (child schemas resolve lazily), so computeIfAbsent cannot deadlock
+        return CACHE.computeIfAbsent(descriptor, MessageSchema::new);
     }
 
     private MessageSchema(Descriptor descriptor) {
-        this.descriptor = descriptor;
         this.fields = descriptor.getFields().stream()
                 .sorted(Comparator.comparingInt(FieldDescriptor::getNumber))
                 .map(FieldSchema::new)

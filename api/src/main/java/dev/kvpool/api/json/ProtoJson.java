@@ -26,7 +26,7 @@ import java.nio.charset.StandardCharsets;
  * {@code []}); unset message fields and oneof members omitted, but a oneof member set to zero printed; enums by
  * name (unknown values by number); 64-bit integers as strings; compact; field-number order. Byte-identical to
  * {@code JsonFormat.printer().preservingProtoFieldNames().alwaysPrintFieldsWithNoPresence()
- * .omittingInsignificantWhitespace()}.
+ * .omittingInsignificantWhitespace()} except that {@code < > & = '} are not HTML-escaped (see JsonEscapes).
  *
  * <p>Input: unknown fields ignored at any depth; proto and lowerCamel names; integers from numbers (exact) or
  * strings; enums by name or number (an unknown name leaves the field absent); {@code null} = absent. Anything
@@ -40,7 +40,7 @@ public final class ProtoJson {
     private static final JsonFactory FACTORY = new JsonFactoryBuilder()
             // vLLM sends whole prompts (64 MiB bodies); do not cap string sizes below that
             .streamReadConstraints(StreamReadConstraints.builder().maxStringLength(Integer.MAX_VALUE).build())
-            .characterEscapes(GsonCompatibleEscapes.INSTANCE)
+            .characterEscapes(JsonEscapes.INSTANCE)
             .enable(JsonWriteFeature.COMBINE_UNICODE_SURROGATES_IN_UTF8) // 4-byte UTF-8, as JsonFormat emits
             .disable(StreamReadFeature.AUTO_CLOSE_SOURCE)
             .disable(StreamWriteFeature.AUTO_CLOSE_TARGET)

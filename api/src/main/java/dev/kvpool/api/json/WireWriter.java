@@ -70,69 +70,6 @@ final class WireWriter {
     }
 
     /**
-     * Writes length + UTF-8 of a char range (the JSON parser's own buffer, so no String is created). A lone
-     * surrogate becomes '?', as {@link String#getBytes} does, so the generated parser always sees valid UTF-8.
-     */
-    void utf8(char[] c, int off, int len) {
-        int end = off + len;
-        int ascii = off;
-        while (ascii < end && c[ascii] < 0x80) {
-            ascii++;
-        }
-        if (ascii == end) { // the common case: ids, names, URIs
-            varint32(len);
-            ensure(len);
-            byte[] b = buf;
-            int p = pos;
-            for (int i = off; i < end; i++) {
-                b[p++] = (byte) c[i];
-            }
-            pos = p;
-            return;
-        }
-        int size = ascii - off;
-        for (int i = ascii; i < end; i++) {
-            char ch = c[i];
-            if (ch < 0x80) {
-                size++;
-            } else if (ch < 0x800) {
-                size += 2;
-            } else if (Character.isHighSurrogate(ch) && i + 1 < end && Character.isLowSurrogate(c[i + 1])) {
-                size += 4;
-                i++;
-            } else {
-                size += Character.isSurrogate(ch) ? 1 : 3;
-            }
-        }
-        varint32(size);
-        ensure(size);
-        byte[] b = buf;
-        int p = pos;
-        for (int i = off; i < end; i++) {
-            char ch = c[i];
-            if (ch < 0x80) {
-                b[p++] = (byte) ch;
-            } else if (ch < 0x800) {
-                b[p++] = (byte) (0xC0 | (ch >> 6));
-                b[p++] = (byte) (0x80 | (ch & 0x3F));
-            } else if (Character.isHighSurrogate(ch) && i + 1 < end && Character.isLowSurrogate(c[i + 1])) {
-                int cp = Character.toCodePoint(ch, c[++i]);
-                b[p++] = (byte) (0xF0 | (cp >> 18));
-                b[p++] = (byte) (0x80 | ((cp >> 12) & 0x3F));
-                b[p++] = (byte) (0x80 | ((cp >> 6) & 0x3F));
-                b[p++] = (byte) (0x80 | (cp & 0x3F));
-            } else if (Character.isSurrogate(ch)) {
-                b[p++] = '?';
-            } else {
-                b[p++] = (byte) (0xE0 | (ch >> 12));
-                b[p++] = (byte) (0x80 | ((ch >> 6) & 0x3F));
-                b[p++] = (byte) (0x80 | (ch & 0x3F));
-            }
-        }
-        pos = p;
-    }
-
-    /**
      * Writes one numeric value without a tag. {@code bits}: the int value for 32-bit integer types and enums,
      * the raw IEEE bits for float/double, 0/1 for bool.
      */

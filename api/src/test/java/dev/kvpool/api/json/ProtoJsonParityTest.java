@@ -70,14 +70,43 @@ class ProtoJsonParityTest {
         RandomMessages random = new RandomMessages(7, 4);
         for (Descriptor type : kvcmMessageTypes().toList()) {
             Message.Builder b = random.fill(generatedBuilder(type), 0);
-            assertEquals(JSON_FORMAT.print(b), ProtoJson.printToString(b), type.getFullName());
+            assertEquals(jsonFormat(b), ProtoJson.printToString(b), type.getFullName());
         }
     }
 
     static void checkParityAndRoundTrip(Message m, Message.Builder fresh) throws Exception {
-        String expected = JSON_FORMAT.print(m);
+        String expected = jsonFormat(m);
         byte[] ours = ProtoJson.print(m);
         assertEquals(expected, new String(ours, StandardCharsets.UTF_8), () -> "print of " + m);
         assertEquals(m, ProtoJson.merge(ours, fresh).build(), () -> "round trip of " + expected);
+    }
+
+    /** JsonFormat's text without its HTML-safe escapes, which ProtoJson leaves raw like KVCM's C++ printer. */
+    static String jsonFormat(com.google.protobuf.MessageOrBuilder m) throws Exception {
+        String in = JSON_FORMAT.print(m);
+        StringBuilder out = new StringBuilder(in.length());
+        for (int i = 0; i < in.length(); i++) {
+            char c = in.charAt(i);
+            if (c != '\\') {
+                out.append(c);
+                continue;
+            }
+            // an escape: either one of Gson's HTML-safe \\u00XX forms (unescaped here) or copied whole
+            String six = in.length() >= i + 6 ? in.substring(i, i + 6) : "";
+            switch (six) {
+                case "\\u003c" -> out.append('<');
+                case "\\u003e" -> out.append('>');
+                case "\\u0026" -> out.append('&');
+                case "\\u003d" -> out.append('=');
+                case "\\u0027" -> out.append('\'');
+                default -> {
+                    out.append(c).append(in.charAt(i + 1));
+                    i++;
+                    continue;
+                }
+            }
+            i += 5;
+        }
+        return out.toString();
     }
 }

@@ -164,8 +164,8 @@ class ProtoJsonTest {
         }
 
         @Test
-        void stringsAreEscapedLikeJsonFormat() {
-            assertEquals("{\"name\":\"a\\u003cb\\u003e\\u0026\\u003d\\u0027\\\"\\\\\\n\\u0001\\u2028é😀\",\"uri\":\"\"}",
+        void stringsAreEscapedOnlyWhereJsonRequires() {
+            assertEquals("{\"name\":\"a<b>&='\\\"\\\\\\n\\u0001\\u2028é😀\",\"uri\":\"\"}",
                     ProtoJson.printToString(LocationSpec.newBuilder().setName("a<b>&='\"\\\n\u0001\u2028é😀").build()));
         }
 
@@ -213,12 +213,12 @@ class ProtoJsonTest {
                     .setWriteSessionId("q7k2m0x9a1b3c5d7e9f0g2h4i6j8k0l1")
                     .setBlockMask(BlockMask.newBuilder().setOffset(0))
                     .addLocations(nfsLocation("file://nfs_01/tmp/nfs/instance1/tp0/7b?blkid=0&size=1024")).build();
-            // JsonFormat escapes '=' and '&' inside strings; clients decode them as ordinary JSON escapes
+            // '=' and '&' stay raw, as the appendix (KVCM's C++ printer) shows them
             assertEquals("{\"header\":{\"status\":{\"code\":\"OK\",\"message\":\"Write cache session started "
                     + "successfully\"},\"request_id\":\"t_1738723200200000\",\"tracer_result\":\"\"},"
                     + "\"write_session_id\":\"q7k2m0x9a1b3c5d7e9f0g2h4i6j8k0l1\",\"block_mask\":{\"offset\":0},"
                     + "\"locations\":[{\"type\":\"ST_NFS\",\"spec_size\":1,\"location_specs\":[{\"name\":\"tp0\","
-                    + "\"uri\":\"file://nfs_01/tmp/nfs/instance1/tp0/7b?blkid\\u003d0\\u0026size\\u003d1024\"}]}]}",
+                    + "\"uri\":\"file://nfs_01/tmp/nfs/instance1/tp0/7b?blkid=0&size=1024\"}]}]}",
                     ProtoJson.printToString(resp));
         }
 

@@ -43,6 +43,8 @@ import org.jboss.logging.Logger;
 public final class WritePath implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(WritePath.class);
     private static final char[] ID_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789".toCharArray();
+    /** The lifetime KVCM forces on a write session that allocated nothing (§3.6.1 step 8, §5.5 item 73). */
+    static final int EMPTY_SESSION_TIMEOUT_SEC = 10;
 
     /** Write timeouts: ≤ 0 from a client means the default (KVCM would expire such a session at once). */
     public record Settings(int defaultTimeoutSec, int maxTimeoutSec) {
@@ -124,8 +126,11 @@ public final class WritePath implements AutoCloseable {
         }
         String sessionId = newSessionId();
         if (nc == 0) {
+            // KVCM gives a session without new keys a fixed 10 s whatever the request asked for (§3.6.1 step 8):
+            // clients always finish it, possibly after a timeout shorter than that
+            long emptyDeadline = System.currentTimeMillis() + Math.max(timeout, EMPTY_SESSION_TIMEOUT_SEC) * 1000L;
             InstanceIndex.StartResult r = inst.index.startWrite(new long[0], new long[0], new long[0], min,
-                    this::usable, 0, sessionId, deadline, nowSec());
+                    this::usable, 0, sessionId, emptyDeadline, nowSec());
             boolean[] existing = new boolean[keys.length];
             Arrays.fill(existing, true);
             return new StartOutcome(r.session().id(), Mask.encode(existing), List.of());

@@ -5,20 +5,21 @@ import com.fasterxml.jackson.core.io.CharacterEscapes;
 import com.fasterxml.jackson.core.io.SerializedString;
 
 /**
- * String escaping identical to protobuf-java's JsonFormat, which escapes through Gson's HTML-safe writer:
- * {@code < > & = '} become lower-case {@code \}{@code u003c}-style escapes, as do control characters (except the
- * short forms \b \t \n \f \r) and U+2028/U+2029. Jackson's defaults differ (upper-case hex, no HTML escaping).
+ * String escaping as KVCM's C++ printer does it: only what JSON requires — quote, backslash, control characters
+ * (short forms \b \t \n \f \r, else lower-case {@code \}{@code u00XX}) — plus U+2028/U+2029. Unlike
+ * protobuf-java's JsonFormat (Gson's HTML-safe writer) {@code < > & = '} stay raw: every URI has '=' and '&', and
+ * escaping them would grow the hot GetCacheLocation responses by a tenth for no client's benefit.
  */
-final class GsonCompatibleEscapes extends CharacterEscapes {
+final class JsonEscapes extends CharacterEscapes {
 
-    static final GsonCompatibleEscapes INSTANCE = new GsonCompatibleEscapes();
+    static final JsonEscapes INSTANCE = new JsonEscapes();
 
     private final int[] asciiCodes = new int[128];
     private final SerializableString[] asciiEscapes = new SerializableString[128];
     private final SerializableString lineSeparator = new SerializedString("\\u2028");
     private final SerializableString paragraphSeparator = new SerializedString("\\u2029");
 
-    private GsonCompatibleEscapes() {
+    private JsonEscapes() {
         for (int c = 0; c < 0x20; c++) {
             escape(c, String.format("\\u%04x", c));
         }
@@ -29,9 +30,6 @@ final class GsonCompatibleEscapes extends CharacterEscapes {
         escape('\r', "\\r");
         escape('"', "\\\"");
         escape('\\', "\\\\");
-        for (char c : new char[] {'<', '>', '&', '=', '\''}) {
-            escape(c, String.format("\\u%04x", (int) c));
-        }
     }
 
     private void escape(int c, String sequence) {

@@ -1,0 +1,133 @@
+package dev.kvpool.meta.api;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.kvpool.api.proto.meta.*;
+import dev.kvpool.meta.support.KvcmTestBase;
+import dev.kvpool.meta.support.KvcmTestProfile;
+import dev.kvpool.meta.support.MetaApi;
+import dev.kvpool.meta.support.Transport;
+import io.quarkus.test.junit.QuarkusTest;
+import io.quarkus.test.junit.TestProfile;
+import java.util.Collections;
+import java.util.List;
+import java.util.stream.LongStream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/** §5.3 Block keys (items 35–41): keys the server derives from token_ids, checked by block key. */
+@QuarkusTest
+@TestProfile(KvcmTestProfile.class)
+class BlockKeysTest extends KvcmTestBase {
+    static final long[] V1 = {455111481605203084L, 6902853672176602142L, -6574591296779146224L, 3436079420768077133L};
+    static final long[] V2 = {2681637840371060507L, -6990124544746687103L};
+    static final long[] V3 = {-8366447770138823354L, 555627685913999257L};
+    static final long[] V4 = {-8366447769517741626L, 455111481605203084L};
+
+    static List<Long> range(long from, long toExclusive) {
+        return LongStream.range(from, toExclusive).boxed().toList();
+    }
+
+    /** Writes token_ids in token mode, finishes all, and checks that exactly {@code expected} are now SERVING. */
+    private void writesKeys(MetaApi a, int blockSize, List<Long> tokens, long[] expected) {
+        String id = registered(a, reg(uid("keys" + blockSize), blockSize, "tp0", 1024));
+        StartWriteCacheResponse s = a.start(StartWriteCacheRequest.newBuilder().setTraceId(trace()).setInstanceId(id)
+                .addAllTokenIds(tokens).setWriteTimeoutSeconds(30).build());
+        assertOk(s);
+        assertEquals(expected.length, s.getLocationsCount());
+        assertEquals(offset(0), s.getBlockMask());
+        assertOk(finish(a, id, s.getWriteSessionId(), bools(filled(expected.length, true))));
+        assertEquals(Collections.nCopies(expected.length, "CLS_SERVING"), statuses(a, id, expected));
+        assertEquals(expected.length, prefix(a, id, expected).size());
+        // and the same tokens in token mode find them
+        GetCacheLocationResponse q = a.location(GetCacheLocationRequest.newBuilder().setInstanceId(id)
+                .setQueryType(QueryType.QT_PREFIX_MATCH).addAllTokenIds(tokens).build());
+        assertOk(q);
+        assertEquals(s.getLocationsList(), q.getLocationsList());
+    }
+
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void item35_vectorV1(Transport t) {
+        writesKeys(api(t), 4, range(1, 17), V1);
+    }
+
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void item36_vectorsV2V3V4(Transport t) {
+        writesKeys(api(t), 64, range(0, 128), V2);
+        writesKeys(api(t), 2, List.of(151643L, 872L, 198L, 3838L), V3);
+        writesKeys(api(t), 2, range(1, 6), V4); // the 5th token is dropped
+    }
+
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void items37to40_keySource(Transport t) {
+        MetaApi a = api(t);
+        String id = registered(a, reg(uid("src"), 64, "tp0", 1024));
+        // 37: 130 tokens at block_size 64 give 2 keys
+        StartWriteCacheResponse s = a.start(StartWriteCacheRequest.newBuilder().setInstanceId(id)
+                .addAllTokenIds(range(5000, 5130)).setWriteTimeoutSeconds(30).build());
+        assertOk(s);
+        assertEquals(2, s.getLocationsCount());
+        assertOk(finish(a, id, s.getWriteSessionId(), bools(true, true)));
+        GetCacheMetaResponse m = a.meta(GetCacheMetaRequest.newBuilder().setInstanceId(id)
+                .addAllTokenIds(range(5000, 5130)).build());
+        assertOk(m);
+        assertEquals(2, m.getMetasCount());
+
+        // 38: fewer tokens than one block
+        StartWriteCacheResponse few = a.start(StartWriteCacheRequest.newBuilder().setInstanceId(id)
+                .addAllTokenIds(range(1, 8)).setWriteTimeoutSeconds(30).build());
+        assertOk(few);
+        assertEquals(0, few.getLocationsCount());
+        assertFalse(few.getWriteSessionId().isEmpty());
+        assertOk(finish(a, id, few.getWriteSessionId(), bools()));
+        GetCacheLocationResponse fewQ = a.location(GetCacheLocationRequest.newBuilder().setInstanceId(id)
+                .setQueryType(QueryType.QT_PREFIX_MATCH).addAllTokenIds(range(1, 8)).build());
+        assertOk(fewQ);
+        assertEquals(0, fewQ.getLocationsCount());
+
+        // 39: block_keys win over token_ids
+        long k = rndKey();
+        StartWriteCacheResponse both = a.start(startReq(id, k).addAllTokenIds(range(0, 128)).build());
+        assertOk(both);
+        assertEquals(1, both.getLocationsCount());
+        assertOk(finish(a, id, both.getWriteSessionId(), bools(true)));
+        assertEquals(List.of("CLS_SERVING"), statuses(a, id, k));
+        assertEquals(List.of("CLS_NOT_FOUND", "CLS_NOT_FOUND"), statuses(a, id, V2)); // the tokens' keys
+        assertEquals(1, a.location(locReq(id, QueryType.QT_PREFIX_MATCH, k).addAllTokenIds(range(0, 128)).build())
+                .getLocationsCount());
+
+        // 40: neither keys nor tokens
+        assertCode(ErrorCode.INVALID_ARGUMENT, a.location(locReq(id, QueryType.QT_PREFIX_MATCH).build()));
+        assertCode(ErrorCode.INVALID_ARGUMENT, a.meta(GetCacheMetaRequest.newBuilder().setInstanceId(id).build()));
+        assertCode(ErrorCode.INVALID_ARGUMENT, a.start(startReq(id).build()));
+        assertCode(ErrorCode.INVALID_ARGUMENT, a.remove(RemoveCacheRequest.newBuilder().setInstanceId(id).build()));
+        assertCode(ErrorCode.INVALID_ARGUMENT, a.locationLen(GetCacheLocationLenRequest.newBuilder().setInstanceId(id)
+                .setQueryType(QueryType.QT_PREFIX_MATCH).build()));
+    }
+
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void item41_tokenModeNeedsABlockSize(Transport t) {
+        MetaApi a = api(t);
+        String id = registered(a, reg(uid("bs0"), 0, "tp0", 1024));
+        List<Long> tokens = range(1, 17);
+        assertCode(ErrorCode.INVALID_ARGUMENT, a.start(StartWriteCacheRequest.newBuilder().setInstanceId(id)
+                .addAllTokenIds(tokens).build()));
+        assertCode(ErrorCode.INVALID_ARGUMENT, a.location(GetCacheLocationRequest.newBuilder().setInstanceId(id)
+                .setQueryType(QueryType.QT_PREFIX_MATCH).addAllTokenIds(tokens).build()));
+        assertCode(ErrorCode.INVALID_ARGUMENT, a.meta(GetCacheMetaRequest.newBuilder().setInstanceId(id)
+                .addAllTokenIds(tokens).build()));
+        assertCode(ErrorCode.INVALID_ARGUMENT, a.remove(RemoveCacheRequest.newBuilder().setInstanceId(id)
+                .addAllTokenIds(tokens).build()));
+        // key mode works on such an instance
+        long k = rndKey();
+        write(a, id, k);
+        assertEquals(1, prefix(a, id, k).size());
+        assertTrue(statuses(a, id, k).contains("CLS_SERVING"));
+    }
+}
