@@ -118,12 +118,20 @@ class RestartIT {
     }
 
     @AfterEach
-    void stop() throws InterruptedException {
+    void stop() throws Exception {
         if (process != null && process.isAlive()) {
             process.destroy();
             if (!process.waitFor(20, java.util.concurrent.TimeUnit.SECONDS)) {
                 process.destroyForcibly();
                 process.waitFor(10, java.util.concurrent.TimeUnit.SECONDS);
+            }
+        }
+        // what the metadata plane complained about, for the build log (the temp dir goes away)
+        try (var logs = Files.list(dir)) {
+            for (Path l : logs.filter(p -> p.toString().endsWith(".log")).sorted().toList()) {
+                List<String> bad = Files.readAllLines(l).stream().filter(x -> x.contains(" ERROR ") || x.contains(" WARN "))
+                        .limit(20).toList();
+                log("%s: %d warnings/errors%s", l.getFileName(), bad.size(), bad.isEmpty() ? "" : ":\n  " + String.join("\n  ", bad));
             }
         }
     }

@@ -14,7 +14,6 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
-import io.quarkus.scheduler.Scheduled;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
@@ -77,6 +76,14 @@ public class MetaRuntime {
                         cfg.httpPort()), meters);
         registerGauges();
         ready = true;
+        long period = cfg.write().expiryPeriod().toMillis();
+        expiry.scheduleWithFixedDelay(() -> {
+            try {
+                expireSessions();
+            } catch (RuntimeException e) {
+                LOG.error("session expiry failed", e);
+            }
+        }, period, period, java.util.concurrent.TimeUnit.MILLISECONDS);
         LOG.infof("KVPool metadata plane ready in %d ms: data %s, %d storages, %d groups, %d instances; KVCM meta HTTP :%d, gRPC :%d",
                 (System.nanoTime() - t0) / 1_000_000, dataDir, registry.storages().size(), registry.groups().size(),
                 registry.instances().size(), cfg.httpPort(), cfg.grpcPort());
@@ -84,6 +91,7 @@ public class MetaRuntime {
 
     void stop(@Observes ShutdownEvent ev) {
         ready = false;
+        expiry.shutdownNow();
         if (write != null) {
             write.close();
         }
@@ -92,7 +100,14 @@ public class MetaRuntime {
         }
     }
 
-    @Scheduled(every = "${kvpool.meta.write.expiry-period:500ms}", concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
+    /** Sub-second on purpose (Quarkus' scheduler works in whole seconds): a session expires within ~250 ms. */
+    private final java.util.concurrent.ScheduledExecutorService expiry =
+            java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "kvpool-session-expiry");
+                t.setDaemon(true);
+                return t;
+            });
+
     void expireSessions() {
         if (ready) {
             int n = write.expire(System.currentTimeMillis());

@@ -64,5 +64,9 @@ public interface MetaSettings {
 
         @WithDefault("3600")
         int maxTimeoutSeconds();
+
+        /** How often write sessions past their deadline are failed. */
+        @WithDefault("250ms")
+        Duration expiryPeriod();
     }
 }

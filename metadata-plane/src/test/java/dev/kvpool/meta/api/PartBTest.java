@@ -166,6 +166,20 @@ class PartBTest extends KvcmTestBase {
         assertEquals(2, r.getLocationsCount());
         assertEquals(QueryType.QT_BATCH_GET, a.info(GetInstanceInfoRequest.newBuilder().setInstanceId(id).build())
                 .getInstanceInfo().getDefaultQueryType());
+        // an explicit query type still wins over the default
+        assertEquals(0, a.location(locReq(id, QueryType.QT_PREFIX_MATCH, rndKey(), k).build()).getLocationsCount());
+        // B.5: the Mamba prefix match is phase 2: UNSUPPORTED until implemented
+        assertCode(ErrorCode.UNSUPPORTED, a.location(locReq(id, QueryType.QT_PREFIX_MATCH_WITH_MAMBA, k).build()));
+        if (t == Transport.HTTP) {
+            // the older field name of B.5 (upstream 0298d710 called it query_type) is accepted too
+            String other = uid("dqt-old");
+            JsonNode old = MetaApi.tree(MetaApi.post("registerInstance", "{\"instance_group\":\"default\",\"instance_id\":\""
+                    + other + "\",\"block_size\":4,\"model_deployment\":{\"model_name\":\"m\",\"dtype\":\"d\"},"
+                    + "\"location_spec_infos\":[{\"name\":\"tp0\",\"size\":1}],\"query_type\":\"QT_BATCH_GET\"}"));
+            assertEquals("OK", old.path("header").path("status").path("code").asText());
+            assertEquals(QueryType.QT_BATCH_GET, a.info(GetInstanceInfoRequest.newBuilder().setInstanceId(other).build())
+                    .getInstanceInfo().getDefaultQueryType());
+        }
     }
 
     @Test

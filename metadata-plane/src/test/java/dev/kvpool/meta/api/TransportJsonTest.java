@@ -83,7 +83,7 @@ class TransportJsonTest extends KvcmTestBase {
     @Test
     void item02_brokenJsonIs400WithEmptyObject() {
         // syntax errors and a non-object body, on every route
-        List<String> broken = List.of("{\"trace_id\":", "{\"trace_id\":\"a\"", "not json", "[1,2]", "\"text\"",
+        List<String> broken = List.of("", "{\"trace_id\":", "{\"trace_id\":\"a\"", "not json", "[1,2]", "\"text\"",
                 "{\"trace_id\":\"a\",}", "{'trace_id':'a'}");
         for (String rpc : ROUTES) {
             for (String body : broken) {

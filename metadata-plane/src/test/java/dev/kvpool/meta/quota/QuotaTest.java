@@ -119,6 +119,26 @@ class QuotaTest extends KvcmTestBase {
         assertEquals(8000, used("exact"));
     }
 
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void maxInstanceCountIsEnforcedForNewIds(Transport t) {
+        MetaApi a = api(t);
+        // group "few" holds at most 2 instances; the two transports share it, so count what is there
+        long there = runtime.registry().instancesOf("few").size();
+        List<String> mine = new ArrayList<>();
+        for (long i = there; i < 2; i++) {
+            mine.add(register(a, "few", 100));
+        }
+        RegisterInstanceResponse full = a.register(reg(uid("few-over"), 16, "tp0", 100).setInstanceGroup("few").build());
+        assertCode(ErrorCode.REACH_MAX_ENTITY_CAPACITY, full);
+        assertEquals("", full.getStorageConfigs());
+        assertEquals(2, runtime.registry().instancesOf("few").size());
+        // re-registering an existing id is no new instance
+        for (String id : mine) {
+            assertOk(a.register(reg(id, 16, "tp0", 100).setInstanceGroup("few").build()));
+        }
+    }
+
     @Test
     void typeQuotaAdmitsExactlyNBlocks() {
         MetaApi a = api(Transport.GRPC);

@@ -31,8 +31,33 @@ public final class TestDirs {
      * what earlier runs left, so every Quarkus boot of the suite starts from an empty index.
      */
     public static String freshDataDir(String profile) {
-        Path p = Path.of("target", "test-data", profile + "-" + ProcessHandle.current().pid() + "-" + System.nanoTime())
-                .toAbsolutePath();
-        return p.toString();
+        Path root = Path.of("target", "test-data").toAbsolutePath();
+        removeLeftovers(root);
+        return root.resolve(profile + "-" + ProcessHandle.current().pid() + "-" + System.nanoTime()).toString();
+    }
+
+    /** Deletes the run directories of test JVMs that are gone (the name carries the pid). */
+    private static void removeLeftovers(Path root) {
+        if (!Files.isDirectory(root)) {
+            return;
+        }
+        try (var dirs = Files.list(root)) {
+            for (Path d : dirs.toList()) {
+                String[] parts = d.getFileName().toString().split("-");
+                if (parts.length != 3 || !parts[1].matches("\\d+")) {
+                    continue;
+                }
+                long pid = Long.parseLong(parts[1]);
+                if (pid != ProcessHandle.current().pid() && ProcessHandle.of(pid).isEmpty()) {
+                    try (var tree = Files.walk(d)) {
+                        for (Path f : tree.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                            Files.deleteIfExists(f);
+                        }
+                    }
+                }
+            }
+        } catch (java.io.IOException e) {
+            // leftovers only cost disk space
+        }
     }
 }
