@@ -108,7 +108,7 @@ final class JsonToWire {
                     throw expected("a string", t);
                 }
                 out.tag(f.number, FieldSchema.LEN);
-                out.string(p.getText());
+                out.string(p.getTextCharacters(), p.getTextOffset(), p.getTextLength());
             }
             case BYTES -> {
                 byte[] b = readBytes(t);
@@ -239,7 +239,30 @@ final class JsonToWire {
                 throw expected("an int64", t);
             }
         }
-        if (t == JsonToken.VALUE_STRING || t == JsonToken.VALUE_NUMBER_FLOAT) {
+        if (t == JsonToken.VALUE_STRING) {
+            // clients print int64 as strings (Java client, proto3 JSON): parse the digits in place, no String
+            char[] c = p.getTextCharacters();
+            int off = p.getTextOffset(), len = p.getTextLength();
+            if (len > 0 && len <= 18) {
+                boolean neg = c[off] == '-';
+                int i = neg ? off + 1 : off;
+                long v = 0;
+                boolean digits = i < off + len;
+                for (; i < off + len; i++) {
+                    int d = c[i] - '0';
+                    if (d < 0 || d > 9) {
+                        digits = false;
+                        break;
+                    }
+                    v = v * 10 + d; // at most 18 digits: cannot overflow
+                }
+                if (digits) {
+                    return neg ? -v : v;
+                }
+            }
+            return int64(p.getText());
+        }
+        if (t == JsonToken.VALUE_NUMBER_FLOAT) {
             return int64(p.getText());
         }
         throw expected("an int64", t);

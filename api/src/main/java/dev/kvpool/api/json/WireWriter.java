@@ -69,6 +69,22 @@ final class WireWriter {
         bytes(s.getBytes(StandardCharsets.UTF_8));
     }
 
+    /** A length-prefixed UTF-8 string straight from the parser's char buffer (no String for ASCII text). */
+    void string(char[] c, int off, int len) {
+        for (int i = off; i < off + len; i++) {
+            if (c[i] >= 0x80) {
+                string(new String(c, off, len)); // rare: non-ASCII (and surrogate pairs) via the JDK encoder
+                return;
+            }
+        }
+        varint32(len);
+        ensure(len);
+        for (int i = 0; i < len; i++) {
+            buf[pos + i] = (byte) c[off + i];
+        }
+        pos += len;
+    }
+
     /**
      * Writes one numeric value without a tag. {@code bits}: the int value for 32-bit integer types and enums,
      * the raw IEEE bits for float/double, 0/1 for bool.

@@ -19,13 +19,28 @@ public final class JsonLocations implements LocationSink {
 
     /** Pre-rendered pieces of one (storage, spec group) of an instance. */
     record Template(byte[] head, byte[][] specPrefix, byte[][] specSuffix, String[] specNames, boolean mooncake,
-                    boolean blkid) {
+                    boolean blkid, int maxBytes) {
+        Template(byte[] head, byte[][] specPrefix, byte[][] specSuffix, String[] specNames, boolean mooncake,
+                 boolean blkid) {
+            this(head, specPrefix, specSuffix, specNames, mooncake, blkid, bound(head, specPrefix, specSuffix));
+        }
+
+        /** Most bytes one location can take: constants plus 16 hex digits, "?blkid=" and 10 decimal digits per spec. */
+        private static int bound(byte[] head, byte[][] pre, byte[][] suf) {
+            int n = head.length + 3;
+            for (int j = 0; j < pre.length; j++) {
+                n += pre[j].length + suf[j].length + 1 + 16 + BLKID.length + 10;
+            }
+            return n;
+        }
     }
 
     private static final ConcurrentHashMap<Instance, ConcurrentHashMap<Integer, Template>> TEMPLATES =
             new ConcurrentHashMap<>();
 
     private final Set<String> filter;
+    private int lastTemplateKey = -1;
+    private Template last;
     private byte[] buf;
     private int len;
     private int count;
@@ -84,34 +99,44 @@ public final class JsonLocations implements LocationSink {
 
     @Override
     public void location(Instance inst, Storage st, long key, long a, long b) {
-        Template t = template(inst, st, Loc.specGroup(a));
+        // consecutive blocks almost always share storage and spec group: skip the template maps then
+        int tk = st.number << 8 | Loc.specGroup(a);
+        Template t = tk == lastTemplateKey ? last : (last = template(inst, st, Loc.specGroup(a)));
+        lastTemplateKey = tk;
+        ensure(t.maxBytes());
         if (count++ > 0) {
-            put((byte) ',');
+            buf[len++] = ',';
         }
-        put(t.head);
+        raw(t.head);
         boolean first = true;
         for (int j = 0; j < t.specPrefix.length; j++) {
             if (filter != null && !filter.contains(t.specNames[j])) {
                 continue;
             }
             if (!first) {
-                put((byte) ',');
+                buf[len++] = ',';
             }
             first = false;
-            put(t.specPrefix[j]);
+            raw(t.specPrefix[j]);
             if (t.mooncake) {
                 putHex(key);
             } else {
                 putHex8(SlotAllocator.file(b));
                 if (t.blkid) {
-                    put(BLKID);
+                    raw(BLKID);
                     putDecimal(SlotAllocator.slot(b));
                 }
             }
-            put(t.specSuffix[j]);
+            raw(t.specSuffix[j]);
         }
-        put((byte) ']');
-        put((byte) '}');
+        buf[len++] = ']';
+        buf[len++] = '}';
+    }
+
+    /** Copies without a bounds check: location() reserved {@link Template#maxBytes()} up front. */
+    private void raw(byte[] b) {
+        System.arraycopy(b, 0, buf, len, b.length);
+        len += b.length;
     }
 
     private static final byte[] BLKID = escape("?blkid=").getBytes(StandardCharsets.UTF_8);
@@ -158,7 +183,6 @@ public final class JsonLocations implements LocationSink {
     private void putHex8(long v) {
         // %08x: at least 8 digits
         int digits = Math.max(8, (64 - Long.numberOfLeadingZeros(v) + 3) / 4);
-        ensure(digits);
         for (int i = digits - 1; i >= 0; i--) {
             buf[len + i] = HEX[(int) (v & 15)];
             v >>>= 4;
@@ -168,7 +192,6 @@ public final class JsonLocations implements LocationSink {
 
     private void putHex(long v) {
         int digits = Math.max(1, (64 - Long.numberOfLeadingZeros(v) + 3) / 4);
-        ensure(digits);
         for (int i = digits - 1; i >= 0; i--) {
             buf[len + i] = HEX[(int) (v & 15)];
             v >>>= 4;
@@ -177,12 +200,10 @@ public final class JsonLocations implements LocationSink {
     }
 
     private void putDecimal(int v) {
-        if (v == 0) {
-            put((byte) '0');
-            return;
+        int digits = 1;
+        for (int x = v; x >= 10; x /= 10) {
+            digits++;
         }
-        int digits = (int) Math.floor(Math.log10(v)) + 1;
-        ensure(digits);
         for (int i = digits - 1; i >= 0; i--) {
             buf[len + i] = (byte) ('0' + v % 10);
             v /= 10;

@@ -39,7 +39,8 @@ public final class Registry {
     private final IndexStore store;
     private final Function<String, dev.kvpool.meta.index.InstanceIndex> indexFactory;
     private final Map<String, Storage> storages = new ConcurrentHashMap<>();
-    private final Map<Integer, Storage> byNumber = new ConcurrentHashMap<>();
+    /** Indexed by storage number: every location read resolves its storage, so no boxing or hashing here. */
+    private volatile Storage[] byNumber = new Storage[0];
     private final Map<String, GroupConfig> groups = new ConcurrentHashMap<>();
     private final Map<String, Instance> instances = new ConcurrentHashMap<>();
 
@@ -64,7 +65,9 @@ public final class Registry {
             }
             Storage st = def.toStorage(number);
             storages.put(st.name, st);
-            byNumber.put(number, st);
+            Storage[] grown = java.util.Arrays.copyOf(byNumber, Math.max(byNumber.length, number + 1));
+            grown[number] = st;
+            byNumber = grown;
         }
         for (GroupConfig g : config.groups) {
             if (groups.put(g.name(), g) != null) {
@@ -86,7 +89,8 @@ public final class Registry {
     }
 
     public Storage storageByNumber(int number) {
-        return byNumber.get(number);
+        Storage[] a = byNumber;
+        return number < a.length ? a[number] : null;
     }
 
     public Collection<Storage> storages() {
