@@ -86,17 +86,8 @@ public final class CachedIndex implements InstanceIndex {
         }
     }
 
-    private static long mix(long k) {
-        k ^= k >>> 33;
-        k *= 0xff51afd7ed558ccdL;
-        k ^= k >>> 33;
-        k *= 0xc4ceb9fe1a85ec53L;
-        k ^= k >>> 33;
-        return k;
-    }
-
     private Shard shardOf(long key) {
-        return shards[shardShift == 64 ? 0 : (int) (mix(key) >>> shardShift)];
+        return shards[KeyHash.shard(key, shardShift)];
     }
 
     public InstanceIndex delegate() {

@@ -119,9 +119,9 @@ public final class JsonLocations implements LocationSink {
             first = false;
             raw(t.specPrefix[j]);
             if (t.mooncake) {
-                putHex(key);
+                putHex(key, 1);
             } else {
-                putHex8(SlotAllocator.file(b));
+                putHex(SlotAllocator.file(b), 8);
                 if (t.blkid) {
                     raw(BLKID);
                     putDecimal(SlotAllocator.slot(b));
@@ -180,18 +180,9 @@ public final class JsonLocations implements LocationSink {
         len += b.length;
     }
 
-    private void putHex8(long v) {
-        // %08x: at least 8 digits
-        int digits = Math.max(8, (64 - Long.numberOfLeadingZeros(v) + 3) / 4);
-        for (int i = digits - 1; i >= 0; i--) {
-            buf[len + i] = HEX[(int) (v & 15)];
-            v >>>= 4;
-        }
-        len += digits;
-    }
-
-    private void putHex(long v) {
-        int digits = Math.max(1, (64 - Long.numberOfLeadingZeros(v) + 3) / 4);
+    /** Lower-case hex of the unsigned value, at least {@code minDigits} digits (8 = "%08x", 1 = no padding). */
+    private void putHex(long v, int minDigits) {
+        int digits = Math.max(minDigits, (64 - Long.numberOfLeadingZeros(v) + 3) / 4);
         for (int i = digits - 1; i >= 0; i--) {
             buf[len + i] = HEX[(int) (v & 15)];
             v >>>= 4;

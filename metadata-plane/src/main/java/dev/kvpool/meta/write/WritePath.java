@@ -457,14 +457,13 @@ public final class WritePath implements AutoCloseable {
             long[] keys = {0};
             inst.index.forEach(bl -> {
                 keys[0]++;
-                ledger.add(inst.group, inst.bytesPerKey, null, 0);
+                countUsage(inst, bl);
                 for (int i = 0; i < bl.size(); i++) {
                     long a = bl.a(i);
                     Storage st = registry.storageByNumber(Loc.storage(a));
                     if (st == null) {
                         continue;
                     }
-                    ledger.add(inst.group, 0, st.kind, inst.bytesOf(Loc.specGroup(a)));
                     if (st.usesFiles()) {
                         inst.allocator(st).markUsed(bl.b(i));
                     }
@@ -482,15 +481,18 @@ public final class WritePath implements AutoCloseable {
     private void recount(String group) {
         ledger.reset(group);
         for (Instance inst : registry.instancesOf(group)) {
-            inst.index.forEach(bl -> {
-                ledger.add(group, inst.bytesPerKey, null, 0);
-                for (int i = 0; i < bl.size(); i++) {
-                    Storage st = registry.storageByNumber(Loc.storage(bl.a(i)));
-                    if (st != null) {
-                        ledger.add(group, 0, st.kind, inst.bytesOf(Loc.specGroup(bl.a(i))));
-                    }
-                }
-            });
+            inst.index.forEach(bl -> countUsage(inst, bl));
+        }
+    }
+
+    /** Adds one block to its group's usage: the key once, each location by its storage type (§3.9.1). */
+    private void countUsage(Instance inst, Block bl) {
+        ledger.add(inst.group, inst.bytesPerKey, null, 0);
+        for (int i = 0; i < bl.size(); i++) {
+            Storage st = registry.storageByNumber(Loc.storage(bl.a(i)));
+            if (st != null) {
+                ledger.add(inst.group, 0, st.kind, inst.bytesOf(Loc.specGroup(bl.a(i))));
+            }
         }
     }
 

@@ -2,6 +2,7 @@ package dev.kvpool.meta.index.embedded;
 
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.InstanceIndex;
+import dev.kvpool.meta.index.KeyHash;
 import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.index.LocList;
 import dev.kvpool.meta.index.WriteSession;
@@ -53,7 +54,7 @@ final class EmbeddedIndex implements InstanceIndex {
 
     private int shardOf(long key) {
         // the shard takes the high bits of the mixed key, the table slot the low bits
-        return shardShift == 64 ? 0 : (int) (LongTable.mix(key) >>> shardShift);
+        return KeyHash.shard(key, shardShift);
     }
 
     @Override

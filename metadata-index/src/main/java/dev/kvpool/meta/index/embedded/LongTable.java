@@ -1,5 +1,6 @@
 package dev.kvpool.meta.index.embedded;
 
+import dev.kvpool.meta.index.KeyHash;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
@@ -35,17 +36,8 @@ final class LongTable {
 
     // Word A is never 0 for a live slot (status bits are ≥ 1), so as[i] == 0 marks an empty slot and any key,
     // 0 included, can be stored without a sentinel.
-    static long mix(long k) {
-        k ^= k >>> 33;
-        k *= 0xff51afd7ed558ccdL;
-        k ^= k >>> 33;
-        k *= 0xc4ceb9fe1a85ec53L;
-        k ^= k >>> 33;
-        return k;
-    }
-
     private int home(long key) {
-        return (int) (((mix(key) & 0xFFFFFFFFL) * capacity) >>> 32);
+        return (int) (((KeyHash.mix(key) & 0xFFFFFFFFL) * capacity) >>> 32);
     }
 
     int size() {

@@ -27,7 +27,7 @@ class LongTableTest {
     }
 
     private static int home(LongTable t, long key) {
-        return (int) (((LongTable.mix(key) & 0xFFFFFFFFL) * t.capacity()) >>> 32);
+        return (int) (((dev.kvpool.meta.index.KeyHash.mix(key) & 0xFFFFFFFFL) * t.capacity()) >>> 32);
     }
 
     /**
