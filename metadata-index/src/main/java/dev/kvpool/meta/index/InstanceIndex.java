@@ -89,7 +89,11 @@ public interface InstanceIndex {
         return out.stream().mapToLong(Long::longValue).toArray();
     }
 
-    record StartResult(boolean capacityExceeded, boolean[] inserted, WriteSession session) {
+    /**
+     * {@code inserted[i]}: key i received a WRITING location; {@code created[i]}: and the key itself is new (it
+     * had no replica at all), which is what a group's key-based usage counts.
+     */
+    record StartResult(boolean capacityExceeded, boolean[] inserted, boolean[] created, WriteSession session) {
     }
 
     record FinishResult(WriteSession session, int served, LocList failed) {

@@ -259,6 +259,7 @@ public abstract class IndexStoreContractTest {
         // the SERVING replica sits on an unusable storage: 0 usable < 2
         StartResult r = write(idx, sid(), 2, not1, 0, 2, 7);
         assertTrue(r.inserted()[0]);
+        assertFalse(r.created()[0], "an added replica does not create the key");
         Block b = idx.get(7);
         assertEquals(2, b.size());
         assertEquals(Loc.SERVING, status(b, 0));
@@ -284,8 +285,10 @@ public abstract class IndexStoreContractTest {
         assertEquals(2, b8.size());
         assertEquals(Loc.DELETING, status(b8, 0));
         assertEquals(Loc.WRITING, status(b8, 1));
-        // a new key is inserted whatever minReplicas says
-        assertTrue(write(idx, sid(), 3, not1, 0, 1, 9).inserted()[0]);
+        // a new key is inserted whatever minReplicas says, and reported as created
+        StartResult r9 = write(idx, sid(), 3, not1, 0, 1, 9);
+        assertTrue(r9.inserted()[0]);
+        assertTrue(r9.created()[0]);
         assertEquals(1, idx.get(9).size());
         assertEquals(3, idx.keyCount());
         restartAndCompare();

@@ -177,6 +177,17 @@ public final class WritePath implements AutoCloseable {
                     + " keys of max_key_count " + g.maxKeyCount());
         }
         undo(inst, g, st, ca, cb, absent, r.inserted(), nc);
+        // a key that appeared between the look-up and the insert got an extra replica, not a new key: give
+        // back the key bytes reserved for it (only possible with min_replica_count > 1)
+        long notNew = 0;
+        for (int c = 0; c < nc; c++) {
+            if (absent[c] && r.inserted()[c] && !r.created()[c]) {
+                notNew += inst.bytesPerKey;
+            }
+        }
+        if (notNew > 0) {
+            ledger.add(g.name(), -notNew, st.kind, 0);
+        }
 
         boolean[] existing = new boolean[keys.length];
         Arrays.fill(existing, true);

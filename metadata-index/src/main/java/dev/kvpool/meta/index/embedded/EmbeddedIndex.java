@@ -281,7 +281,7 @@ final class EmbeddedIndex implements InstanceIndex {
         if (sessionId == null) {
             throw new IllegalArgumentException("startWrite: session id is null");
         }
-        boolean[] inserted = new boolean[n];
+        boolean[] inserted = new boolean[n], created = new boolean[n];
         long[] set = writeSet(keys, 0, n);
         lock(set, true);
         try {
@@ -298,6 +298,7 @@ final class EmbeddedIndex implements InstanceIndex {
                 int slot = t.find(keys[i]);
                 if (slot < 0) {
                     inserted[i] = true;
+                    created[i] = true;
                     newKeys++;
                 } else if (minReplicas > 1) {
                     long[] locs = t.locs(slot);
@@ -329,7 +330,7 @@ final class EmbeddedIndex implements InstanceIndex {
             try {
                 if (newKeys > 0) {
                     if (!reserve(newKeys, maxKeys)) {
-                        return new StartResult(true, new boolean[n], null);
+                        return new StartResult(true, new boolean[n], new boolean[n], null);
                     }
                     reserved = true;
                 }
@@ -349,7 +350,7 @@ final class EmbeddedIndex implements InstanceIndex {
                 f.sessionOpen(s);
                 commit(f, true);
                 committed = true;
-                return new StartResult(false, inserted, s);
+                return new StartResult(false, inserted, created, s);
             } finally {
                 if (!committed) {
                     if (reserved) {
