@@ -36,7 +36,12 @@ public final class Block {
 
     /** This block with another access time (the replicas are shared: a Block never changes them). */
     public Block withAccessSec(int accessSec) {
-        return new Block(key, locs, Loc.meta(writeSec(), accessSec));
+        return new Block(key, locs, Loc.meta(writeSec(), accessSec, freq()));
+    }
+
+    /** LFU's logarithmic hit counter (see {@link Loc#touched}). */
+    public int freq() {
+        return Loc.freq(meta);
     }
 
     public int writeSec() {

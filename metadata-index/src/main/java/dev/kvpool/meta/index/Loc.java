@@ -67,16 +67,51 @@ public final class Loc {
         return r.nextLong(2_821_109_907_456L);
     }
 
-    /** Meta word of a block: write time and last access time, both epoch seconds. */
+    /** Times in the meta word count seconds from 2020-01-01 (30 bits each: good until 2054). */
+    public static final int EPOCH = 1_577_836_800;
+    private static final long T_MASK = (1L << 30) - 1;
+    public static final int MAX_FREQ = 15;
+
+    /**
+     * Meta word of a block: write time (bits 34-63), last access time (bits 4-33) and a 4-bit logarithmic hit
+     * counter for LFU (bits 0-3). Four bits are what Caffeine's TinyLFU keeps per entry too: with the 1/2^c
+     * increment of {@link #touched} the counter is about log2(hits + 1), which separates 0, 1, 3, 7 ... hits.
+     */
     public static long meta(int writeSec, int accessSec) {
-        return ((long) writeSec << 32) | (accessSec & 0xFFFFFFFFL);
+        return meta(writeSec, accessSec, 0);
+    }
+
+    public static long meta(int writeSec, int accessSec, int freq) {
+        return (rel(writeSec) << 34) | (rel(accessSec) << 4) | Math.clamp(freq, 0, MAX_FREQ);
+    }
+
+    private static long rel(int sec) {
+        return Math.clamp((long) sec - EPOCH, 0, T_MASK);
     }
 
     public static int writeSec(long meta) {
-        return (int) (meta >>> 32);
+        return (int) ((meta >>> 34) + EPOCH);
     }
 
     public static int accessSec(long meta) {
-        return (int) meta;
+        return (int) (((meta >>> 4) & T_MASK) + EPOCH);
+    }
+
+    public static int freq(long meta) {
+        return (int) (meta & MAX_FREQ);
+    }
+
+    /** A read hit: access time becomes {@code nowSec}; the counter grows by one with probability 1/2^counter. */
+    public static long touched(long meta, int nowSec, java.util.random.RandomGenerator random) {
+        int f = freq(meta);
+        if (f < MAX_FREQ && (f == 0 || random.nextInt(1 << f) == 0)) {
+            f++;
+        }
+        return meta(writeSec(meta), nowSec, f);
+    }
+
+    /** The same block rewritten at {@code nowSec}: keeps its access history. */
+    public static long rewritten(long meta, int nowSec) {
+        return meta(nowSec, accessSec(meta), freq(meta));
     }
 }

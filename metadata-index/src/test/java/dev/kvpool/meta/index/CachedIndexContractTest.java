@@ -16,6 +16,12 @@ class CachedIndexContractTest extends IndexStoreContractTest {
         return new CachingStore(new EmbeddedStore(EmbeddedStore.Options.memory(4)), 256, 8);
     }
 
+    /** The search cache keeps the hit counter it copied (locations are what it serves); eviction reads the store. */
+    @Override
+    protected InstanceIndex evictionView(InstanceIndex ix) {
+        return ((CachedIndex) ix).delegate();
+    }
+
     /** A test-only store that hands out cached views of another store's indexes. */
     static final class CachingStore implements IndexStore {
         private final IndexStore inner;

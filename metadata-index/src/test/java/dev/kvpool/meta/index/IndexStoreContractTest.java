@@ -82,6 +82,11 @@ public abstract class IndexStoreContractTest {
 
     // ---- helpers -------------------------------------------------------------------------------------------
 
+    /** Where the reclaimer reads hit counters: the index itself (a search cache overrides this). */
+    protected InstanceIndex evictionView(InstanceIndex ix) {
+        return ix;
+    }
+
     protected String sid() {
         return "s" + (nextSession++);
     }
@@ -176,6 +181,20 @@ public abstract class IndexStoreContractTest {
         assertNull(idx.get(3));
         assertNull(idx.get(4));
         assertEquals(2, idx.keyCount());
+    }
+
+    @Test
+    void hitsGrowTheLogarithmicCounterAndARewriteKeepsIt() {
+        serve(1, 2);
+        assertEquals(0, idx.get(1).freq(), "a written block has no hits yet");
+        for (int i = 0; i < 200; i++) {
+            idx.touch(new long[] {1}, 0, 1, NOW + 10);
+        }
+        int f = evictionView(idx).get(1).freq();
+        // about log2(201) = 7.65; the coin flips make it 5..10 with overwhelming probability
+        assertTrue(f >= 4 && f <= 11, "counter after 200 hits: " + f);
+        assertEquals(0, evictionView(idx).get(2).freq());
+        assertEquals(NOW + 10, idx.get(1).accessSec());
     }
 
     // ---- startWrite ----------------------------------------------------------------------------------------

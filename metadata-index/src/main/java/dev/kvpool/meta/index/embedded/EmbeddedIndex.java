@@ -176,7 +176,7 @@ final class EmbeddedIndex implements InstanceIndex {
                 LongTable t = shards[shardOf(keys[i])];
                 int slot = t.find(keys[i]);
                 if (slot >= 0) {
-                    t.setMeta(slot, Loc.meta(Loc.writeSec(t.meta(slot)), nowSec));
+                    t.setMeta(slot, Loc.touched(t.meta(slot), nowSec, java.util.concurrent.ThreadLocalRandom.current()));
                 }
             }
         } finally {
@@ -407,7 +407,7 @@ final class EmbeddedIndex implements InstanceIndex {
                 boolean ok = success != null && i < success.length && success[i];
                 if (ok) {
                     locs[idx * 2] = Loc.withStatus(locs[idx * 2], Loc.SERVING);
-                    f.block(key, locs, Loc.meta(nowSec, Loc.accessSec(t.meta(slot))));
+                    f.block(key, locs, Loc.rewritten(t.meta(slot), nowSec));
                     served++;
                 } else {
                     long[] rest = without(locs, idx);
