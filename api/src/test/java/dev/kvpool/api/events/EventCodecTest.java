@@ -41,9 +41,9 @@ class EventCodecTest {
     @Test
     void cacheEventKeepsEitherMaskShape() throws Exception {
         var offset = new CacheEvent(CacheEvent.GET_CACHE_LOCATION, "i", 5, "QT_PREFIX_MATCH", new long[]{1, 2}, 1,
-                null, 1, null, null);
+                null, 1, null, null, null);
         var bools = new CacheEvent(CacheEvent.REMOVE, "i", 5, null, new long[]{1, 2}, new boolean[]{true, false},
-                null, null, null, null);
+                null, null, null, null, "s1");
         assertEquals(1, EventCodec.mapper().readTree(EventCodec.toJson(offset)).get("block_mask").asInt());
         JsonNode m = EventCodec.mapper().readTree(EventCodec.toJson(bools)).get("block_mask");
         assertTrue(m.get(0).asBoolean());

@@ -3,6 +3,7 @@ package dev.kvpool.meta.config;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvpool.meta.reclaim.ReclaimConfig;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.storage.Storage;
 import dev.kvpool.meta.storage.StorageKind;
@@ -185,7 +186,8 @@ public final class StartupConfig {
         return new GroupConfig(name, candidates, g.path("global_quota_group_name").asText(name),
                 g.path("max_instance_count").asLong(0), quota.path("capacity").asLong(0), types,
                 GroupConfig.Prefer.ofWire(preferWire), maxKeys, shards, sc.path("capacity").asInt(0),
-                g.path("extra_info").asText(""), g.path("user_data").asText(""), g.path("version").asLong(1));
+                g.path("extra_info").asText(""), g.path("user_data").asText(""), g.path("version").asLong(1),
+                ReclaimConfig.fromJson(cache.path("reclaim_strategy")));
     }
 
     private static int preferByName(String n) {

@@ -1,6 +1,8 @@
 package dev.kvpool.meta.kvcm;
 
 import dev.kvpool.api.proto.meta.*;
+import dev.kvpool.api.events.CacheEvent;
+import dev.kvpool.meta.events.CacheEvents;
 import dev.kvpool.meta.query.QueryPath;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.api.json.ProtoJson;
@@ -42,6 +44,7 @@ public final class KvcmMeta {
     private final MeterRegistry meters;
     private final Map<String, Timer> timers = new ConcurrentHashMap<>();
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
+    private volatile CacheEvents events = CacheEvents.OFF;
 
     public KvcmMeta(Registry registry, QueryPath query, WritePath write, WritePath.IndexStoreOwner sessions,
                     BooleanSupplier leader, Node node, MeterRegistry meters) {
@@ -52,6 +55,26 @@ public final class KvcmMeta {
         this.leader = leader;
         this.node = node;
         this.meters = meters;
+    }
+
+    /** Where operations are published for trace replay (kvpool.cache); off by default. */
+    public void events(CacheEvents events) {
+        this.events = events;
+    }
+
+    private static Object maskOf(boolean has, BlockMask m) {
+        if (!has) {
+            return null;
+        }
+        if (m.hasBoolMasks()) {
+            var v = m.getBoolMasks().getValuesList();
+            boolean[] out = new boolean[v.size()];
+            for (int i = 0; i < out.length; i++) {
+                out[i] = v.get(i);
+            }
+            return out;
+        }
+        return m.getOffset();
     }
 
     // ---- plumbing ------------------------------------------------------------------------------------------
@@ -102,6 +125,11 @@ public final class KvcmMeta {
     /** The §1.9 pre-check (after the leader gate): an unknown or empty instance id is INSTANCE_NOT_EXIST. */
     private Instance instance(String id) {
         Instance inst = registry.instance(id);
+        if (inst == null && !id.isEmpty() && registry.sharedStore()) {
+            // another replica over the same store may have registered it since we loaded
+            registry.refresh();
+            inst = registry.instance(id);
+        }
         if (inst == null) {
             throw new KvcmError(ErrorCode.INSTANCE_NOT_EXIST, id.isEmpty() ? "instance_id is empty"
                     : "instance '" + id + "' is not registered");
@@ -229,6 +257,12 @@ public final class KvcmMeta {
         if (t == QueryType.QT_PREFIX_MATCH) {
             counted(inst, "hit", sink.count());
         }
+        CacheEvents ev = events;
+        if (ev.enabled()) {
+            ev.offer(new CacheEvent(CacheEvent.GET_CACHE_LOCATION, inst.id, CacheEvents.nowMicros(), t.name(), keys,
+                    maskOf(r.hasBlockMask(), r.getBlockMask()), t == QueryType.QT_REVERSE_ROLL_SW_MATCH
+                    ? r.getSwSize() : null, sink.count(), null, null, null));
+        }
         return sink;
     }
 
@@ -281,6 +315,11 @@ public final class KvcmMeta {
             WritePath.StartOutcome o = write.start(inst, keys, r.getLocationSpecGroupNamesList(),
                     r.getWriteTimeoutSeconds(), r.getMinReplicaCount());
             counted(inst, "write_started", o.locations().size());
+            CacheEvents ev = events;
+            if (ev.enabled()) {
+                ev.offer(new CacheEvent(CacheEvent.START_WRITE_CACHE, inst.id, CacheEvents.nowMicros(), null, keys,
+                        null, null, o.locations().size(), o.locations().size() * inst.bytesPerKey, null, o.sessionId()));
+            }
             return StartWriteCacheResponse.newBuilder().setHeader(ok(r.getTraceId(), "Write cache session started successfully"))
                     .setWriteSessionId(o.sessionId()).setBlockMask(o.mask()).addAllLocations(o.locations()).build();
         }, h -> StartWriteCacheResponse.newBuilder().setHeader(h).build());
@@ -297,6 +336,12 @@ public final class KvcmMeta {
             }
             int served = write.finish(inst, r.getWriteSessionId(), Mask.of(r.getSuccessBlocks()), sessions);
             counted(inst, "write_served", served);
+            CacheEvents ev = events;
+            if (ev.enabled()) {
+                ev.offer(new CacheEvent(CacheEvent.FINISH_WRITE_CACHE, inst.id, CacheEvents.nowMicros(), null, null,
+                        maskOf(true, r.getSuccessBlocks()), null, served, served * inst.bytesPerKey, null,
+                        r.getWriteSessionId()));
+            }
             return CommonResponse.newBuilder().setHeader(ok(r.getTraceId(), "Write cache session finished successfully"))
                     .build();
         }, h -> CommonResponse.newBuilder().setHeader(h).build());
@@ -307,6 +352,11 @@ public final class KvcmMeta {
             Instance inst = instance(r.getInstanceId());
             long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
             write.remove(inst, keys, Mask.of(r.hasBlockMask() ? r.getBlockMask() : null));
+            CacheEvents ev = events;
+            if (ev.enabled()) {
+                ev.offer(new CacheEvent(CacheEvent.REMOVE, inst.id, CacheEvents.nowMicros(), null, keys,
+                        maskOf(r.hasBlockMask(), r.getBlockMask()), null, null, null, "remove_cache", null));
+            }
             return CommonResponse.newBuilder().setHeader(ok(r.getTraceId(), "Cache removed successfully")).build();
         }, h -> CommonResponse.newBuilder().setHeader(h).build());
     }

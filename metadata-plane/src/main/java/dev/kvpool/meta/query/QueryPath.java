@@ -27,12 +27,20 @@ import java.util.concurrent.ThreadLocalRandom;
 public final class QueryPath {
     private final Registry registry;
 
+    private final java.time.InstantSource clock;
+
     public QueryPath(Registry registry) {
-        this.registry = registry;
+        this(registry, java.time.InstantSource.system());
     }
 
-    static int nowSec() {
-        return (int) (System.currentTimeMillis() / 1000);
+    /** With a clock of its own: simulations replay a trace's timeline through the real read path. */
+    public QueryPath(Registry registry, java.time.InstantSource clock) {
+        this.registry = registry;
+        this.clock = clock;
+    }
+
+    int nowSec() {
+        return (int) (clock.millis() / 1000);
     }
 
     /** Index of the SERVING replica a reader gets (weighted by storage type, §3.5.3), or -1. */

@@ -1,5 +1,6 @@
 package dev.kvpool.meta.registry;
 
+import dev.kvpool.meta.reclaim.ReclaimConfig;
 import dev.kvpool.meta.storage.StorageKind;
 import java.util.List;
 import java.util.Map;
@@ -10,7 +11,8 @@ import java.util.Map;
  */
 public record GroupConfig(String name, List<String> storageCandidates, String quotaGroupName, long maxInstanceCount,
                           long capacity, Map<StorageKind, Long> typeQuotas, Prefer prefer, long maxKeyCount,
-                          int mutexShardNum, int searchCacheCapacity, String extraInfo, String userData, long version) {
+                          int mutexShardNum, int searchCacheCapacity, String extraInfo, String userData, long version,
+                          ReclaimConfig reclaim) {
 
     public GroupConfig {
         if (name == null || name.isBlank()) {
@@ -29,8 +31,17 @@ public record GroupConfig(String name, List<String> storageCandidates, String qu
         if (maxKeyCount < 0) {
             throw new IllegalArgumentException("instance group '" + name + "': max_key_count must be >= 0");
         }
+        if (reclaim == null) {
+            reclaim = ReclaimConfig.DEFAULT;
+        }
         storageCandidates = List.copyOf(storageCandidates);
         typeQuotas = Map.copyOf(typeQuotas);
+    }
+
+    /** This group with another reclaim strategy and version (runtime water-level and policy changes). */
+    public GroupConfig withReclaim(ReclaimConfig r, long newVersion) {
+        return new GroupConfig(name, storageCandidates, quotaGroupName, maxInstanceCount, capacity, typeQuotas, prefer,
+                maxKeyCount, mutexShardNum, searchCacheCapacity, extraInfo, userData, newVersion, r);
     }
 
     /** KVCM CachePreferStrategy (§3.9.2 step 7): ALWAYS_X fails without an X candidate, PREFER_X falls back. */

@@ -13,6 +13,7 @@ import dev.kvpool.meta.config.StartupConfig;
 import dev.kvpool.meta.index.IndexStore;
 import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.kvcm.KvcmError;
+import dev.kvpool.meta.reclaim.ReclaimConfig;
 import dev.kvpool.meta.storage.Storage;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -34,7 +35,7 @@ import org.jboss.logging.Logger;
 public final class Registry {
     private static final Logger LOG = Logger.getLogger(Registry.class);
     private static final ObjectMapper JSON = new ObjectMapper();
-    static final String STORAGE_NUMBERS = "storage-number", INSTANCES = "instance";
+    static final String STORAGE_NUMBERS = "storage-number", INSTANCES = "instance", GROUP_RECLAIM = "group-reclaim";
 
     private final IndexStore store;
     private final Function<String, dev.kvpool.meta.index.InstanceIndex> indexFactory;
@@ -74,7 +75,18 @@ public final class Registry {
                 throw new IllegalArgumentException("instance group '" + g.name() + "' is defined twice");
             }
         }
+        refresh();
+    }
+
+    /**
+     * Picks up what other replicas sharing the store wrote: instances they registered and reclaim strategies
+     * changed at runtime (a newer version wins). Cheap: two small record sections.
+     */
+    public synchronized void refresh() {
         for (Map.Entry<String, byte[]> e : store.records(INSTANCES).entrySet()) {
+            if (instances.containsKey(e.getKey())) {
+                continue;
+            }
             try {
                 InstanceInfo info = InstanceInfo.parseFrom(e.getValue());
                 instances.put(info.getInstanceId(), new Instance(info, indexFactory.apply(info.getInstanceId())));
@@ -82,6 +94,49 @@ public final class Registry {
                 LOG.errorf(ex, "skipping unreadable instance record '%s'", e.getKey());
             }
         }
+        for (Map.Entry<String, byte[]> e : store.records(GROUP_RECLAIM).entrySet()) {
+            GroupConfig g = groups.get(e.getKey());
+            if (g == null) {
+                continue;
+            }
+            try {
+                var n = JSON.readTree(e.getValue());
+                long v = n.path("version").asLong();
+                if (v > g.version()) {
+                    groups.put(g.name(), g.withReclaim(ReclaimConfig.fromJson(n.path("reclaim_strategy")), v));
+                }
+            } catch (java.io.IOException | RuntimeException ex) {
+                LOG.errorf(ex, "skipping unreadable reclaim record of group '%s'", e.getKey());
+            }
+        }
+    }
+
+    /**
+     * Replaces a group's reclaim strategy (water levels, policy, steps) at runtime; the reclaimer reads it on its
+     * next round. {@code expectedVersion} > 0 must equal the current version (optimistic concurrency).
+     */
+    public synchronized GroupConfig updateReclaim(String group, ReclaimConfig r, long expectedVersion) {
+        refresh();
+        GroupConfig g = groups.get(group);
+        if (g == null) {
+            throw new java.util.NoSuchElementException("instance group '" + group + "' does not exist");
+        }
+        if (expectedVersion > 0 && expectedVersion != g.version()) {
+            throw new IllegalStateException("instance group '" + group + "' is at version " + g.version()
+                    + ", not " + expectedVersion);
+        }
+        GroupConfig updated = g.withReclaim(r, g.version() + 1);
+        var rec = JSON.createObjectNode().put("version", updated.version());
+        rec.set("reclaim_strategy", r.toJson());
+        store.putRecord(GROUP_RECLAIM, group, rec.toString().getBytes(StandardCharsets.UTF_8));
+        groups.put(group, updated);
+        LOG.infof("instance group %s: reclaim strategy now %s (version %d)", group, r, updated.version());
+        return updated;
+    }
+
+    /** True when other processes may write the same store (Redis): lookups that miss re-read it. */
+    public boolean sharedStore() {
+        return !"embedded".equals(store.kind());
     }
 
     public Storage storage(String name) {

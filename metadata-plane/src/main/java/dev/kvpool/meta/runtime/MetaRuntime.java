@@ -1,6 +1,12 @@
 package dev.kvpool.meta.runtime;
 
+import dev.kvpool.api.events.CacheEvent;
 import dev.kvpool.meta.config.StartupConfig;
+import dev.kvpool.meta.events.CacheEvents;
+import dev.kvpool.meta.ha.Leadership;
+import dev.kvpool.meta.reclaim.ReclaimPolicy;
+import dev.kvpool.meta.reclaim.Reclaimer;
+import io.micrometer.core.instrument.Counter;
 import dev.kvpool.meta.index.CachedIndex;
 import dev.kvpool.meta.index.IndexStore;
 import dev.kvpool.meta.index.embedded.EmbeddedStore;
@@ -46,6 +52,10 @@ public class MetaRuntime {
     private WritePath write;
     private QueryPath query;
     private KvcmMeta kvcm;
+    private Leadership leadership;
+    private Reclaimer reclaimer;
+    private CacheEvents events = CacheEvents.OFF;
+    private final java.util.Map<String, Counter> evictionCounters = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile boolean ready;
     private final Set<String> gauged = new HashSet<>();
 
@@ -71,11 +81,23 @@ public class MetaRuntime {
                 cfg.write().maxTimeoutSeconds()));
         write.recover();
         query = new QueryPath(registry);
+        String nodeId = cfg.nodeId().orElse(defaultNodeId());
         kvcm = new KvcmMeta(registry, query, write, store::sessionOwner, () -> ready,
-                new KvcmMeta.Node(cfg.nodeId().orElse(defaultNodeId()), advertisedHost(), cfg.grpcPort(),
-                        cfg.httpPort()), meters);
+                new KvcmMeta.Node(nodeId, advertisedHost(), cfg.grpcPort(), cfg.httpPort()), meters);
+        leadership = Leadership.single(nodeId);
+        if (cfg.events().bootstrapServers().filter(b -> !b.isBlank()).isPresent()) {
+            events = new CacheEvents(cfg.events().bootstrapServers().get(), nodeId, cfg.events().queueCapacity(),
+                    java.util.Map.of());
+            kvcm.events(events);
+            LOG.infof("publishing operations to Kafka topic kvpool.cache at %s", cfg.events().bootstrapServers().get());
+        }
+        reclaimer = new Reclaimer(registry, ledger, write, leadership::isLeader, this::evicted,
+                new Reclaimer.Settings(cfg.reclaim().exactLimit(), cfg.reclaim().sampleSize()));
         registerGauges();
         ready = true;
+        if (cfg.reclaim().enabled()) {
+            reclaimer.start();
+        }
         long period = cfg.write().expiryPeriod().toMillis();
         expiry.scheduleWithFixedDelay(() -> {
             try {
@@ -92,6 +114,13 @@ public class MetaRuntime {
     void stop(@Observes ShutdownEvent ev) {
         ready = false;
         expiry.shutdownNow();
+        if (reclaimer != null) {
+            reclaimer.close();
+        }
+        events.close();
+        if (leadership != null) {
+            leadership.close();
+        }
         if (write != null) {
             write.close();
         }
@@ -109,7 +138,7 @@ public class MetaRuntime {
             });
 
     void expireSessions() {
-        if (ready) {
+        if (ready && leadership.isLeader()) {
             int n = write.expire(System.currentTimeMillis());
             if (n > 0) {
                 LOG.debugf("expired %d write sessions", n);
@@ -118,8 +147,33 @@ public class MetaRuntime {
         }
     }
 
+    /** Reclaimer listener: metrics by policy and reason, and an Evict event per batch. */
+    private void evicted(Instance inst, ReclaimPolicy policy, Reclaimer.Reason reason, long[] keys, int blocks,
+                         long bytes) {
+        String tag = inst.group + "/" + policy + "/" + reason;
+        evictionCounters.computeIfAbsent("b:" + tag, k -> Counter.builder("kvpool.meta.reclaim.evicted.blocks")
+                .description("blocks evicted by the reclaimer").tag("group", inst.group).tag("policy", policy.name())
+                .tag("reason", reason.name().toLowerCase(java.util.Locale.ROOT)).register(meters)).increment(blocks);
+        evictionCounters.computeIfAbsent("y:" + tag, k -> Counter.builder("kvpool.meta.reclaim.evicted.bytes")
+                .description("bytes reclaimed by eviction").tag("group", inst.group).tag("policy", policy.name())
+                .tag("reason", reason.name().toLowerCase(java.util.Locale.ROOT)).register(meters)).increment(bytes);
+        if (events.enabled()) {
+            events.offer(new CacheEvent(CacheEvent.EVICT, inst.id, CacheEvents.nowMicros(), null, keys, null, null,
+                    blocks, bytes, reason.name().toLowerCase(java.util.Locale.ROOT), null));
+        }
+    }
+
     private synchronized void registerGauges() {
         if (gauged.add("*")) {
+            Gauge.builder("kvpool.meta.reclaim.lag.seconds", this,
+                    r -> r.reclaimer.lagMs(System.currentTimeMillis()) / 1000.0)
+                    .description("longest time a group has been over its water level").register(meters);
+            Gauge.builder("kvpool.meta.leader", this, r -> r.leadership.isLeader() ? 1 : 0)
+                    .tag("node", leadership.selfId())
+                    .description("1 on the replica that runs background work (reclaimer, expiry)").register(meters);
+            Gauge.builder("kvpool.meta.events.published", this, r -> r.events.published.get()).register(meters);
+            Gauge.builder("kvpool.meta.events.dropped", this, r -> r.events.dropped.get())
+                    .description("kvpool.cache events dropped because the queue was full").register(meters);
             Gauge.builder("kvpool.meta.write.sessions.open", this,
                     r -> r.registry.instances().stream().mapToLong(i -> i.index.sessions().size()).sum())
                     .description("open two-phase write sessions").register(meters);
@@ -177,6 +231,18 @@ public class MetaRuntime {
             LOG.debug("cannot list network interfaces", e);
         }
         return "127.0.0.1";
+    }
+
+    public Reclaimer reclaimer() {
+        return reclaimer;
+    }
+
+    public Leadership leadership() {
+        return leadership;
+    }
+
+    public CacheEvents events() {
+        return events;
     }
 
     public KvcmMeta kvcm() {

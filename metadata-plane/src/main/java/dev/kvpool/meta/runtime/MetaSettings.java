@@ -35,6 +35,34 @@ public interface MetaSettings {
     @WithName("meta.write")
     Write write();
 
+    @WithName("meta.reclaim")
+    Reclaim reclaim();
+
+    @WithName("meta.events")
+    Events events();
+
+    interface Reclaim {
+        /** Run the reclaimer (on the leader). */
+        @WithDefault("true")
+        boolean enabled();
+
+        /** Up to this many keys an instance's victims are chosen exactly; above it by sampling. */
+        @WithDefault("262144")
+        int exactLimit();
+
+        @WithDefault("4096")
+        int sampleSize();
+    }
+
+    interface Events {
+        /** Kafka bootstrap servers for kvpool.cache; unset: no events. */
+        Optional<String> bootstrapServers();
+
+        /** Events waiting for the producer; beyond this they are dropped and counted. */
+        @WithDefault("65536")
+        int queueCapacity();
+    }
+
     interface Index {
         /** Keep the index in a snapshot + journal under the data directory (false: memory only). */
         @WithDefault("true")

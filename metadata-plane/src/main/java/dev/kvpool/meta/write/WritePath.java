@@ -58,19 +58,34 @@ public final class WritePath implements AutoCloseable {
         t.setDaemon(true);
         return t;
     });
+    private final java.util.concurrent.ScheduledThreadPoolExecutor delayed =
+            new java.util.concurrent.ScheduledThreadPoolExecutor(1, r -> {
+                Thread t = new Thread(r, "kvpool-delete-lease");
+                t.setDaemon(true);
+                return t;
+            });
     private final SecureRandom sessionRandom = new SecureRandom();
+    private final QuotaLedger leaving = new QuotaLedger();
     public final AtomicLong sessionsExpired = new AtomicLong();
     public final AtomicLong locationsDeleted = new AtomicLong();
     public final AtomicLong filesDeleted = new AtomicLong();
 
+    private final java.time.InstantSource clock;
+
     public WritePath(Registry registry, QuotaLedger ledger, Settings settings) {
+        this(registry, ledger, settings, java.time.InstantSource.system());
+    }
+
+    /** With a clock of its own: simulations replay a trace's timeline through the real write path. */
+    public WritePath(Registry registry, QuotaLedger ledger, Settings settings, java.time.InstantSource clock) {
         this.registry = registry;
         this.ledger = ledger;
         this.settings = settings;
+        this.clock = clock;
     }
 
-    static int nowSec() {
-        return (int) (System.currentTimeMillis() / 1000);
+    int nowSec() {
+        return (int) (clock.millis() / 1000);
     }
 
     String newSessionId() {
@@ -102,7 +117,7 @@ public final class WritePath implements AutoCloseable {
             }
         }
         int timeout = timeoutSec <= 0 ? settings.defaultTimeoutSec() : Math.min(timeoutSec, settings.maxTimeoutSec());
-        long deadline = System.currentTimeMillis() + timeout * 1000L;
+        long deadline = clock.millis() + timeout * 1000L;
         int min = Math.max(1, minReplicas);
 
         // 1. which keys look new (the index re-decides atomically in step 4)
@@ -126,15 +141,18 @@ public final class WritePath implements AutoCloseable {
         }
         String sessionId = newSessionId();
         if (nc == 0) {
+            touchExisting(inst, keys, seen);
             // KVCM gives a session without new keys a fixed 10 s whatever the request asked for (§3.6.1 step 8):
             // clients always finish it, possibly after a timeout shorter than that
-            long emptyDeadline = System.currentTimeMillis() + Math.max(timeout, EMPTY_SESSION_TIMEOUT_SEC) * 1000L;
+            long emptyDeadline = clock.millis() + Math.max(timeout, EMPTY_SESSION_TIMEOUT_SEC) * 1000L;
             InstanceIndex.StartResult r = inst.index.startWrite(new long[0], new long[0], new long[0], min,
                     this::usable, 0, sessionId, emptyDeadline, nowSec());
             boolean[] existing = new boolean[keys.length];
             Arrays.fill(existing, true);
             return new StartOutcome(r.session().id(), Mask.encode(existing), List.of());
         }
+
+        touchExisting(inst, keys, seen);
 
         // 2. storage and quota, all or nothing
         GroupConfig g = registry.group(inst.group);
@@ -199,6 +217,23 @@ public final class WritePath implements AutoCloseable {
             }
         }
         return new StartOutcome(sessionId, Mask.encode(existing), locs);
+    }
+
+    /**
+     * A write extending cached blocks uses them: refresh their access time so a prefix is never older than what
+     * extends it (the prefix-aware policy relies on it; plain LRU benefits too).
+     */
+    private void touchExisting(Instance inst, long[] keys, Block[] seen) {
+        long[] hit = new long[keys.length];
+        int n = 0;
+        for (int i = 0; i < keys.length; i++) {
+            if (seen[i] != null) {
+                hit[n++] = keys[i];
+            }
+        }
+        if (n > 0) {
+            inst.index.touch(hit, 0, n, nowSec());
+        }
     }
 
     /** Gives back reservations and slots of candidates the index did not insert (all when inserted is null). */
@@ -402,9 +437,56 @@ public final class WritePath implements AutoCloseable {
     }
 
     void submitDelete(Instance inst, LocList deleting) {
-        if (deleting.size() > 0) {
-            deleter.execute(() -> purge(inst, deleting));
+        submitDelete(inst, deleting, 0);
+    }
+
+    /**
+     * Deletes locations already moved to DELETING: after {@code delayMs} (the reader lease: a reader that got the
+     * location just before it left service can still finish its read), bytes and slots are freed, then each
+     * location is removed if it is still DELETING.
+     */
+    public void submitDelete(Instance inst, LocList deleting, long delayMs) {
+        if (deleting.size() == 0) {
+            return;
         }
+        // until the purge releases it, usage still counts what is leaving: keep it apart so the reclaimer does
+        // not evict it twice over
+        long keys = 0, prev = 0;
+        for (int i = 0; i < deleting.size(); i++) {
+            if (i == 0 || deleting.key(i) != prev) {
+                keys++;
+                prev = deleting.key(i);
+            }
+            Storage st = registry.storageByNumber(Loc.storage(deleting.a(i)));
+            if (st != null) {
+                leaving.add(inst.group, 0, st.kind, inst.bytesOf(Loc.specGroup(deleting.a(i))));
+            }
+        }
+        long total = keys * inst.bytesPerKey;
+        leaving.add(inst.group, total, null, 0);
+        Runnable job = () -> {
+            try {
+                purge(inst, deleting);
+            } finally {
+                leaving.add(inst.group, -total, null, 0);
+                for (int i = 0; i < deleting.size(); i++) {
+                    Storage st = registry.storageByNumber(Loc.storage(deleting.a(i)));
+                    if (st != null) {
+                        leaving.add(inst.group, 0, st.kind, -inst.bytesOf(Loc.specGroup(deleting.a(i))));
+                    }
+                }
+            }
+        };
+        if (delayMs <= 0) {
+            deleter.execute(job);
+        } else {
+            delayed.schedule(() -> deleter.execute(job), delayMs, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    /** Usage already on its way out (DELETING, purge pending), per group; subtract it from the ledger's. */
+    public QuotaLedger.Usage leaving(String group) {
+        return leaving.usage(group);
     }
 
     private void purge(Instance inst, LocList deleting) {
@@ -507,8 +589,18 @@ public final class WritePath implements AutoCloseable {
         }
     }
 
-    /** Waits for queued deletions (tests, shutdown). */
+    /** Waits for queued deletions, delayed ones included (tests, shutdown). */
     public void drain() {
+        long until = System.currentTimeMillis() + 30_000;
+        while (delayed.getQueue().size() > 0
+                && System.currentTimeMillis() < until) {
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
         try {
             deleter.submit(() -> { }).get(30, TimeUnit.SECONDS);
         } catch (Exception e) {
@@ -518,6 +610,7 @@ public final class WritePath implements AutoCloseable {
 
     @Override
     public void close() {
+        delayed.shutdownNow();
         deleter.shutdown();
         try {
             deleter.awaitTermination(10, TimeUnit.SECONDS);

@@ -1,0 +1,79 @@
+package dev.kvpool.control.group;
+
+import jakarta.persistence.CollectionTable;
+import jakarta.persistence.Column;
+import jakarta.persistence.ElementCollection;
+import jakarta.persistence.Entity;
+import jakarta.persistence.FetchType;
+import jakarta.persistence.GeneratedValue;
+import jakarta.persistence.GenerationType;
+import jakarta.persistence.Id;
+import jakarta.persistence.JoinColumn;
+import jakarta.persistence.MapKeyColumn;
+import jakarta.persistence.OrderColumn;
+import jakarta.persistence.Table;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * An instance group: the unit of quota. {@code kvcmJson} keeps the KVCM admin InstanceGroup as last written (its
+ * cache_config details that KVPool does not model), refreshed from the columns on every write.
+ */
+@Entity
+@Table(name = "instance_group")
+public class GroupEntity {
+    @Id
+    @GeneratedValue(strategy = GenerationType.IDENTITY)
+    public Long id;
+    @Column(nullable = false)
+    public String name;
+    @Column(name = "quota_bytes", nullable = false)
+    public long quotaBytes;
+    @Column(name = "soft_water_pct", nullable = false)
+    public int softWaterPct;
+    @Column(name = "hard_water_pct", nullable = false)
+    public int hardWaterPct;
+    @Column(name = "eviction_policy", nullable = false)
+    public String evictionPolicy;
+    @Column(name = "trigger_period_s", nullable = false)
+    public int triggerPeriodSeconds;
+    @Column(name = "step_size", nullable = false)
+    public int stepSize;
+    @Column(name = "step_pct", nullable = false)
+    public int stepPercentage;
+    @Column(name = "ttl_seconds", nullable = false)
+    public long ttlSeconds;
+    @Column(name = "reader_lease_ms", nullable = false)
+    public long readerLeaseMs;
+    @Column(name = "max_instance_count", nullable = false)
+    public long maxInstanceCount;
+    @Column(name = "quota_group_name", nullable = false)
+    public String quotaGroupName;
+    @Column(name = "allow_anonymous_meta", nullable = false)
+    public boolean allowAnonymousMeta;
+    @Column(name = "user_data", nullable = false, length = 1000000)
+    public String userData;
+    @Column(name = "kvcm_json", nullable = false, length = 1000000)
+    public String kvcmJson;
+    @Column(nullable = false)
+    public long version;
+    @Column(name = "created_at", nullable = false)
+    public Instant createdAt;
+    @Column(name = "updated_at", nullable = false)
+    public Instant updatedAt;
+
+    @ElementCollection(fetch = FetchType.EAGER)
+    @CollectionTable(name = "group_storage_candidate", joinColumns = @JoinColumn(name = "group_id"))
+    @OrderColumn(name = "position")
+    @Column(name = "storage_name", nullable = false)
+    public List<String> storageCandidates = new ArrayList<>();
+
+    @ElementCollection(fetch = FetchType.EAGER)
+    @CollectionTable(name = "group_type_quota", joinColumns = @JoinColumn(name = "group_id"))
+    @MapKeyColumn(name = "storage_type")
+    @Column(name = "capacity", nullable = false)
+    public Map<String, Long> typeQuotas = new TreeMap<>();
+}

@@ -1,0 +1,411 @@
+package dev.kvpool.control.group;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.kvpool.api.events.ConfigEvent;
+import dev.kvpool.api.json.ProtoJson;
+import dev.kvpool.api.proto.admin.CacheConfig;
+import dev.kvpool.api.proto.admin.CachePreferStrategy;
+import dev.kvpool.api.proto.admin.CacheReclaimStrategy;
+import dev.kvpool.api.proto.admin.InstanceGroup;
+import dev.kvpool.api.proto.admin.InstanceGroupQuota;
+import dev.kvpool.api.proto.admin.MetaCachePolicyConfig;
+import dev.kvpool.api.proto.admin.MetaIndexerConfig;
+import dev.kvpool.api.proto.admin.MetaStorageBackendConfig;
+import dev.kvpool.api.proto.admin.QuotaConfig;
+import dev.kvpool.api.proto.admin.ReclaimPolicy;
+import dev.kvpool.api.proto.admin.TriggerStrategy;
+import dev.kvpool.control.common.ApiException;
+import dev.kvpool.control.common.Etags;
+import dev.kvpool.control.common.Json;
+import dev.kvpool.control.outbox.Outbox;
+import dev.kvpool.control.storage.StorageRepository;
+import dev.kvpool.control.storage.StorageTypes;
+import dev.kvpool.control.usage.UsageService;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
+import jakarta.persistence.EntityManager;
+import jakarta.transaction.Transactional;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+/**
+ * Instance groups for REST and the KVCM admin routes. Validation runs completely before anything is written, and the
+ * whole change (row, candidates, quotas, outbox event) is one transaction, so a refusal leaves nothing behind.
+ */
+@ApplicationScoped
+public class GroupService {
+    public static final List<String> POLICIES = List.of("LRU", "LFU", "TTL", "PREFIX_LRU");
+
+    @Inject
+    GroupRepository repo;
+    @Inject
+    StorageRepository storages;
+    @Inject
+    UsageService usage;
+    @Inject
+    Outbox outbox;
+    @Inject
+    EntityManager em;
+
+    public record Usage(long usedBytes, double usedPercent, Map<String, Long> byType) {
+    }
+
+    public record GroupView(String name, long quotaBytes, Map<String, Long> storageTypeQuotas,
+                            GroupSpec.WaterLevels waterLevels, GroupSpec.Eviction eviction,
+                            List<String> storageCandidates, long maxInstanceCount, String quotaGroupName,
+                            boolean allowAnonymousMeta, String userData, long version, Instant createdAt,
+                            Instant updatedAt, Usage usage, JsonNode kvcm) {
+    }
+
+    public GroupView view(GroupEntity g) {
+        UsageService.Current u = usage.current(g.name);
+        return new GroupView(g.name, g.quotaBytes, new TreeMap<>(g.typeQuotas),
+                new GroupSpec.WaterLevels(g.softWaterPct, g.hardWaterPct),
+                new GroupSpec.Eviction(g.evictionPolicy, g.triggerPeriodSeconds, g.stepSize, g.stepPercentage,
+                        g.ttlSeconds, g.readerLeaseMs),
+                List.copyOf(g.storageCandidates), g.maxInstanceCount, g.quotaGroupName, g.allowAnonymousMeta,
+                g.userData, g.version, g.createdAt, g.updatedAt,
+                new Usage(u.usedBytes(), g.quotaBytes > 0 ? Math.round(10000.0 * u.usedBytes() / g.quotaBytes) / 100.0 : 0,
+                        u.byType()),
+                Json.read(g.kvcmJson));
+    }
+
+    /** The view without usage (events and snapshots: usage is not configuration). */
+    public static JsonNode eventObject(GroupView v) {
+        var n = (com.fasterxml.jackson.databind.node.ObjectNode) Json.tree(v);
+        n.remove("usage");
+        return n;
+    }
+
+    public List<GroupEntity> list() {
+        return repo.sorted();
+    }
+
+    public GroupEntity get(String name) {
+        return repo.byName(name).orElseThrow(() -> ApiException.notFound("instance group", name));
+    }
+
+    public boolean exists(String name) {
+        return repo.byName(name).isPresent();
+    }
+
+    // ---------------------------------------------------------------- writes
+
+    @Transactional
+    public GroupEntity create(GroupSpec s, InstanceGroup kvcm) {
+        outbox.lock();
+        Resolved r = resolve(s, null);
+        if (repo.byName(r.name).isPresent()) {
+            throw ApiException.duplicate("name", "instance group '" + r.name + "' already exists");
+        }
+        GroupEntity g = new GroupEntity();
+        g.createdAt = Instant.now();
+        g.version = kvcm != null && kvcm.getVersion() > 0 ? kvcm.getVersion() : 1;
+        apply(g, r, kvcm);
+        repo.persist(g);
+        outbox.record(ConfigEvent.INSTANCE_GROUP, g.name, ConfigEvent.CREATED, g.version, eventObject(view(g)));
+        return g;
+    }
+
+    /**
+     * Replaces a group. REST passes {@code ifMatch}; KVCM passes {@code currentVersion} (must equal the stored version)
+     * and the new version in {@code kvcm.version} (must be greater).
+     */
+    @Transactional
+    public GroupEntity update(String name, GroupSpec s, String ifMatch, InstanceGroup kvcm, Long currentVersion) {
+        outbox.lock();
+        GroupEntity g = get(name);
+        if (kvcm == null) {
+            Etags.check(ifMatch, g.version, true);
+        } else {
+            if (currentVersion != g.version) {
+                throw ApiException.preconditionFailed("current_version " + currentVersion + " does not match the stored "
+                        + "version " + g.version + " of instance group '" + name + "'");
+            }
+            if (kvcm.getVersion() <= g.version) {
+                throw ApiException.preconditionFailed("new instance_group.version " + kvcm.getVersion()
+                        + " must be greater than the stored version " + g.version);
+            }
+        }
+        Resolved r = resolve(s, g);
+        g.version = kvcm != null ? kvcm.getVersion() : g.version + 1;
+        apply(g, r, kvcm);
+        outbox.record(ConfigEvent.INSTANCE_GROUP, g.name, ConfigEvent.UPDATED, g.version, eventObject(view(g)));
+        return g;
+    }
+
+    @Transactional
+    public void delete(String name, String ifMatch) {
+        outbox.lock();
+        GroupEntity g = get(name);
+        Etags.check(ifMatch, g.version, false);
+        List<String> members = em.createQuery("select i.instanceId from InstanceEntity i where i.group = :g "
+                + "order by i.instanceId", String.class).setParameter("g", g).setMaxResults(11).getResultList();
+        if (!members.isEmpty()) {
+            throw ApiException.conflict("name", "instance group '" + name + "' still has instances "
+                    + (members.size() > 10 ? members.subList(0, 10) + " and more" : members) + "; remove them first");
+        }
+        long version = g.version;
+        repo.delete(g);
+        outbox.record(ConfigEvent.INSTANCE_GROUP, name, ConfigEvent.DELETED, version + 1, null);
+    }
+
+    // ---------------------------------------------------------------- validation
+
+    record Resolved(String name, long quota, Map<String, Long> typeQuotas, int soft, int hard, String policy,
+                    int period, int step, int stepPct, long ttl, long lease, List<String> candidates, long maxInstances,
+                    String quotaGroup, boolean anonymous, String userData) {
+    }
+
+    /** Fills defaults (from {@code old} on update), validates everything, and throws on the first problem. */
+    Resolved resolve(GroupSpec s, GroupEntity old) {
+        if (s == null) {
+            throw ApiException.invalid(null, "request body is required");
+        }
+        String name = old != null ? old.name : s.name();
+        if (old != null && s.name() != null && !s.name().equals(old.name)) {
+            throw ApiException.invalid("name", "name in the body ('" + s.name() + "') differs from '" + old.name
+                    + "'; instance groups cannot be renamed");
+        }
+        if (name == null || !name.matches("[A-Za-z0-9][A-Za-z0-9._-]{0,252}")) {
+            throw ApiException.invalid("name", "name '" + name + "' must be 1-253 characters of letters, digits, '.', "
+                    + "'_' or '-', starting with a letter or digit");
+        }
+        Long quota = s.quotaBytes() != null ? s.quotaBytes() : old != null ? Long.valueOf(old.quotaBytes) : null;
+        if (quota == null || quota <= 0) {
+            throw ApiException.invalid("quotaBytes", "quotaBytes must be > 0, got " + quota);
+        }
+        Map<String, Long> tq = new TreeMap<>();
+        Map<String, Long> inTq = s.storageTypeQuotas() != null ? s.storageTypeQuotas()
+                : old != null ? old.typeQuotas : Map.of();
+        for (var e : inTq.entrySet()) {
+            String f = "storageTypeQuotas." + e.getKey();
+            String t = StorageTypes.canonical(e.getKey(), f);
+            if (e.getValue() == null || e.getValue() < 0) {
+                throw ApiException.invalid(f, f + " must be >= 0 bytes, got " + e.getValue());
+            }
+            if (tq.put(t, e.getValue()) != null) {
+                throw ApiException.invalid(f, "storage type '" + t + "' appears twice in storageTypeQuotas");
+            }
+        }
+        GroupSpec.WaterLevels w = s.waterLevels() != null ? s.waterLevels() : new GroupSpec.WaterLevels(null, null);
+        int soft = w.softPercent() != null ? w.softPercent() : old != null ? old.softWaterPct : 80;
+        int hard = w.hardPercent() != null ? w.hardPercent() : old != null ? old.hardWaterPct : 95;
+        pct("waterLevels.softPercent", soft);
+        pct("waterLevels.hardPercent", hard);
+        if (soft > hard) {
+            throw ApiException.invalid("waterLevels.softPercent", "waterLevels.softPercent (" + soft
+                    + ") must not exceed waterLevels.hardPercent (" + hard + ")");
+        }
+        GroupSpec.Eviction ev = s.eviction() != null ? s.eviction()
+                : new GroupSpec.Eviction(null, null, null, null, null, null);
+        String policy = ev.policy() != null ? ev.policy().trim().toUpperCase() : old != null ? old.evictionPolicy : "LRU";
+        if (!POLICIES.contains(policy)) {
+            throw ApiException.invalid("eviction.policy", "eviction.policy must be one of " + POLICIES + ", got '"
+                    + ev.policy() + "'");
+        }
+        int period = ev.triggerPeriodSeconds() != null ? ev.triggerPeriodSeconds() : old != null ? old.triggerPeriodSeconds : 5;
+        nonNeg("eviction.triggerPeriodSeconds", period);
+        int step = ev.stepSize() != null ? ev.stepSize() : old != null ? old.stepSize : 1000;
+        nonNeg("eviction.stepSize", step);
+        int stepPct = ev.stepPercentage() != null ? ev.stepPercentage() : old != null ? old.stepPercentage : 10;
+        pct("eviction.stepPercentage", stepPct);
+        long ttl = ev.ttlSeconds() != null ? ev.ttlSeconds() : old != null ? old.ttlSeconds : 0;
+        nonNeg("eviction.ttlSeconds", ttl);
+        if (policy.equals("TTL") && ttl <= 0) {
+            throw ApiException.invalid("eviction.ttlSeconds", "eviction.ttlSeconds must be > 0 with policy TTL");
+        }
+        long lease = ev.readerLeaseMs() != null ? ev.readerLeaseMs() : old != null ? old.readerLeaseMs : 1000;
+        nonNeg("eviction.readerLeaseMs", lease);
+        List<String> cands = s.storageCandidates() != null ? s.storageCandidates()
+                : old != null ? List.copyOf(old.storageCandidates) : List.of();
+        if (cands.isEmpty()) {
+            throw ApiException.invalid("storageCandidates", "storageCandidates must name at least one storage");
+        }
+        Set<String> seen = new HashSet<>();
+        for (int i = 0; i < cands.size(); i++) {
+            String c = cands.get(i);
+            if (c == null || !seen.add(c)) {
+                throw ApiException.invalid("storageCandidates[" + i + "]", "storage candidate '" + c
+                        + "' is empty or listed twice");
+            }
+            if (storages.byName(c).isEmpty()) {
+                throw ApiException.invalid("storageCandidates[" + i + "]", "unknown storage candidate '" + c
+                        + "'; add the storage first");
+            }
+        }
+        long maxInst = s.maxInstanceCount() != null ? s.maxInstanceCount() : old != null ? old.maxInstanceCount : 0;
+        nonNeg("maxInstanceCount", maxInst);
+        String qg = s.quotaGroupName() != null && !s.quotaGroupName().isBlank() ? s.quotaGroupName()
+                : old != null ? old.quotaGroupName : name;
+        boolean anon = s.allowAnonymousMeta() != null ? s.allowAnonymousMeta() : old != null && old.allowAnonymousMeta;
+        String userData = s.userData() != null ? s.userData() : old != null ? old.userData : "";
+        // quotas below what the group already uses are refused
+        UsageService.Current u = usage.current(name);
+        if (u.usedBytes() > quota) {
+            throw ApiException.conflict("quotaBytes", "quotaBytes " + quota + " is below the group's current usage of "
+                    + u.usedBytes() + " bytes; evict or remove instances first, or choose a quota >= " + u.usedBytes());
+        }
+        for (var e : tq.entrySet()) {
+            long used = u.byType().getOrDefault(e.getKey(), 0L);
+            if (used > e.getValue()) {
+                throw ApiException.conflict("storageTypeQuotas." + e.getKey(), "storageTypeQuotas." + e.getKey() + " "
+                        + e.getValue() + " is below the group's current " + e.getKey() + " usage of " + used + " bytes");
+            }
+        }
+        return new Resolved(name, quota, tq, soft, hard, policy, period, step, stepPct, ttl, lease, List.copyOf(cands),
+                maxInst, qg, anon, userData);
+    }
+
+    private static void pct(String f, long v) {
+        if (v < 0 || v > 100) {
+            throw ApiException.invalid(f, f + " must be a percentage between 0 and 100, got " + v);
+        }
+    }
+
+    private static void nonNeg(String f, long v) {
+        if (v < 0) {
+            throw ApiException.invalid(f, f + " must be >= 0, got " + v);
+        }
+    }
+
+    private void apply(GroupEntity g, Resolved r, InstanceGroup kvcm) {
+        g.name = r.name;
+        g.quotaBytes = r.quota;
+        g.typeQuotas.clear();
+        g.typeQuotas.putAll(r.typeQuotas);
+        g.softWaterPct = r.soft;
+        g.hardWaterPct = r.hard;
+        g.evictionPolicy = r.policy;
+        g.triggerPeriodSeconds = r.period;
+        g.stepSize = r.step;
+        g.stepPercentage = r.stepPct;
+        g.ttlSeconds = r.ttl;
+        g.readerLeaseMs = r.lease;
+        g.storageCandidates.clear();
+        g.storageCandidates.addAll(r.candidates);
+        g.maxInstanceCount = r.maxInstances;
+        g.quotaGroupName = r.quotaGroup;
+        g.allowAnonymousMeta = r.anonymous;
+        g.userData = r.userData;
+        g.updatedAt = Instant.now();
+        InstanceGroup base = kvcm != null ? kvcm
+                : g.kvcmJson != null ? ProtoJson.merge(g.kvcmJson, InstanceGroup.newBuilder()).build() : defaults();
+        g.kvcmJson = Json.proto(toKvcm(g, base));
+    }
+
+    /** The KVCM form: the stored KVCM details overlaid with KVPool's columns. */
+    public static InstanceGroup toKvcm(GroupEntity g, InstanceGroup base) {
+        InstanceGroup.Builder b = base.toBuilder();
+        b.setName(g.name).clearStorageCandidates().addAllStorageCandidates(g.storageCandidates)
+                .setGlobalQuotaGroupName(g.quotaGroupName).setMaxInstanceCount(g.maxInstanceCount)
+                .setUserData(g.userData).setVersion(g.version);
+        InstanceGroupQuota.Builder q = InstanceGroupQuota.newBuilder().setCapacity(g.quotaBytes);
+        g.typeQuotas.forEach((t, c) -> q.addQuotaConfig(QuotaConfig.newBuilder().setStorageType(StorageTypes.wire(t))
+                .setCapacity(c)));
+        b.setQuota(q);
+        CacheConfig.Builder cc = b.getCacheConfig().toBuilder();
+        CacheReclaimStrategy.Builder rs = cc.getReclaimStrategy().toBuilder();
+        rs.setReclaimPolicy(switch (g.evictionPolicy) {
+            case "LFU" -> ReclaimPolicy.POLICY_LFU;
+            case "TTL" -> ReclaimPolicy.POLICY_TTL;
+            default -> ReclaimPolicy.POLICY_LRU;
+        });
+        double p = rs.getTriggerStrategy().getUsedPercentage();
+        // keep KVCM's fraction when it maps to the same percentage (values above 1 mean "never by percentage")
+        if (!(p > 1 && g.softWaterPct == 100) && Math.round(p * 100) != g.softWaterPct) {
+            p = g.softWaterPct / 100.0;
+        }
+        rs.setTriggerStrategy(TriggerStrategy.newBuilder(rs.getTriggerStrategy()).setUsedPercentage(p));
+        rs.setTriggerPeriodSeconds(g.triggerPeriodSeconds).setReclaimStepSize(g.stepSize)
+                .setReclaimStepPercentage(g.stepPercentage).setDelayBeforeDeleteMs((int) Math.min(Integer.MAX_VALUE, g.readerLeaseMs));
+        if (rs.getStorageUniqueName().isEmpty() && !g.storageCandidates.isEmpty()) {
+            rs.setStorageUniqueName(g.storageCandidates.get(0));
+        }
+        cc.setReclaimStrategy(rs);
+        b.setCacheConfig(cc);
+        return b.build();
+    }
+
+    /** KVCM's built-in default cache_config (§3.17), used for groups created through REST. */
+    public static InstanceGroup defaults() {
+        return InstanceGroup.newBuilder().setCacheConfig(CacheConfig.newBuilder()
+                .setDataStorageStrategy(CachePreferStrategy.CPS_PREFER_3FS)
+                .setReclaimStrategy(CacheReclaimStrategy.newBuilder().setReclaimPolicy(ReclaimPolicy.POLICY_LRU)
+                        .setTriggerStrategy(TriggerStrategy.newBuilder().setUsedPercentage(0.8)).setDelayBeforeDeleteMs(1000))
+                .setMetaIndexerConfig(MetaIndexerConfig.newBuilder().setMaxKeyCount(1_000_000).setMutexShardNum(16)
+                        .setBatchKeySize(16)
+                        .setMetaStorageBackendConfig(MetaStorageBackendConfig.newBuilder().setStorageType("local"))
+                        .setMetaCachePolicyConfig(MetaCachePolicyConfig.newBuilder().setType("LRU").setCapacity(10000))))
+                .build();
+    }
+
+    /** Validates a KVCM InstanceGroup as KVCM does (§3.11, plus KVPool's SHOULDs) and maps it to a spec. */
+    public static GroupSpec fromKvcm(InstanceGroup g, GroupEntity old) {
+        if (g.getName().isBlank()) {
+            throw ApiException.invalid("instance_group.name", "instance_group.name must not be empty");
+        }
+        if (g.getStorageCandidatesCount() == 0) {
+            throw ApiException.invalid("instance_group.storage_candidates", "storage_candidates must not be empty");
+        }
+        if (g.getGlobalQuotaGroupName().isBlank()) {
+            throw ApiException.invalid("instance_group.global_quota_group_name", "global_quota_group_name must not be empty");
+        }
+        CacheConfig cc = g.getCacheConfig();
+        if (cc.getDataStorageStrategy() == CachePreferStrategy.CPS_UNSPECIFIED) {
+            throw ApiException.invalid("cache_config.data_storage_strategy", "data_storage_strategy must be set");
+        }
+        if (cc.getReclaimStrategy().getStorageUniqueName().isBlank()) {
+            throw ApiException.invalid("cache_config.reclaim_strategy.storage_unique_name",
+                    "reclaim_strategy.storage_unique_name must not be empty");
+        }
+        MetaIndexerConfig mi = cc.getMetaIndexerConfig();
+        if (mi.getMetaStorageBackendConfig().getStorageType().isBlank()) {
+            throw ApiException.invalid("cache_config.meta_indexer_config.meta_storage_backend_config.storage_type",
+                    "meta_storage_backend_config.storage_type must not be empty");
+        }
+        if (mi.getMetaCachePolicyConfig().getType().isBlank()) {
+            throw ApiException.invalid("cache_config.meta_indexer_config.meta_cache_policy_config.type",
+                    "meta_cache_policy_config.type must not be empty");
+        }
+        if (mi.getMaxKeyCount() <= 0) {
+            throw ApiException.invalid("cache_config.meta_indexer_config.max_key_count", "max_key_count must be > 0");
+        }
+        long shards = mi.getMutexShardNum();
+        if (shards <= 0 || Long.bitCount(shards) != 1 || shards > mi.getMaxKeyCount()) {
+            throw ApiException.invalid("cache_config.meta_indexer_config.mutex_shard_num",
+                    "mutex_shard_num must be a power of two and <= max_key_count, got " + shards);
+        }
+        if (g.getQuota().getCapacity() <= 0) {
+            throw ApiException.invalid("instance_group.quota.capacity", "quota.capacity must be > 0");
+        }
+        Map<String, Long> tq = new TreeMap<>();
+        for (QuotaConfig q : g.getQuota().getQuotaConfigList()) {
+            tq.merge(StorageTypes.fromWire(q.getStorageType()), q.getCapacity(), Long::sum);
+        }
+        double p = cc.getReclaimStrategy().getTriggerStrategy().getUsedPercentage();
+        if (p < 0) {
+            throw ApiException.invalid("cache_config.reclaim_strategy.trigger_strategy.used_percentage",
+                    "used_percentage must be >= 0");
+        }
+        int soft = p <= 0 ? 100 : (int) Math.min(100, Math.round(p * 100));
+        int hard = Math.max(soft, old != null ? old.hardWaterPct : 95);
+        CacheReclaimStrategy rs = cc.getReclaimStrategy();
+        String policy = switch (rs.getReclaimPolicy()) {
+            case POLICY_LFU -> "LFU";
+            case POLICY_TTL -> "TTL";
+            default -> old != null && old.evictionPolicy.equals("PREFIX_LRU") ? "PREFIX_LRU" : "LRU";
+        };
+        Long ttl = policy.equals("TTL") && (old == null || old.ttlSeconds <= 0) ? Long.valueOf(3600) : null;
+        return new GroupSpec(g.getName(), g.getQuota().getCapacity(), tq, new GroupSpec.WaterLevels(soft, hard),
+                new GroupSpec.Eviction(policy, rs.getTriggerPeriodSeconds(), rs.getReclaimStepSize(),
+                        Math.min(100, Math.max(0, rs.getReclaimStepPercentage())), ttl, (long) rs.getDelayBeforeDeleteMs()),
+                new ArrayList<>(g.getStorageCandidatesList()), g.getMaxInstanceCount(), g.getGlobalQuotaGroupName(),
+                null, g.getUserData());
+    }
+}

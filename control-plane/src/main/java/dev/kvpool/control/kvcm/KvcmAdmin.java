@@ -1,0 +1,443 @@
+package dev.kvpool.control.kvcm;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.google.protobuf.Descriptors;
+import com.google.protobuf.Message;
+import dev.kvpool.api.auth.BearerToken;
+import dev.kvpool.api.json.ProtoJson;
+import dev.kvpool.api.proto.admin.*;
+import dev.kvpool.control.account.AccountEntity;
+import dev.kvpool.control.account.AccountService;
+import dev.kvpool.control.common.ApiException;
+import dev.kvpool.control.common.Json;
+import dev.kvpool.control.group.GroupEntity;
+import dev.kvpool.control.group.GroupService;
+import dev.kvpool.control.instance.InstanceEntity;
+import dev.kvpool.control.instance.InstanceService;
+import dev.kvpool.control.security.Caller;
+import dev.kvpool.control.storage.StorageEntity;
+import dev.kvpool.control.storage.StorageService;
+import io.agroal.api.AgroalDataSource;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
+import java.net.InetAddress;
+import java.security.SecureRandom;
+import java.sql.Connection;
+import java.util.Comparator;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiFunction;
+import java.util.function.Supplier;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+
+/**
+ * KVCM AdminService semantics (spec §3.11-3.15) over KVPool's services, shared by the HTTP routes and gRPC. Each RPC
+ * has an access rule; the caller is checked before the call (KVCM never checks; KVPool does).
+ */
+@ApplicationScoped
+public class KvcmAdmin {
+    /** Who may call: anyone, any account, admin/operator, admin only. Tenant reads are narrowed inside the call. */
+    public enum Access { PUBLIC, ANY, OPERATOR, ADMIN }
+
+    public record Rpc(String name, Supplier<Message.Builder> request, Message responseType, Access access,
+                      BiFunction<KvcmAdmin, Call, Message> fn) {
+    }
+
+    public record Call(Message request, Caller caller, String requestId) {
+        @SuppressWarnings("unchecked")
+        <T extends Message> T q() {
+            return (T) request;
+        }
+    }
+
+    private static <Q extends Message> Rpc rpc(String name, Supplier<Message.Builder> b, Message resp, Access a,
+                                               BiFunction<KvcmAdmin, Call, Message> f) {
+        return new Rpc(name, b, resp, a, f);
+    }
+
+    /** Route name (lowerCamel, as in {@code POST /api/<name>}) → RPC. */
+    public static final Map<String, Rpc> RPCS = Map.ofEntries(
+            e(rpc("AddStorage", AddStorageRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.OPERATOR, KvcmAdmin::addStorage)),
+            e(rpc("EnableStorage", EnableStorageRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.OPERATOR, KvcmAdmin::enableStorage)),
+            e(rpc("DisableStorage", DisableStorageRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.OPERATOR, KvcmAdmin::disableStorage)),
+            e(rpc("RemoveStorage", RemoveStorageRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.OPERATOR, KvcmAdmin::removeStorage)),
+            e(rpc("UpdateStorage", UpdateStorageRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.OPERATOR, KvcmAdmin::updateStorage)),
+            e(rpc("ListStorage", ListStorageRequest::newBuilder, ListStorageResponse.getDefaultInstance(), Access.OPERATOR, KvcmAdmin::listStorage)),
+            e(rpc("CreateInstanceGroup", CreateInstanceGroupRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.OPERATOR, KvcmAdmin::createGroup)),
+            e(rpc("UpdateInstanceGroup", UpdateInstanceGroupRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.OPERATOR, KvcmAdmin::updateGroup)),
+            e(rpc("RemoveInstanceGroup", RemoveInstanceGroupRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.OPERATOR, KvcmAdmin::removeGroup)),
+            e(rpc("GetInstanceGroup", GetInstanceGroupRequest::newBuilder, GetInstanceGroupResponse.getDefaultInstance(), Access.ANY, KvcmAdmin::getGroup)),
+            e(rpc("ListInstanceGroup", ListInstanceGroupRequest::newBuilder, ListInstanceGroupResponse.getDefaultInstance(), Access.ANY, KvcmAdmin::listGroups)),
+            e(rpc("GetCacheMeta", GetCacheMetaRequest::newBuilder, GetCacheMetaResponse.getDefaultInstance(), Access.OPERATOR, KvcmAdmin::metaPlaneOnly)),
+            e(rpc("RemoveCache", RemoveCacheRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.OPERATOR, KvcmAdmin::metaPlaneOnly)),
+            e(rpc("RegisterInstance", RegisterInstanceRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.OPERATOR, KvcmAdmin::registerInstance)),
+            e(rpc("RemoveInstance", RemoveInstanceRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.OPERATOR, KvcmAdmin::removeInstance)),
+            e(rpc("GetInstanceInfo", GetInstanceInfoRequest::newBuilder, GetInstanceInfoResponse.getDefaultInstance(), Access.ANY, KvcmAdmin::getInstance)),
+            e(rpc("ListInstanceInfo", ListInstanceInfoRequest::newBuilder, ListInstanceInfoResponse.getDefaultInstance(), Access.ANY, KvcmAdmin::listInstances)),
+            e(rpc("AddAccount", AddAccountRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.ADMIN, KvcmAdmin::addAccount)),
+            e(rpc("DeleteAccount", DeleteAccountRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.ADMIN, KvcmAdmin::deleteAccount)),
+            e(rpc("ListAccount", ListAccountRequest::newBuilder, ListAccountResponse.getDefaultInstance(), Access.ADMIN, KvcmAdmin::listAccounts)),
+            e(rpc("GenConfigSnapshot", GenConfigSnapshotRequest::newBuilder, ConfigSnapShotResponse.getDefaultInstance(), Access.ADMIN, KvcmAdmin::genSnapshot)),
+            e(rpc("LoadConfigSnapshot", LoadConfigSnapshotRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.ADMIN, KvcmAdmin::loadSnapshot)),
+            e(rpc("GetMetrics", GetMetricsRequest::newBuilder, GetMetricsResponse.getDefaultInstance(), Access.ANY, KvcmAdmin::metrics)),
+            e(rpc("CheckHealth", CheckHealthRequest::newBuilder, CheckHealthResponse.getDefaultInstance(), Access.PUBLIC, KvcmAdmin::health)),
+            e(rpc("GetManagerClusterInfo", GetManagerClusterInfoRequest::newBuilder, GetManagerClusterInfoResponse.getDefaultInstance(), Access.PUBLIC, KvcmAdmin::clusterInfo)),
+            e(rpc("LeaderDemote", LeaderDemoteRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.OPERATOR, KvcmAdmin::demote)),
+            e(rpc("GetLeaderElectorConfig", GetLeaderElectorConfigRequest::newBuilder, GetLeaderElectorConfigResponse.getDefaultInstance(), Access.ANY, KvcmAdmin::electorConfig)),
+            e(rpc("UpdateLeaderElectorConfig", UpdateLeaderElectorConfigRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.OPERATOR, KvcmAdmin::updateElectorConfig)),
+            e(rpc("UpdateLogger", UpdateLoggerRequest::newBuilder, CommonResponse.getDefaultInstance(), Access.OPERATOR, KvcmAdmin::updateLogger)));
+
+    private static Map.Entry<String, Rpc> e(Rpc r) {
+        return Map.entry(Character.toLowerCase(r.name().charAt(0)) + r.name().substring(1), r);
+    }
+
+    @Inject
+    StorageService storages;
+    @Inject
+    GroupService groups;
+    @Inject
+    InstanceService instances;
+    @Inject
+    AccountService accounts;
+    @Inject
+    KvcmSnapshots snapshots;
+    @Inject
+    AgroalDataSource dataSource;
+    @ConfigProperty(name = "kvcm.leader_elector.node_id")
+    Optional<String> nodeIdConfig;
+    @ConfigProperty(name = "kvpool.control.http-port", defaultValue = "6492")
+    int httpPort;
+
+    private final Map<String, AtomicLong> calls = new ConcurrentHashMap<>();
+    private final Map<String, Long> lastRtUs = new ConcurrentHashMap<>();
+    private volatile long campaignDelayMs;
+    private volatile String nodeId;
+
+    /** Null when {@code caller} may call {@code rpc}; else the HTTP status to answer (401 or 403). */
+    public static Integer denied(Rpc rpc, Caller caller) {
+        return switch (rpc.access()) {
+            case PUBLIC -> null;
+            case ANY -> caller == null ? 401 : null;
+            case OPERATOR -> caller == null ? 401 : caller.isTenant() ? 403 : null;
+            case ADMIN -> caller == null ? 401 : caller.isAdmin() ? null : 403;
+        };
+    }
+
+    /** Runs one RPC and always answers its response type with a header (§1.6-1.7). */
+    public Message call(Rpc rpc, Message request, Caller caller) {
+        long t0 = System.nanoTime();
+        String trace = traceId(request);
+        String requestId = trace + "_" + (System.currentTimeMillis() * 1000);
+        Message out;
+        try {
+            out = rpc.fn().apply(this, new Call(request, caller, requestId));
+            out = withHeader(out.toBuilder(), ErrorCode.OK, okMessage(out), requestId);
+        } catch (ApiException e) {
+            out = withHeader(rpc.responseType().newBuilderForType(), e.kvcmCode, e.getMessage(), requestId);
+        } catch (RuntimeException e) {
+            ApiException api = unwrap(e);
+            out = api != null ? withHeader(rpc.responseType().newBuilderForType(), api.kvcmCode, api.getMessage(), requestId)
+                    : withHeader(rpc.responseType().newBuilderForType(), ErrorCode.INTERNAL_ERROR,
+                    String.valueOf(e.getMessage()), requestId);
+        }
+        calls.computeIfAbsent(rpc.name(), k -> new AtomicLong()).incrementAndGet();
+        lastRtUs.put(rpc.name(), Math.max(2, (System.nanoTime() - t0) / 1000));
+        return out;
+    }
+
+    private static ApiException unwrap(Throwable t) {
+        for (int i = 0; t != null && i < 10; i++, t = t.getCause()) {
+            if (t instanceof ApiException a) {
+                return a;
+            }
+        }
+        return null;
+    }
+
+    private static String okMessage(Message out) {
+        return out.getDescriptorForType().getName().equals("GetInstanceInfoResponse")
+                || out.getDescriptorForType().getName().equals("ListInstanceInfoResponse") ? "" : "OK";
+    }
+
+    private static String traceId(Message request) {
+        Descriptors.FieldDescriptor f = request.getDescriptorForType().findFieldByName("trace_id");
+        return f == null ? "" : (String) request.getField(f);
+    }
+
+    private static Message withHeader(Message.Builder b, ErrorCode code, String message, String requestId) {
+        Descriptors.FieldDescriptor f = b.getDescriptorForType().findFieldByName("header");
+        b.setField(f, CommonResponseHeader.newBuilder().setStatus(Status.newBuilder().setCode(code)
+                .setMessage(message == null ? "" : message)).setRequestId(requestId).build());
+        return b.build();
+    }
+
+    // ---------------------------------------------------------------- storages
+
+    Message addStorage(Call c) {
+        AddStorageRequest q = c.q();
+        if (!q.hasStorage()) {
+            throw ApiException.invalid("storage", "storage is required");
+        }
+        storages.create(q.getStorage(), true);
+        return CommonResponse.getDefaultInstance();
+    }
+
+    Message enableStorage(Call c) {
+        EnableStorageRequest q = c.q();
+        requireName(q.getStorageUniqueName(), "storage_unique_name");
+        storages.setEnabled(q.getStorageUniqueName(), true, null);
+        return CommonResponse.getDefaultInstance();
+    }
+
+    Message disableStorage(Call c) {
+        DisableStorageRequest q = c.q();
+        requireName(q.getStorageUniqueName(), "storage_unique_name");
+        storages.setEnabled(q.getStorageUniqueName(), false, null);
+        return CommonResponse.getDefaultInstance();
+    }
+
+    Message removeStorage(Call c) {
+        RemoveStorageRequest q = c.q();
+        requireName(q.getStorageUniqueName(), "storage_unique_name");
+        storages.delete(q.getStorageUniqueName(), null);
+        return CommonResponse.getDefaultInstance();
+    }
+
+    Message updateStorage(Call c) {
+        UpdateStorageRequest q = c.q();
+        if (!q.hasStorage()) {
+            throw ApiException.invalid("storage", "storage is required");
+        }
+        storages.update(q.getStorage(), null, null, false);
+        return CommonResponse.getDefaultInstance();
+    }
+
+    Message listStorage(Call c) {
+        ListStorageResponse.Builder b = ListStorageResponse.newBuilder();
+        storages.list().stream().sorted(Comparator.comparing((StorageEntity s) -> s.name))
+                .forEach(s -> b.addStorage(StorageService.toProto(s)));
+        return b.build();
+    }
+
+    // ---------------------------------------------------------------- groups
+
+    Message createGroup(Call c) {
+        CreateInstanceGroupRequest q = c.q();
+        InstanceGroup g = q.getInstanceGroup();
+        groups.create(GroupService.fromKvcm(g, null), g);
+        return CommonResponse.getDefaultInstance();
+    }
+
+    Message updateGroup(Call c) {
+        UpdateInstanceGroupRequest q = c.q();
+        InstanceGroup g = q.getInstanceGroup();
+        GroupEntity old = groups.get(g.getName().isBlank() ? "" : g.getName());
+        groups.update(g.getName(), GroupService.fromKvcm(g, old), null, g, q.getCurrentVersion());
+        return CommonResponse.getDefaultInstance();
+    }
+
+    Message removeGroup(Call c) {
+        RemoveInstanceGroupRequest q = c.q();
+        requireName(q.getName(), "name");
+        groups.delete(q.getName(), null);
+        return CommonResponse.getDefaultInstance();
+    }
+
+    Message getGroup(Call c) {
+        GetInstanceGroupRequest q = c.q();
+        requireName(q.getName(), "name");
+        c.caller().requireGroup(q.getName());
+        GroupEntity g = groups.get(q.getName());
+        return GetInstanceGroupResponse.newBuilder()
+                .setInstanceGroup(ProtoJson.merge(g.kvcmJson, InstanceGroup.newBuilder())).build();
+    }
+
+    Message listGroups(Call c) {
+        ListInstanceGroupResponse.Builder b = ListInstanceGroupResponse.newBuilder();
+        groups.list().stream().filter(g -> c.caller().canSeeGroup(g.name))
+                .forEach(g -> b.addInstanceGroup(ProtoJson.merge(g.kvcmJson, InstanceGroup.newBuilder())));
+        return b.build();
+    }
+
+    Message metaPlaneOnly(Call c) {
+        throw new ApiException(400, null, "the block index lives in the metadata plane: call this RPC on its KVCM "
+                + "meta port (6382 / 6381)", ErrorCode.UNSUPPORTED);
+    }
+
+    // ---------------------------------------------------------------- instances
+
+    Message registerInstance(Call c) {
+        RegisterInstanceRequest q = c.q();
+        try {
+            instances.register(q, null);
+        } catch (ApiException e) {
+            // admin RegisterInstance: validation → 5, everything from the identity check on → 3 (§3.1.1)
+            if (e.kvcmCode == ErrorCode.INVALID_ARGUMENT) {
+                throw e;
+            }
+            throw new ApiException(e.status, e.field, e.getMessage(), ErrorCode.INTERNAL_ERROR);
+        }
+        return CommonResponse.getDefaultInstance();
+    }
+
+    Message removeInstance(Call c) {
+        RemoveInstanceRequest q = c.q();
+        requireName(q.getInstanceId(), "instance_id");
+        instances.delete(q.getInstanceId(), null);
+        return CommonResponse.getDefaultInstance();
+    }
+
+    Message getInstance(Call c) {
+        GetInstanceInfoRequest q = c.q();
+        requireName(q.getInstanceId(), "instance_id");
+        InstanceEntity e = instances.get(q.getInstanceId());
+        c.caller().requireGroup(e.group.name);
+        return GetInstanceInfoResponse.newBuilder().setInstanceInfo(InstanceService.toKvcm(e)).build();
+    }
+
+    Message listInstances(Call c) {
+        ListInstanceInfoRequest q = c.q();
+        String g = q.getInstanceGroupName();
+        ListInstanceInfoResponse.Builder b = ListInstanceInfoResponse.newBuilder();
+        instances.list().stream().filter(i -> (g.isEmpty() || g.equals(i.group.name)) && c.caller().canSeeGroup(i.group.name))
+                .forEach(i -> b.addInstanceInfo(InstanceService.toKvcm(i)));
+        return b.build();
+    }
+
+    // ---------------------------------------------------------------- accounts
+
+    Message addAccount(Call c) {
+        AddAccountRequest q = c.q();
+        requireName(q.getUserName(), "user_name");
+        accounts.create(q.getUserName(), q.getPassword(), q.getRole() == AccountRole.ROLE_ADMIN ? BearerToken.ADMIN
+                : BearerToken.TENANT, null);
+        return CommonResponse.getDefaultInstance();
+    }
+
+    Message deleteAccount(Call c) {
+        DeleteAccountRequest q = c.q();
+        requireName(q.getUserName(), "user_name");
+        accounts.delete(q.getUserName(), null);
+        return CommonResponse.getDefaultInstance();
+    }
+
+    Message listAccounts(Call c) {
+        ListAccountResponse.Builder b = ListAccountResponse.newBuilder();
+        for (AccountEntity a : accounts.list()) {
+            b.addAccounts(Account.newBuilder().setUserName(a.name)
+                    .setRole(a.role.equals(BearerToken.ADMIN) ? AccountRole.ROLE_ADMIN : AccountRole.ROLE_USER));
+        }
+        return b.build();
+    }
+
+    // ---------------------------------------------------------------- snapshot
+
+    Message genSnapshot(Call c) {
+        return ConfigSnapShotResponse.newBuilder().setConfigSnapshot(snapshots.generate()).build();
+    }
+
+    Message loadSnapshot(Call c) {
+        LoadConfigSnapshotRequest q = c.q();
+        snapshots.load(q.getConfigSnapshot());
+        return CommonResponse.getDefaultInstance();
+    }
+
+    // ---------------------------------------------------------------- cluster, health, metrics, logging
+
+    Message metrics(Call c) {
+        GetMetricsResponse.Builder b = GetMetricsResponse.newBuilder().setTimestamp(System.currentTimeMillis())
+                .setExtraData("");
+        calls.forEach((api, n) -> {
+            MetricsTag tag = MetricsTag.newBuilder().setTagKey("api_name").setTagValue(api).build();
+            b.addMetrics(MetricsData.newBuilder().setMetricName("service.query_counter")
+                    .setMetricValue(MetricValue.newBuilder().setIntValue(n.get())).addMetricTags(tag));
+            b.addMetrics(MetricsData.newBuilder().setMetricName("service.query_rt_us")
+                    .setMetricValue(MetricValue.newBuilder().setFloatValue(lastRtUs.getOrDefault(api, 0L)))
+                    .addMetricTags(tag));
+        });
+        return b.build();
+    }
+
+    Message health(Call c) {
+        boolean ok;
+        try (Connection conn = dataSource.getConnection()) {
+            ok = conn.isValid(2);
+        } catch (Exception e) {
+            ok = false;
+        }
+        return CheckHealthResponse.newBuilder().setIsLeader(true).setIsHealth(ok)
+                .setElectorLastLoopTimeMs(System.currentTimeMillis()).build();
+    }
+
+    Message clusterInfo(Call c) {
+        String id = nodeId();
+        return GetManagerClusterInfoResponse.newBuilder().setInfoUpdatedTime(0)
+                .setSelfLeaderExpirationTime((System.currentTimeMillis() + 10_000) * 1000)
+                .setSelfNodeId(id).setLeaderNodeId(id).build();
+    }
+
+    /** The control plane is a single active writer (the database serializes changes): it is always its own leader. */
+    Message demote(Call c) {
+        return CommonResponse.getDefaultInstance();
+    }
+
+    Message electorConfig(Call c) {
+        return GetLeaderElectorConfigResponse.newBuilder().setCampaignDelayTimeMs(campaignDelayMs).build();
+    }
+
+    Message updateElectorConfig(Call c) {
+        UpdateLeaderElectorConfigRequest q = c.q();
+        campaignDelayMs = q.getCampaignDelayTimeMs();
+        return CommonResponse.getDefaultInstance();
+    }
+
+    Message updateLogger(Call c) {
+        UpdateLoggerRequest q = c.q();
+        Level level = switch (q.getLogLevel().toUpperCase(Locale.ROOT)) {
+            case "DEBUG" -> Level.FINE;
+            case "INFO" -> Level.INFO;
+            case "WARN" -> Level.WARNING;
+            case "ERROR" -> Level.SEVERE;
+            default -> throw ApiException.invalid("log_level", "log_level must be DEBUG, INFO, WARN or ERROR, got '"
+                    + q.getLogLevel() + "'");
+        };
+        Logger.getLogger("dev.kvpool").setLevel(level);
+        return CommonResponse.getDefaultInstance();
+    }
+
+    private String nodeId() {
+        if (nodeId == null) {
+            String host;
+            try {
+                host = InetAddress.getLocalHost().getHostName();
+            } catch (Exception e) {
+                host = "localhost";
+            }
+            String chars = "abcdefghijklmnopqrstuvwxyz0123456789";
+            SecureRandom r = new SecureRandom();
+            StringBuilder s = new StringBuilder();
+            for (int i = 0; i < 16; i++) {
+                s.append(chars.charAt(r.nextInt(chars.length())));
+            }
+            nodeId = nodeIdConfig.filter(x -> !x.isBlank()).orElse(host + ":" + httpPort + "_" + s);
+        }
+        return nodeId;
+    }
+
+    private static void requireName(String v, String field) {
+        if (v == null || v.isBlank()) {
+            throw ApiException.invalid(field, field + " must not be empty");
+        }
+    }
+
+    static JsonNode unused(ArrayNode a, ObjectNode o) {
+        return Json.tree(a != null ? a : o);
+    }
+}

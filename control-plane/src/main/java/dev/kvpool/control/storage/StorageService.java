@@ -1,0 +1,143 @@
+package dev.kvpool.control.storage;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvpool.api.events.ConfigEvent;
+import dev.kvpool.api.json.ProtoJson;
+import dev.kvpool.api.json.ProtoJsonException;
+import dev.kvpool.api.proto.admin.StorageConfig;
+import dev.kvpool.control.common.ApiException;
+import dev.kvpool.control.common.Etags;
+import dev.kvpool.control.common.Json;
+import dev.kvpool.control.group.GroupRepository;
+import dev.kvpool.control.outbox.Outbox;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
+import jakarta.transaction.Transactional;
+import java.time.Instant;
+import java.util.List;
+
+/** Storages: one code path for REST and the KVCM admin routes. Every write locks the config revision and records an outbox event. */
+@ApplicationScoped
+public class StorageService {
+    @Inject
+    StorageRepository repo;
+    @Inject
+    GroupRepository groups;
+    @Inject
+    Outbox outbox;
+
+    /** REST view. */
+    public record StorageView(String name, String type, boolean enabled, boolean checkAvailableWhenOpen,
+                              JsonNode spec, long version, Instant createdAt, Instant updatedAt) {
+    }
+
+    public static StorageView view(StorageEntity e) {
+        StorageConfig c = toProto(e);
+        return new StorageView(e.name, e.type, e.enabled, e.checkAvailable,
+                Json.read(Json.proto(StorageTypes.spec(c))), e.version, e.createdAt, e.updatedAt);
+    }
+
+    public static StorageConfig toProto(StorageEntity e) {
+        return ProtoJson.merge(e.specJson, StorageConfig.newBuilder()).build();
+    }
+
+    /** A KVCM StorageConfig from the REST shape; {@code spec} holds the fields of the type's spec message. */
+    public static StorageConfig fromRest(String name, String type, JsonNode spec, boolean checkAvailable) {
+        if (name == null || name.isBlank()) {
+            throw ApiException.invalid("name", "name is required");
+        }
+        String t = StorageTypes.canonical(type, "type");
+        ObjectNode n = Json.MAPPER.createObjectNode();
+        n.put("global_unique_name", name);
+        n.set(StorageTypes.member(t), spec == null || spec.isNull() ? Json.MAPPER.createObjectNode() : spec);
+        n.put("check_storage_available_when_open", checkAvailable);
+        try {
+            return ProtoJson.merge(Json.write(n), StorageConfig.newBuilder()).build();
+        } catch (ProtoJsonException ex) {
+            throw ApiException.invalid("spec", "spec does not fit a " + t + " storage: " + ex.getMessage());
+        }
+    }
+
+    static void checkName(String name) {
+        if (!name.matches("[A-Za-z0-9][A-Za-z0-9._-]{0,252}")) {
+            throw ApiException.invalid("name", "name '" + name + "' must be 1-253 characters of letters, digits, '.', '_' "
+                    + "or '-', starting with a letter or digit");
+        }
+    }
+
+    public List<StorageEntity> list() {
+        return repo.sorted();
+    }
+
+    public StorageEntity get(String name) {
+        return repo.byName(name).orElseThrow(() -> ApiException.notFound("storage", name));
+    }
+
+    @Transactional
+    public StorageEntity create(StorageConfig c, boolean enabled) {
+        String type = StorageTypes.validate(c);
+        checkName(c.getGlobalUniqueName());
+        outbox.lock();
+        if (repo.byName(c.getGlobalUniqueName()).isPresent()) {
+            throw ApiException.duplicate("name", "storage '" + c.getGlobalUniqueName() + "' already exists");
+        }
+        StorageEntity e = new StorageEntity();
+        e.name = c.getGlobalUniqueName();
+        e.type = type;
+        e.enabled = enabled;
+        e.checkAvailable = c.getCheckStorageAvailableWhenOpen();
+        e.specJson = Json.proto(c);
+        e.version = 1;
+        e.createdAt = e.updatedAt = Instant.now();
+        repo.persist(e);
+        outbox.record(ConfigEvent.STORAGE, e.name, ConfigEvent.CREATED, e.version, Json.tree(view(e)));
+        return e;
+    }
+
+    /** Replaces the spec (and the availability when {@code enabled} is non-null). */
+    @Transactional
+    public StorageEntity update(StorageConfig c, Boolean enabled, String ifMatch, boolean requireIfMatch) {
+        String type = StorageTypes.validate(c);
+        outbox.lock();
+        StorageEntity e = get(c.getGlobalUniqueName());
+        Etags.check(ifMatch, e.version, requireIfMatch);
+        e.type = type;
+        e.specJson = Json.proto(c);
+        e.checkAvailable = c.getCheckStorageAvailableWhenOpen();
+        if (enabled != null) {
+            e.enabled = enabled;
+        }
+        return touched(e);
+    }
+
+    @Transactional
+    public StorageEntity setEnabled(String name, boolean enabled, String ifMatch) {
+        outbox.lock();
+        StorageEntity e = get(name);
+        Etags.check(ifMatch, e.version, false);
+        e.enabled = enabled;
+        return touched(e);
+    }
+
+    private StorageEntity touched(StorageEntity e) {
+        e.version++;
+        e.updatedAt = Instant.now();
+        outbox.record(ConfigEvent.STORAGE, e.name, ConfigEvent.UPDATED, e.version, Json.tree(view(e)));
+        return e;
+    }
+
+    @Transactional
+    public void delete(String name, String ifMatch) {
+        outbox.lock();
+        StorageEntity e = get(name);
+        Etags.check(ifMatch, e.version, false);
+        List<String> users = groups.referencing(name);
+        if (!users.isEmpty()) {
+            throw ApiException.conflict("name", "storage '" + name + "' is still a storage candidate of instance "
+                    + "group(s) " + users + "; remove it from their storageCandidates first");
+        }
+        repo.delete(e);
+        outbox.record(ConfigEvent.STORAGE, name, ConfigEvent.DELETED, e.version + 1, null);
+    }
+}

@@ -1,0 +1,138 @@
+package dev.kvpool.agent.api;
+
+import io.smallrye.config.ConfigMapping;
+import io.smallrye.config.WithDefault;
+import java.util.List;
+import java.util.Optional;
+
+/** {@code kvpool.agent.*}: see data-agent/README.md. */
+@ConfigMapping(prefix = "kvpool.agent")
+public interface AgentConfig {
+    /** Agent name in events (defaults to the host name). */
+    Optional<String> id();
+
+    @WithDefault("262144")
+    int blockBytes();
+
+    @WithDefault("16")
+    int blockTokens();
+
+    @WithDefault("data/agent")
+    String dataDir();
+
+    Host host();
+
+    Nvme nvme();
+
+    Gpu gpu();
+
+    Pool pool();
+
+    Events events();
+
+    Shm shm();
+
+    Sched sched();
+
+    interface Host {
+        @WithDefault("2")
+        int regions();
+
+        @WithDefault("128")
+        long regionMib();
+    }
+
+    interface Nvme {
+        /** One directory per disk; empty = no NVMe tier. Default: {data-dir}/nvme0. */
+        Optional<List<String>> dirs();
+
+        @WithDefault("1024")
+        long deviceMib();
+
+        /** auto | io_uring | filechannel */
+        @WithDefault("auto")
+        String io();
+
+        @WithDefault("8")
+        int queueDepth();
+
+        /** Per-device bandwidth (MB/s) instead of the start-up probe. */
+        Optional<List<Double>> bandwidthMbps();
+
+        /** Per-device throttle (MB/s), to emulate several slower disks on one. */
+        Optional<List<Double>> throttleMbps();
+
+        @WithDefault("16")
+        long probeMib();
+
+        @WithDefault("true")
+        boolean enabled();
+    }
+
+    interface Gpu {
+        @WithDefault("false")
+        boolean enabled();
+
+        @WithDefault("256")
+        long mib();
+    }
+
+    interface Pool {
+        @WithDefault("false")
+        boolean enabled();
+
+        @WithDefault("http://127.0.0.1:6382")
+        String metaUri();
+
+        @WithDefault("agent")
+        String instanceId();
+
+        @WithDefault("default")
+        String instanceGroup();
+
+        @WithDefault("tp0")
+        String spec();
+
+        @WithDefault("30")
+        int writeTimeoutSeconds();
+
+        @WithDefault("kvpool-agent")
+        String model();
+
+        @WithDefault("true")
+        boolean requireChecksum();
+    }
+
+    interface Events {
+        /** Kafka bootstrap servers; empty = events off. */
+        Optional<String> bootstrapServers();
+
+        @WithDefault("512")
+        int maxEvents();
+
+        @WithDefault("20")
+        long lingerMs();
+
+        @WithDefault("10000")
+        int spoolBatches();
+    }
+
+    interface Shm {
+        /** Default: /dev/shm/kvpool-agent-{http port}. */
+        Optional<String> path();
+
+        @WithDefault("256")
+        long mib();
+    }
+
+    interface Sched {
+        @WithDefault("4")
+        int chunkOps();
+
+        @WithDefault("4096")
+        int highWaterOps();
+
+        @WithDefault("500")
+        long guardMicros();
+    }
+}

@@ -1,0 +1,370 @@
+package dev.kvpool.agent.events;
+
+import dev.kvpool.api.events.BlockBatch;
+import dev.kvpool.api.events.BlockBatch.BlockEvent;
+import dev.kvpool.api.events.CloudEventHeaders;
+import dev.kvpool.api.events.EventCodec;
+import dev.kvpool.api.events.Topics;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.logging.Logger;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * Block lifecycle events to {@code kvpool.blocks} exactly as spec/events.md says: events are collected into a
+ * {@link BlockBatch} flushed when it reaches {@code maxEvents} or after {@code linger} (~20 ms), never per block;
+ * {@code seq} grows by one per batch per agent; each record carries CloudEvents binary headers
+ * ({@code ce_id = <agent>-<seq>}, so consumers dedupe on it) and is keyed by instance id.
+ *
+ * <p>Every batch goes into a bounded local spool first; a sender thread ships the spool in order (idempotent
+ * producer, several in flight without reordering) and removes a batch only once Kafka acknowledged it. When Kafka
+ * is unreachable the spool holds the batches and the sender resends from the oldest unacknowledged one once it is
+ * back; when the spool is full the oldest batch is dropped and counted ({@link #droppedBatches()}), so a
+ * consumer sees the gap in {@code seq}.
+ */
+public final class BlockEventPublisher implements EventSink, AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(BlockEventPublisher.class.getName());
+
+    /** One spooled batch. */
+    static final class Spooled {
+        final long seq;
+        final byte[] value;
+        final long tsMs;
+        volatile boolean acked;
+
+        Spooled(long seq, byte[] value, long tsMs) {
+            this.seq = seq;
+            this.value = value;
+            this.tsMs = tsMs;
+        }
+    }
+
+    private final String agent;
+    private final String instanceId;
+    private final String instanceGroup;
+    private final int maxEvents;
+    private final long lingerNanos;
+    private final int spoolCapacity;
+    private final Producer<String, byte[]> producer;
+    private final String topic;
+
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    private List<BlockEvent> pending = new ArrayList<>();
+    private long pendingSince;
+    private long nextSeq;
+    private final ArrayDeque<Spooled> spool = new ArrayDeque<>();
+    private int sentIndex; // spool entries [0, sentIndex) are in flight or acked
+    private boolean failed;
+    private int inFlight;
+    private volatile boolean running = true;
+    private final AtomicLong dropped = new AtomicLong(), sentBatches = new AtomicLong(), batchedEvents = new AtomicLong(),
+            sendErrors = new AtomicLong();
+    private final Thread flusher, sender;
+
+    public BlockEventPublisher(String bootstrapServers, String agent, String instanceId, String instanceGroup,
+                               int maxEvents, long lingerMillis, int spoolCapacity, long firstSeq) {
+        this(createProducer(bootstrapServers), Topics.BLOCKS, agent, instanceId, instanceGroup, maxEvents,
+                lingerMillis, spoolCapacity, firstSeq);
+    }
+
+    public BlockEventPublisher(Producer<String, byte[]> producer, String topic, String agent, String instanceId,
+                               String instanceGroup, int maxEvents, long lingerMillis, int spoolCapacity,
+                               long firstSeq) {
+        this.producer = producer;
+        this.topic = topic;
+        this.agent = agent;
+        this.instanceId = instanceId;
+        this.instanceGroup = instanceGroup;
+        this.maxEvents = Math.max(1, maxEvents);
+        this.lingerNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(1, lingerMillis));
+        this.spoolCapacity = Math.max(1, spoolCapacity);
+        this.nextSeq = firstSeq;
+        this.flusher = Thread.ofPlatform().daemon().name("kvpool-events-flush").start(this::flushLoop);
+        this.sender = Thread.ofPlatform().daemon().name("kvpool-events-send").start(this::sendLoop);
+    }
+
+    public static Producer<String, byte[]> createProducer(String bootstrapServers) {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "5");
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "2000");
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "3000");
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "8000");
+        p.put(ProducerConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, "1000");
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, "kvpool-agent");
+        return new KafkaProducer<>(p);
+    }
+
+    /** Queues an event; it leaves in the next batch. */
+    @Override
+    public void publish(BlockEvent e) {
+        lock.lock();
+        try {
+            if (pending.isEmpty()) {
+                pendingSince = System.nanoTime();
+            }
+            pending.add(e);
+            if (pending.size() >= maxEvents) {
+                cutBatch();
+            }
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Caller holds the lock. */
+    private void cutBatch() {
+        if (pending.isEmpty()) {
+            return;
+        }
+        long ts = System.currentTimeMillis();
+        BlockBatch b = new BlockBatch(agent, instanceId, instanceGroup, nextSeq, ts, pending);
+        Spooled s = new Spooled(nextSeq++, EventCodec.toJson(b), ts);
+        batchedEvents.addAndGet(pending.size());
+        pending = new ArrayList<>();
+        if (spool.size() >= spoolCapacity) {
+            spool.pollFirst();
+            dropped.incrementAndGet();
+            if (sentIndex > 0) {
+                sentIndex--;
+            }
+        }
+        spool.addLast(s);
+        changed.signalAll();
+    }
+
+    private void flushLoop() {
+        lock.lock();
+        try {
+            while (running) {
+                if (!pending.isEmpty()) {
+                    long due = pendingSince + lingerNanos - System.nanoTime();
+                    if (due <= 0) {
+                        cutBatch();
+                        continue;
+                    }
+                    changed.awaitNanos(due);
+                } else {
+                    changed.await(100, TimeUnit.MILLISECONDS);
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void sendLoop() {
+        long backoff = 100;
+        while (running || hasUnsent()) {
+            Spooled next;
+            lock.lock();
+            try {
+                // drop acked batches from the head, in order
+                while (!spool.isEmpty() && spool.peekFirst().acked) {
+                    spool.pollFirst();
+                    sentIndex = Math.max(0, sentIndex - 1);
+                }
+                if (failed) {
+                    if (inFlight > 0) { // wait for the rest of the failed window to settle
+                        changed.await(50, TimeUnit.MILLISECONDS);
+                        continue;
+                    }
+                    failed = false;
+                    sentIndex = 0; // resend everything unacknowledged, oldest first
+                    lock.unlock();
+                    try {
+                        Thread.sleep(backoff);
+                    } finally {
+                        lock.lock();
+                    }
+                    backoff = Math.min(2000, backoff * 2);
+                    continue;
+                }
+                if (sentIndex >= spool.size() || inFlight >= 64) {
+                    if (!running && spool.isEmpty()) {
+                        return;
+                    }
+                    changed.await(20, TimeUnit.MILLISECONDS);
+                    continue;
+                }
+                next = get(sentIndex++);
+                if (next.acked) {
+                    continue;
+                }
+                inFlight++;
+            } catch (InterruptedException e) {
+                return;
+            } finally {
+                if (lock.isHeldByCurrentThread()) {
+                    lock.unlock();
+                }
+            }
+            try {
+                send(next);
+                backoff = 100;
+            } catch (RuntimeException e) { // metadata not available within max.block.ms, producer closed, ...
+                sendErrors.incrementAndGet();
+                settle(next, e);
+            }
+        }
+    }
+
+    private Spooled get(int index) {
+        int i = 0;
+        for (Spooled s : spool) {
+            if (i++ == index) {
+                return s;
+            }
+        }
+        throw new IndexOutOfBoundsException(index);
+    }
+
+    private void send(Spooled s) {
+        ProducerRecord<String, byte[]> rec = new ProducerRecord<>(topic, null, s.tsMs, instanceId, s.value);
+        for (Map.Entry<String, byte[]> h : CloudEventHeaders.of(agent + "-" + s.seq, "kvpool-agent/" + agent,
+                CloudEventHeaders.TYPE_BLOCKS, Instant.ofEpochMilli(s.tsMs)).entrySet()) {
+            rec.headers().add(new RecordHeader(h.getKey(), h.getValue()));
+        }
+        producer.send(rec, (md, err) -> settle(s, err));
+    }
+
+    private void settle(Spooled s, Exception err) {
+        lock.lock();
+        try {
+            inFlight--;
+            if (err == null) {
+                if (!s.acked) {
+                    s.acked = true;
+                    sentBatches.incrementAndGet();
+                }
+            } else {
+                if (!failed) {
+                    LOG.warning("kvpool.blocks send failed (batch " + s.seq + "), spooling: " + err);
+                }
+                sendErrors.incrementAndGet();
+                failed = true;
+            }
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private boolean hasUnsent() {
+        lock.lock();
+        try {
+            return !spool.isEmpty();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Cuts the pending batch now and waits until the spool is empty (everything acknowledged). */
+    public boolean flush(long timeoutMillis) throws InterruptedException {
+        lock.lock();
+        try {
+            cutBatch();
+            long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+            while (!spool.isEmpty() || inFlight > 0) {
+                while (!spool.isEmpty() && spool.peekFirst().acked) {
+                    spool.pollFirst();
+                    sentIndex = Math.max(0, sentIndex - 1);
+                }
+                if (spool.isEmpty() && inFlight == 0) {
+                    break;
+                }
+                long left = end - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                changed.awaitNanos(Math.min(left, TimeUnit.MILLISECONDS.toNanos(20)));
+            }
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public long droppedBatches() {
+        return dropped.get();
+    }
+
+    public long sentBatches() {
+        return sentBatches.get();
+    }
+
+    public long batchedEvents() {
+        return batchedEvents.get();
+    }
+
+    public long sendErrors() {
+        return sendErrors.get();
+    }
+
+    public int spooled() {
+        lock.lock();
+        try {
+            return spool.size();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public long nextSeq() {
+        lock.lock();
+        try {
+            return nextSeq;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public void close() {
+        try {
+            flush(2000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        running = false;
+        lock.lock();
+        try {
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        sender.interrupt();
+        flusher.interrupt();
+        try {
+            sender.join(2000);
+            flusher.join(2000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        producer.close(java.time.Duration.ofSeconds(2));
+    }
+}

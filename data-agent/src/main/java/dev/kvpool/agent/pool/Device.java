@@ -1,0 +1,33 @@
+package dev.kvpool.agent.pool;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * One device of a tier: a memory region, a preallocated file on one disk, one GPU. It holds fixed-size slots;
+ * blocks are addressed by slot number only (no per-block files, no filesystem metadata on the hot path). Exactly
+ * one {@link dev.kvpool.agent.sched.DeviceWorker} calls {@link #io}, so an implementation needs no locking.
+ */
+public interface Device extends AutoCloseable {
+    String id();
+
+    long slotCount();
+
+    int slotBytes();
+
+    /**
+     * Moves {@code bufs[i].byteSize()} bytes between slot {@code slots[i]} and {@code bufs[i]}, all ops of one
+     * direction, issued as one batch.
+     *
+     * @return per op whether it transferred every byte
+     */
+    boolean[] io(boolean write, long[] slots, MemorySegment[] bufs);
+
+    /** Bytes of the slot, for direct (zero-copy) access where the device is host memory; null otherwise. */
+    default MemorySegment slotMemory(long slot) {
+        return null;
+    }
+
+    @Override
+    default void close() {
+    }
+}

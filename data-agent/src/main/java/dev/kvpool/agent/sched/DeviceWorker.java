@@ -1,0 +1,313 @@
+package dev.kvpool.agent.sched;
+
+import dev.kvpool.agent.pool.Device;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The one thread that drives one device. Reads before writes: every pending read is issued (as one batch) before
+ * any write; reads and writes never run on the device at the same time (one thread, one batch at a time). Writes
+ * come in two kinds: <em>urgent</em> (the first tier of a save: the engine waits on them) run as soon as no read
+ * is pending; <em>deferred</em> (write-behind to lower tiers) are drained in bounded chunks only when the
+ * {@link IdleWindowEstimator} predicts an idle window, or when the backlog passes its high-water mark. A read that
+ * arrives while a chunk runs waits for that one chunk only, never for the queued writes behind it.
+ */
+public final class DeviceWorker implements AutoCloseable {
+    /** One queued request. */
+    private static final class Req {
+        final boolean write;
+        final long[] slots;
+        final MemorySegment[] bufs;
+        final CompletableFuture<boolean[]> done = new CompletableFuture<>();
+
+        Req(boolean write, long[] slots, MemorySegment[] bufs) {
+            this.write = write;
+            this.slots = slots;
+            this.bufs = bufs;
+        }
+    }
+
+    /** A hook to observe what the device executes (tests). */
+    public interface Observer {
+        void executing(boolean write, int ops, long startNanos, long endNanos);
+    }
+
+    private final Device device;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition work = lock.newCondition();
+    private final ArrayDeque<Req> reads = new ArrayDeque<>();
+    private final ArrayDeque<Req> urgent = new ArrayDeque<>();
+    private final ArrayDeque<Req> deferred = new ArrayDeque<>();
+    private final IdleWindowEstimator idle;
+    private final int chunkOps;
+    private final int highWater;
+    private final int maxBatchOps;
+    private final Thread thread;
+    private volatile boolean running = true;
+    private volatile Observer observer;
+    private final AtomicInteger active = new AtomicInteger();
+    private final AtomicLong readOps = new AtomicLong(), writeOps = new AtomicLong(), readBytes = new AtomicLong(),
+            writeBytes = new AtomicLong(), forcedDrains = new AtomicLong();
+    private int deferredOps;
+
+    /**
+     * @param chunkOps deferred writes issued per chunk (bounds how long a read can wait behind one)
+     * @param highWater deferred ops after which writes drain even inside read bursts
+     */
+    public DeviceWorker(Device device, int chunkOps, int highWater, long guardNanos, int maxBatchOps) {
+        this.device = device;
+        this.chunkOps = Math.max(1, chunkOps);
+        this.highWater = Math.max(this.chunkOps, highWater);
+        this.maxBatchOps = Math.max(1, maxBatchOps);
+        this.idle = new IdleWindowEstimator(guardNanos);
+        this.thread = Thread.ofPlatform().daemon().name("kvpool-dev-" + device.id()).start(this::loop);
+    }
+
+    public DeviceWorker(Device device) {
+        this(device, 4, 4096, 500_000, 64);
+    }
+
+    public Device device() {
+        return device;
+    }
+
+    public void observer(Observer o) {
+        this.observer = o;
+    }
+
+    public CompletableFuture<boolean[]> read(long[] slots, MemorySegment[] bufs) {
+        return enqueue(reads, new Req(false, slots, bufs));
+    }
+
+    /** A first-tier write: runs as soon as no read is pending. */
+    public CompletableFuture<boolean[]> writeNow(long[] slots, MemorySegment[] bufs) {
+        return enqueue(urgent, new Req(true, slots, bufs));
+    }
+
+    /** A write-behind: drained in idle windows. */
+    public CompletableFuture<boolean[]> writeDeferred(long[] slots, MemorySegment[] bufs) {
+        return enqueue(deferred, new Req(true, slots, bufs));
+    }
+
+    private CompletableFuture<boolean[]> enqueue(ArrayDeque<Req> q, Req r) {
+        lock.lock();
+        try {
+            if (!running) {
+                r.done.completeExceptionally(new IllegalStateException("device " + device.id() + " closed"));
+                return r.done;
+            }
+            if (q == reads && reads.isEmpty()) {
+                idle.readArrived(System.nanoTime());
+            }
+            q.add(r);
+            if (q == deferred) {
+                deferredOps += r.slots.length;
+            }
+            work.signal();
+        } finally {
+            lock.unlock();
+        }
+        return r.done;
+    }
+
+    private void loop() {
+        while (running) {
+            List<Req> batch = new ArrayList<>();
+            boolean write;
+            lock.lock();
+            try {
+                while (true) {
+                    if (!running) {
+                        return;
+                    }
+                    if (!reads.isEmpty()) {
+                        drain(reads, batch);
+                        write = false;
+                        break;
+                    }
+                    if (!urgent.isEmpty()) {
+                        drain(urgent, batch);
+                        write = true;
+                        break;
+                    }
+                    if (!deferred.isEmpty()) {
+                        long wait = deferredOps >= highWater ? 0 : idle.waitBeforeWrite(System.nanoTime());
+                        if (wait <= 0) {
+                            if (deferredOps >= highWater) {
+                                forcedDrains.incrementAndGet();
+                            }
+                            chunk(batch);
+                            write = true;
+                            break;
+                        }
+                        work.awaitNanos(wait);
+                    } else {
+                        work.await(100, TimeUnit.MILLISECONDS);
+                    }
+                }
+            } catch (InterruptedException e) {
+                return;
+            } finally {
+                lock.unlock();
+            }
+            execute(write, batch);
+        }
+    }
+
+    private void drain(ArrayDeque<Req> q, List<Req> out) {
+        int ops = 0;
+        while (!q.isEmpty() && (ops == 0 || ops + q.peek().slots.length <= maxBatchOps)) {
+            Req r = q.poll();
+            ops += r.slots.length;
+            out.add(r);
+        }
+    }
+
+    private void chunk(List<Req> out) {
+        int ops = 0;
+        while (!deferred.isEmpty() && (ops == 0 || ops + deferred.peek().slots.length <= chunkOps)) {
+            Req r = deferred.poll();
+            ops += r.slots.length;
+            deferredOps -= r.slots.length;
+            out.add(r);
+        }
+    }
+
+    private void execute(boolean write, List<Req> batch) {
+        int n = 0;
+        for (Req r : batch) {
+            n += r.slots.length;
+        }
+        long[] slots = new long[n];
+        MemorySegment[] bufs = new MemorySegment[n];
+        long bytes = 0;
+        int k = 0;
+        for (Req r : batch) {
+            for (int i = 0; i < r.slots.length; i++) {
+                slots[k] = r.slots[i];
+                bufs[k++] = r.bufs[i];
+                bytes += r.bufs[i].byteSize();
+            }
+        }
+        long t0 = System.nanoTime();
+        boolean[] ok;
+        Throwable failure = null;
+        if (active.incrementAndGet() != 1) {
+            throw new IllegalStateException("two batches on device " + device.id());
+        }
+        try {
+            ok = device.io(write, slots, bufs);
+        } catch (Throwable t) {
+            ok = new boolean[n];
+            failure = t;
+        } finally {
+            active.decrementAndGet();
+        }
+        long t1 = System.nanoTime();
+        Observer o = observer;
+        if (o != null) {
+            o.executing(write, n, t0, t1);
+        }
+        if (write) {
+            writeOps.addAndGet(n);
+            writeBytes.addAndGet(bytes);
+            idle.writeChunkTook(t1 - t0); // urgent writes also tell how long a write takes here
+        } else {
+            readOps.addAndGet(n);
+            readBytes.addAndGet(bytes);
+            lock.lock();
+            try {
+                if (reads.isEmpty()) {
+                    idle.readEnded(t1);
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+        k = 0;
+        for (Req r : batch) {
+            boolean[] mine = new boolean[r.slots.length];
+            System.arraycopy(ok, k, mine, 0, mine.length);
+            k += mine.length;
+            if (failure != null) {
+                r.done.completeExceptionally(failure);
+            } else {
+                r.done.complete(mine);
+            }
+        }
+    }
+
+    public int pendingDeferredOps() {
+        lock.lock();
+        try {
+            return deferredOps;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Waits until no deferred write is queued (tests, shutdown). */
+    public boolean awaitDeferredDrained(long timeoutMillis) throws InterruptedException {
+        long end = System.currentTimeMillis() + timeoutMillis;
+        while (System.currentTimeMillis() < end) {
+            if (pendingDeferredOps() == 0 && active.get() == 0) {
+                return true;
+            }
+            Thread.sleep(2);
+        }
+        return false;
+    }
+
+    public IdleWindowEstimator idle() {
+        return idle;
+    }
+
+    public long readOps() {
+        return readOps.get();
+    }
+
+    public long writeOps() {
+        return writeOps.get();
+    }
+
+    public long readBytes() {
+        return readBytes.get();
+    }
+
+    public long writeBytes() {
+        return writeBytes.get();
+    }
+
+    public long forcedDrains() {
+        return forcedDrains.get();
+    }
+
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            running = false;
+            work.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        try {
+            thread.join(5000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        for (ArrayDeque<Req> q : List.of(reads, urgent, deferred)) {
+            for (Req r : q) {
+                r.done.completeExceptionally(new IllegalStateException("device " + device.id() + " closed"));
+            }
+        }
+    }
+}

@@ -1,0 +1,190 @@
+package dev.kvpool.agent.store;
+
+import dev.kvpool.agent.events.EventSink;
+import dev.kvpool.agent.io.BlockIo;
+import dev.kvpool.agent.io.FileChannelBlockIo;
+import dev.kvpool.agent.io.uring.IoUring;
+import dev.kvpool.agent.io.uring.IoUringBlockIo;
+import dev.kvpool.agent.pool.BandwidthProbe;
+import dev.kvpool.agent.pool.Device;
+import dev.kvpool.agent.pool.PooledTier;
+import dev.kvpool.agent.pool.ThrottledDevice;
+import dev.kvpool.agent.sched.DeviceWorker;
+import dev.kvpool.agent.tier.FileDevice;
+import dev.kvpool.agent.tier.GlobalPoolTier;
+import dev.kvpool.agent.tier.GpuDevice;
+import dev.kvpool.agent.tier.MemoryDevice;
+import dev.kvpool.api.client.KvcmHttpClient;
+import dev.kvpool.api.events.BlockBatch.BlockEvent;
+import java.lang.foreign.MemorySegment;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.logging.Logger;
+
+/** Builds the agent's tiers and store from plain settings (used by the Quarkus app, the tests and the bench). */
+public final class AgentSetup {
+    private static final Logger LOG = Logger.getLogger(AgentSetup.class.getName());
+
+    /** Everything the store needs; see data-agent/README.md for the matching config keys. */
+    public record Settings(
+            String agentId, int blockBytes, int blockTokens,
+            int hostRegions, long hostRegionBytes,
+            List<Path> nvmeDirs, long nvmeDeviceBytes, String ioEngine, int queueDepth,
+            List<Double> nvmeBandwidthMBps, List<Double> nvmeThrottleMBps, long probeBytes,
+            boolean gpuEnabled, long gpuBytes,
+            boolean poolEnabled, String metaUri, String instanceId, String instanceGroup, String spec,
+            int writeTimeoutSeconds, String model, boolean requireChecksum,
+            int chunkOps, int highWaterOps, long guardMicros) {
+
+        public static Settings defaults(Path dataDir) {
+            return new Settings("agent", 256 * 1024, 16, 2, 64L << 20, List.of(dataDir.resolve("nvme0")),
+                    256L << 20, "auto", 8, List.of(), List.of(), 16L << 20, false, 64L << 20, false,
+                    "http://127.0.0.1:6382", "agent", "default", "tp0", 30, "kvpool-agent", true, 4, 4096, 500);
+        }
+
+        public Settings withNvme(List<Path> dirs, long deviceBytes) {
+            return new Settings(agentId, blockBytes, blockTokens, hostRegions, hostRegionBytes, dirs, deviceBytes,
+                    ioEngine, queueDepth, nvmeBandwidthMBps, nvmeThrottleMBps, probeBytes, gpuEnabled, gpuBytes,
+                    poolEnabled, metaUri, instanceId, instanceGroup, spec, writeTimeoutSeconds, model,
+                    requireChecksum, chunkOps, highWaterOps, guardMicros);
+        }
+
+        public Settings withPool(String uri, String instance) {
+            return new Settings(agentId, blockBytes, blockTokens, hostRegions, hostRegionBytes, nvmeDirs,
+                    nvmeDeviceBytes, ioEngine, queueDepth, nvmeBandwidthMBps, nvmeThrottleMBps, probeBytes, gpuEnabled,
+                    gpuBytes, true, uri, instance, instanceGroup, spec, writeTimeoutSeconds, model, requireChecksum,
+                    chunkOps, highWaterOps, guardMicros);
+        }
+
+        public Settings withBlock(int bytes, int hostRegions, long hostRegionBytes) {
+            return new Settings(agentId, bytes, blockTokens, hostRegions, hostRegionBytes, nvmeDirs,
+                    nvmeDeviceBytes, ioEngine, queueDepth, nvmeBandwidthMBps, nvmeThrottleMBps, probeBytes, gpuEnabled,
+                    gpuBytes, poolEnabled, metaUri, instanceId, instanceGroup, spec, writeTimeoutSeconds, model,
+                    requireChecksum, chunkOps, highWaterOps, guardMicros);
+        }
+
+        public Settings withIo(String engine, int qd, List<Double> bandwidthMBps, List<Double> throttleMBps) {
+            return new Settings(agentId, blockBytes, blockTokens, hostRegions, hostRegionBytes, nvmeDirs,
+                    nvmeDeviceBytes, engine, qd, bandwidthMBps, throttleMBps, probeBytes, gpuEnabled, gpuBytes,
+                    poolEnabled, metaUri, instanceId, instanceGroup, spec, writeTimeoutSeconds, model,
+                    requireChecksum, chunkOps, highWaterOps, guardMicros);
+        }
+    }
+
+    /** The built store and what was chosen on the way. */
+    public record Built(BlockStore store, String ioEngine, String gpu, List<String> devices) {
+    }
+
+    private AgentSetup() {
+    }
+
+    /** A BlockIo per the setting: auto picks io_uring when it works here and logs the fallback otherwise. */
+    public static BlockIo blockIo(String engine, int queueDepth) {
+        return switch (engine) {
+            case "io_uring", "io-uring" -> new IoUringBlockIo(queueDepth);
+            case "filechannel" -> new FileChannelBlockIo(queueDepth);
+            default -> IoUringBlockIo.bestAvailable(queueDepth, true);
+        };
+    }
+
+    public static Built build(Settings s, EventSink events) {
+        if (s.blockBytes() % BlockIo.ALIGN != 0) {
+            throw new IllegalArgumentException("kvpool.agent.block-bytes must be a multiple of 4096: " + s.blockBytes());
+        }
+        List<String> described = new ArrayList<>();
+        // G2: host pool regions
+        List<MemoryDevice> regions = new ArrayList<>();
+        long slotsPerRegion = Math.max(1, s.hostRegionBytes() / s.blockBytes());
+        for (int i = 0; i < s.hostRegions(); i++) {
+            regions.add(new MemoryDevice("host" + i, slotsPerRegion, s.blockBytes()));
+        }
+        double[] hostBw = probeAll(regions, s.probeBytes(), List.of());
+        PooledTier host = withWorkers("host", BlockEvent.CPU, s, regions, hostBw);
+        for (int i = 0; i < regions.size(); i++) {
+            described.add(String.format("host %s %.0f MB/s", regions.get(i).id(), hostBw[i] / 1e6));
+        }
+        // G3: NVMe, one preallocated slot file per directory
+        PooledTier nvme = null;
+        String engine = "none";
+        if (!s.nvmeDirs().isEmpty()) {
+            List<Device> disks = new ArrayList<>();
+            List<MemorySegment> fixed = regions.stream().map(MemoryDevice::region).toList();
+            for (int i = 0; i < s.nvmeDirs().size(); i++) {
+                BlockIo io = blockIo(s.ioEngine(), s.queueDepth());
+                io.registerBuffers(fixed); // write-behinds go straight from host slots: WRITE_FIXED
+                engine = io.name();
+                Device d = new FileDevice("nvme" + i, s.nvmeDirs().get(i), Math.max(1, s.nvmeDeviceBytes() / s.blockBytes()),
+                        s.blockBytes(), io);
+                if (i < s.nvmeThrottleMBps().size() && s.nvmeThrottleMBps().get(i) > 0) {
+                    d = new ThrottledDevice(d, s.nvmeThrottleMBps().get(i) * 1e6);
+                }
+                disks.add(d);
+            }
+            double[] bw = probeAll(disks, s.probeBytes(), s.nvmeBandwidthMBps());
+            nvme = withWorkers("nvme", BlockEvent.DISK, s, disks, bw);
+            for (int i = 0; i < disks.size(); i++) {
+                described.add(String.format("nvme %s %s %.0f MB/s", disks.get(i).id(), s.nvmeDirs().get(i), bw[i] / 1e6));
+            }
+            LOG.info("NVMe tier: " + disks.size() + " device(s), I/O engine " + engine
+                    + (IoUring.unavailableReason() == null ? "" : " (io_uring unavailable: " + IoUring.unavailableReason() + ")"));
+        }
+        // G1: GPU through JCuda, or a host-memory stand-in
+        PooledTier gpu = null;
+        String gpuMode = "off";
+        if (s.gpuEnabled()) {
+            int n = GpuDevice.deviceCount();
+            List<Device> gs = new ArrayList<>();
+            long slots = Math.max(1, s.gpuBytes() / s.blockBytes());
+            if (n > 0) {
+                for (int i = 0; i < n; i++) {
+                    gs.add(new GpuDevice("gpu" + i, i, slots, s.blockBytes()));
+                }
+                gpuMode = n + " CUDA device(s) via JCuda";
+            } else {
+                gs.add(new MemoryDevice("gpu0-host", slots, s.blockBytes()));
+                gpuMode = "no CUDA device: host-memory implementation";
+            }
+            LOG.info("GPU tier: " + gpuMode);
+            gpu = withWorkers("gpu", BlockEvent.GPU, s, gs, probeAll(gs, s.probeBytes(), List.of()));
+        }
+        // G4: the global pool through the metadata plane
+        GlobalPoolTier pool = null;
+        if (s.poolEnabled()) {
+            pool = new GlobalPoolTier(new KvcmHttpClient(URI.create(s.metaUri()), Duration.ofSeconds(10)),
+                    s.instanceId(), s.instanceGroup(), s.blockTokens(), s.blockBytes(), s.spec(),
+                    s.writeTimeoutSeconds(), s.requireChecksum(), 4);
+            try {
+                pool.register(s.model());
+            } catch (RuntimeException e) {
+                LOG.warning("global pool: registerInstance failed (retried on use): " + e.getMessage());
+            }
+        }
+        return new Built(new BlockStore(s.blockBytes(), s.blockTokens(), gpu, host, nvme, pool, events), engine,
+                gpuMode, described);
+    }
+
+    private static PooledTier withWorkers(String name, String medium, Settings s, List<? extends Device> ds,
+                                          double[] bw) {
+        List<DeviceWorker> ws = new ArrayList<>();
+        for (Device d : ds) {
+            ws.add(new DeviceWorker(d, s.chunkOps(), s.highWaterOps(), s.guardMicros() * 1000, 64));
+        }
+        return new PooledTier(name, medium, s.blockBytes(), ds, bw, ws);
+    }
+
+    /** Configured bandwidths (MB/s) where given, else a short probe of each device. */
+    static double[] probeAll(List<? extends Device> ds, long probeBytes, List<Double> configured) {
+        double[] bw = new double[ds.size()];
+        for (int i = 0; i < ds.size(); i++) {
+            if (i < configured.size() && configured.get(i) > 0) {
+                bw[i] = configured.get(i) * 1e6;
+            } else {
+                bw[i] = BandwidthProbe.probe(ds.get(i), probeBytes).readBps();
+            }
+        }
+        return bw;
+    }
+}

@@ -1,0 +1,311 @@
+package dev.kvpool.agent.store;
+
+import dev.kvpool.agent.events.EventSink;
+import dev.kvpool.agent.pool.PooledTier;
+import dev.kvpool.agent.tier.GlobalPoolTier;
+import dev.kvpool.agent.tier.Tier;
+import dev.kvpool.api.events.BlockBatch.BlockEvent;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The agent's block store over its tiers (G1 GPU optional, G2 host pool, G3 NVMe pool, G4 global pool):
+ * <ul>
+ *   <li>save: the bytes go to the host pool (the first tier) and the call returns once they are there; the NVMe
+ *   copy (deferred writes, drained in idle windows) and the global-pool copy follow in the background, straight
+ *   from the host slots, which stay pinned until those writes finish;</li>
+ *   <li>load: each tier in order is asked for the keys still missing (an NVMe load is grouped by device and runs
+ *   on all devices at once); blocks found below the host pool are promoted into it;</li>
+ *   <li>every change is an event ({@code stored}, {@code removed}, {@code onboarded}) with its medium.</li>
+ * </ul>
+ */
+public final class BlockStore implements AutoCloseable {
+    private final int blockBytes;
+    private final int blockTokens;
+    private final Tier gpu;
+    private final PooledTier host;
+    private final PooledTier nvme;
+    private final GlobalPoolTier pool;
+    private final EventSink events;
+    private final List<Tier> loadOrder = new ArrayList<>();
+    private final ConcurrentLinkedQueue<CompletableFuture<?>> background = new ConcurrentLinkedQueue<>();
+    private final AtomicLong saved = new AtomicLong(), loadedHits = new AtomicLong(), loadedMisses = new AtomicLong(),
+            writeBehindFailures = new AtomicLong();
+
+    /** @param blockTokens tokens per block, the {@code block_size} of stored events */
+    public BlockStore(int blockBytes, int blockTokens, Tier gpu, PooledTier host, PooledTier nvme, GlobalPoolTier pool,
+                      EventSink events) {
+        this.blockBytes = blockBytes;
+        this.blockTokens = blockTokens;
+        this.gpu = gpu;
+        this.host = host;
+        this.nvme = nvme;
+        this.pool = pool;
+        this.events = events == null ? EventSink.NONE : events;
+        if (gpu != null) {
+            loadOrder.add(gpu);
+        }
+        loadOrder.add(host);
+        if (nvme != null) {
+            loadOrder.add(nvme);
+        }
+        if (pool != null) {
+            loadOrder.add(pool);
+        }
+        for (Tier t : loadOrder) {
+            t.onEvict(keys -> this.events.publish(BlockEvent.removed(keys, t.medium())));
+        }
+    }
+
+    public int blockBytes() {
+        return blockBytes;
+    }
+
+    public List<Tier> tiers() {
+        return List.copyOf(loadOrder);
+    }
+
+    public PooledTier host() {
+        return host;
+    }
+
+    public PooledTier nvme() {
+        return nvme;
+    }
+
+    public GlobalPoolTier pool() {
+        return pool;
+    }
+
+    /**
+     * Saves blocks; returns when they are in the host pool (per key whether they are).
+     *
+     * @param parent the block hash before the first key, or null
+     */
+    public boolean[] save(long[] keys, MemorySegment[] src, Long parent) {
+        boolean[] ok = host.put(keys, src, false).join();
+        long[] stored = select(keys, ok, true);
+        if (stored.length == 0) {
+            return ok;
+        }
+        saved.addAndGet(stored.length);
+        events.publish(BlockEvent.stored(stored, parent, blockTokens, host.medium(), "host", (long) stored.length * blockBytes));
+        if (gpu != null) {
+            writeBehind(gpu, stored, "gpu0");
+        }
+        if (nvme != null) {
+            writeBehind(nvme, stored, "nvme");
+        }
+        if (pool != null) {
+            writeBehind(pool, stored, "pool");
+        }
+        return ok;
+    }
+
+    private void writeBehind(Tier tier, long[] keys, String where) {
+        Object[] handles = new Object[keys.length];
+        MemorySegment[] mem = host.pinMemory(keys, handles);
+        List<Integer> have = new ArrayList<>();
+        for (int i = 0; i < keys.length; i++) {
+            if (mem[i] != null) {
+                have.add(i);
+            }
+        }
+        long[] k = new long[have.size()];
+        MemorySegment[] m = new MemorySegment[have.size()];
+        for (int j = 0; j < k.length; j++) {
+            k[j] = keys[have.get(j)];
+            m[j] = mem[have.get(j)];
+        }
+        if (k.length == 0) {
+            host.release(handles);
+            return;
+        }
+        CompletableFuture<boolean[]> f = tier.put(k, m, true);
+        CompletableFuture<?> done = f.whenComplete((res, err) -> {
+            host.release(handles);
+            if (err != null) {
+                writeBehindFailures.addAndGet(k.length);
+                return;
+            }
+            long[] stored = select(k, res, true);
+            writeBehindFailures.addAndGet(k.length - stored.length);
+            if (stored.length > 0) {
+                events.publish(BlockEvent.stored(stored, null, blockTokens, tier.medium(), where,
+                        (long) stored.length * blockBytes));
+            }
+        });
+        background.add(done);
+        done.whenComplete((r, e) -> background.remove(done));
+    }
+
+    /** Result of a load: per key whether found and in which tier. */
+    public record LoadResult(boolean[] found, String[] tier) {
+        public int hits() {
+            int n = 0;
+            for (boolean b : found) {
+                n += b ? 1 : 0;
+            }
+            return n;
+        }
+    }
+
+    /** Loads blocks into {@code dst}, asking each tier in turn for what is still missing. */
+    public LoadResult load(long[] keys, MemorySegment[] dst) {
+        boolean[] found = new boolean[keys.length];
+        String[] where = new String[keys.length];
+        for (Tier t : loadOrder) {
+            List<Integer> miss = new ArrayList<>();
+            for (int i = 0; i < keys.length; i++) {
+                if (!found[i]) {
+                    miss.add(i);
+                }
+            }
+            if (miss.isEmpty()) {
+                break;
+            }
+            long[] k = new long[miss.size()];
+            MemorySegment[] d = new MemorySegment[miss.size()];
+            for (int j = 0; j < k.length; j++) {
+                k[j] = keys[miss.get(j)];
+                d[j] = dst[miss.get(j)];
+            }
+            boolean[] hit;
+            try {
+                hit = t.get(k, d).join();
+            } catch (RuntimeException e) {
+                continue; // a tier that fails is a miss, the next tier may have it
+            }
+            List<Long> promote = new ArrayList<>();
+            List<MemorySegment> promoteSrc = new ArrayList<>();
+            for (int j = 0; j < k.length; j++) {
+                if (hit[j]) {
+                    found[miss.get(j)] = true;
+                    where[miss.get(j)] = t.name();
+                    if (t != host && t != gpu) {
+                        promote.add(k[j]);
+                        promoteSrc.add(d[j].asSlice(0, blockBytes));
+                    }
+                }
+            }
+            long[] hits = select(k, hit, true);
+            if (hits.length > 0) {
+                events.publish(BlockEvent.onboarded(hits, t.medium()));
+            }
+            if (!promote.isEmpty()) {
+                long[] pk = promote.stream().mapToLong(Long::longValue).toArray();
+                boolean[] pok = host.put(pk, promoteSrc.toArray(MemorySegment[]::new), false).join();
+                long[] stored = select(pk, pok, true);
+                if (stored.length > 0) {
+                    events.publish(BlockEvent.stored(stored, null, blockTokens, host.medium(), "host",
+                            (long) stored.length * blockBytes));
+                }
+            }
+        }
+        int h = 0;
+        for (boolean b : found) {
+            h += b ? 1 : 0;
+        }
+        loadedHits.addAndGet(h);
+        loadedMisses.addAndGet(keys.length - h);
+        return new LoadResult(found, where);
+    }
+
+    /** Per key the tiers holding it (local tiers from their index, the global pool by one BATCH_GET). */
+    public List<List<String>> query(long[] keys) {
+        List<List<String>> out = new ArrayList<>();
+        boolean[] inPool = pool == null ? null : safePresent(keys);
+        for (int i = 0; i < keys.length; i++) {
+            List<String> l = new ArrayList<>();
+            for (Tier t : loadOrder) {
+                if (t == pool) {
+                    if (inPool != null && inPool[i]) {
+                        l.add(t.name());
+                    }
+                } else if (t.contains(keys[i])) {
+                    l.add(t.name());
+                }
+            }
+            out.add(l);
+        }
+        return out;
+    }
+
+    private boolean[] safePresent(long[] keys) {
+        try {
+            return pool.present(keys);
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** Removes blocks from the local tiers (and the pool when {@code global}); per key whether any held it. */
+    public boolean[] remove(long[] keys, boolean global) {
+        boolean[] any = new boolean[keys.length];
+        for (Tier t : loadOrder) {
+            if (t == pool && !global) {
+                continue;
+            }
+            boolean[] r = new boolean[keys.length];
+            for (int i = 0; i < keys.length; i++) {
+                r[i] = t.remove(keys[i]);
+                any[i] |= r[i];
+            }
+            long[] gone = select(keys, r, true);
+            if (gone.length > 0) {
+                events.publish(BlockEvent.removed(gone, t.medium()));
+            }
+        }
+        return any;
+    }
+
+    /** Waits for the write-behinds started so far (tests, shutdown). */
+    public void awaitWriteBehind() {
+        for (CompletableFuture<?> f : background.toArray(CompletableFuture[]::new)) {
+            try {
+                f.join();
+            } catch (RuntimeException ignored) {
+                // counted in writeBehindFailures
+            }
+        }
+    }
+
+    public long savedBlocks() {
+        return saved.get();
+    }
+
+    public long loadHits() {
+        return loadedHits.get();
+    }
+
+    public long loadMisses() {
+        return loadedMisses.get();
+    }
+
+    public long writeBehindFailures() {
+        return writeBehindFailures.get();
+    }
+
+    static long[] select(long[] keys, boolean[] mask, boolean want) {
+        return java.util.stream.IntStream.range(0, keys.length).filter(i -> mask[i] == want).mapToLong(i -> keys[i])
+                .toArray();
+    }
+
+    @Override
+    public void close() {
+        awaitWriteBehind();
+        for (Tier t : loadOrder) {
+            t.close();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "BlockStore" + Arrays.toString(loadOrder.stream().map(Tier::name).toArray());
+    }
+}

@@ -1,0 +1,81 @@
+package dev.kvpool.agent.tier;
+
+import dev.kvpool.agent.io.BlockFile;
+import dev.kvpool.agent.io.BlockIo;
+import dev.kvpool.agent.pool.Device;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One NVMe "device": a single large preallocated file (in a directory on that disk) managed as slot ranges, read
+ * and written with O_DIRECT through its own {@link BlockIo} (its own io_uring). No file per block.
+ */
+public final class FileDevice implements Device {
+    private final String id;
+    private final BlockIo io;
+    private final BlockFile file;
+    private final int slotBytes;
+    private final long slots;
+
+    public FileDevice(String id, Path dir, long slots, int slotBytes, BlockIo io) {
+        if (slotBytes % BlockIo.ALIGN != 0) {
+            throw new IllegalArgumentException("slot size must be a multiple of 4 KiB: " + slotBytes);
+        }
+        this.id = id;
+        this.io = io;
+        this.slots = slots;
+        this.slotBytes = slotBytes;
+        try {
+            this.file = io.open(dir.resolve("kvpool-slots.dat"), slots * slotBytes);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot open the slot file of device " + id + " in " + dir, e);
+        }
+    }
+
+    public BlockIo blockIo() {
+        return io;
+    }
+
+    public Path path() {
+        return file.path();
+    }
+
+    @Override
+    public String id() {
+        return id;
+    }
+
+    @Override
+    public long slotCount() {
+        return slots;
+    }
+
+    @Override
+    public int slotBytes() {
+        return slotBytes;
+    }
+
+    @Override
+    public boolean[] io(boolean write, long[] slotNos, MemorySegment[] bufs) {
+        List<BlockIo.Op> ops = new ArrayList<>(slotNos.length);
+        for (int i = 0; i < slotNos.length; i++) {
+            ops.add(new BlockIo.Op(write, slotNos[i] * slotBytes, bufs[i]));
+        }
+        int[] res = io.execute(file, ops);
+        boolean[] ok = new boolean[res.length];
+        for (int i = 0; i < res.length; i++) {
+            ok[i] = res[i] == bufs[i].byteSize();
+        }
+        return ok;
+    }
+
+    @Override
+    public void close() {
+        file.close();
+        io.close();
+    }
+}

@@ -1,0 +1,420 @@
+package dev.kvpool.agent.tier;
+
+import dev.kvpool.api.client.KvcmHttpClient;
+import dev.kvpool.api.events.BlockBatch;
+import dev.kvpool.api.proto.meta.BlockMask;
+import dev.kvpool.api.proto.meta.BoolMasksType;
+import dev.kvpool.api.proto.meta.CacheLocation;
+import dev.kvpool.api.proto.meta.ErrorCode;
+import dev.kvpool.api.proto.meta.FinishWriteCacheRequest;
+import dev.kvpool.api.proto.meta.GetCacheLocationRequest;
+import dev.kvpool.api.proto.meta.GetCacheLocationResponse;
+import dev.kvpool.api.proto.meta.LocationSpecInfo;
+import dev.kvpool.api.proto.meta.ModelDeployment;
+import dev.kvpool.api.proto.meta.QueryType;
+import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
+import dev.kvpool.api.proto.meta.RegisterInstanceResponse;
+import dev.kvpool.api.proto.meta.RemoveCacheRequest;
+import dev.kvpool.api.proto.meta.StartWriteCacheRequest;
+import dev.kvpool.api.proto.meta.StartWriteCacheResponse;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.logging.Logger;
+
+/**
+ * G4: the global pool through the metadata plane's two-phase write. {@code startWriteCache} hands out
+ * {@code file://<storage><path>/slab_<n>?blkid=<slot>&size=<bytes>} locations for the keys it does not have yet;
+ * the agent writes each block at {@code blkid × size} in that slab file, writes its CRC32C beside it (a sidecar
+ * {@code <slab>.crc}, 8 bytes per slot: magic + CRC), forces both to disk, and finishes with the TRUE success mask:
+ * a location whose write failed (even midway) is reported false, so the metadata plane never serves it. Loads
+ * ask {@code getCacheLocation} (BATCH_GET), read the slot and check the CRC; a mismatch is a miss.
+ */
+public final class GlobalPoolTier implements Tier {
+    private static final Logger LOG = Logger.getLogger(GlobalPoolTier.class.getName());
+    static final int CRC_MAGIC = 0x4B564332; // "KVC2"
+
+    /** A hook to fail a block's write after part of it reached the file (tests of partial writes). */
+    public interface FaultInjector {
+        boolean failMidway(long key);
+    }
+
+    /** A parsed {@code file://} location: the local path of the slab file and the byte offset of the slot. */
+    public record FileLocation(Path path, long blkid, long size) {
+        public long offset() {
+            return blkid * size;
+        }
+
+        public static FileLocation parse(String uri) {
+            if (!uri.startsWith("file://")) {
+                throw new IllegalArgumentException("not a file location: " + uri);
+            }
+            String rest = uri.substring("file://".length());
+            int slash = rest.indexOf('/');
+            int q = rest.indexOf('?');
+            if (slash < 0) {
+                throw new IllegalArgumentException("file location without a path: " + uri);
+            }
+            String path = q < 0 ? rest.substring(slash) : rest.substring(slash, q);
+            long blkid = 0, size = -1;
+            if (q >= 0) {
+                for (String kv : rest.substring(q + 1).split("&")) {
+                    int eq = kv.indexOf('=');
+                    if (eq < 0) {
+                        continue;
+                    }
+                    String k = kv.substring(0, eq), v = kv.substring(eq + 1);
+                    if (k.equals("blkid")) {
+                        blkid = Long.parseLong(v);
+                    } else if (k.equals("size")) {
+                        size = Long.parseLong(v);
+                    }
+                }
+            }
+            return new FileLocation(Path.of(path), blkid, size);
+        }
+    }
+
+    private final KvcmHttpClient meta;
+    private final String instanceId;
+    private final String instanceGroup;
+    private final int blockTokens;
+    private final int blockBytes;
+    private final String spec;
+    private final int writeTimeoutSeconds;
+    private final boolean requireChecksum;
+    private final ExecutorService io;
+    private volatile FaultInjector faults = k -> false;
+    private final AtomicLong checksumFailures = new AtomicLong(), writeFailures = new AtomicLong();
+
+    public GlobalPoolTier(KvcmHttpClient meta, String instanceId, String instanceGroup, int blockTokens,
+                          int blockBytes, String spec, int writeTimeoutSeconds, boolean requireChecksum, int threads) {
+        this.meta = meta;
+        this.instanceId = instanceId;
+        this.instanceGroup = instanceGroup;
+        this.blockTokens = blockTokens;
+        this.blockBytes = blockBytes;
+        this.spec = spec;
+        this.writeTimeoutSeconds = writeTimeoutSeconds;
+        this.requireChecksum = requireChecksum;
+        this.io = Executors.newFixedThreadPool(Math.max(1, threads), r -> {
+            Thread t = new Thread(r, "kvpool-pool-io");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** Registers the agent's instance (idempotent for the same configuration). */
+    public void register(String modelName) {
+        RegisterInstanceResponse r = meta.registerInstance(RegisterInstanceRequest.newBuilder().setTraceId("agent-register")
+                .setInstanceGroup(instanceGroup).setInstanceId(instanceId).setBlockSize(blockTokens)
+                .addLocationSpecInfos(LocationSpecInfo.newBuilder().setName(spec).setSize(blockBytes))
+                .setModelDeployment(ModelDeployment.newBuilder().setModelName(modelName).setDtype("bytes")).build());
+        ErrorCode c = r.getHeader().getStatus().getCode();
+        if (c != ErrorCode.OK && c != ErrorCode.DUPLICATE_ENTITY) {
+            throw new IllegalStateException("registerInstance " + instanceId + " failed: " + r.getHeader().getStatus());
+        }
+    }
+
+    public void faults(FaultInjector f) {
+        this.faults = f;
+    }
+
+    public long checksumFailures() {
+        return checksumFailures.get();
+    }
+
+    public long writeFailures() {
+        return writeFailures.get();
+    }
+
+    @Override
+    public String name() {
+        return "pool";
+    }
+
+    @Override
+    public String medium() {
+        return BlockBatch.BlockEvent.REMOTE;
+    }
+
+    @Override
+    public int blockBytes() {
+        return blockBytes;
+    }
+
+    @Override
+    public boolean contains(long key) {
+        return present(new long[] {key})[0];
+    }
+
+    /** BATCH_GET: which keys the metadata plane serves. */
+    public boolean[] present(long[] keys) {
+        List<CacheLocation> locs = locate(keys);
+        boolean[] out = new boolean[keys.length];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = uri(locs.get(i)) != null;
+        }
+        return out;
+    }
+
+    private List<CacheLocation> locate(long[] keys) {
+        GetCacheLocationRequest.Builder b = GetCacheLocationRequest.newBuilder().setTraceId("agent-get")
+                .setInstanceId(instanceId).setQueryType(QueryType.QT_BATCH_GET);
+        for (long k : keys) {
+            b.addBlockKeys(k);
+        }
+        GetCacheLocationResponse r = meta.getCacheLocation(b.build());
+        if (r.getHeader().getStatus().getCode() != ErrorCode.OK) {
+            throw new IllegalStateException("getCacheLocation failed: " + r.getHeader().getStatus());
+        }
+        return r.getLocationsList();
+    }
+
+    private String uri(CacheLocation l) {
+        for (var s : l.getLocationSpecsList()) {
+            if (s.getName().equals(spec) && !s.getUri().isEmpty()) {
+                return s.getUri();
+            }
+        }
+        return null;
+    }
+
+    @Override
+    public CompletableFuture<boolean[]> put(long[] keys, MemorySegment[] src, boolean deferred) {
+        return CompletableFuture.supplyAsync(() -> putNow(keys, src), io);
+    }
+
+    boolean[] putNow(long[] keys, MemorySegment[] src) {
+        StartWriteCacheRequest.Builder sb = StartWriteCacheRequest.newBuilder().setTraceId("agent-put")
+                .setInstanceId(instanceId).setWriteTimeoutSeconds(writeTimeoutSeconds);
+        for (long k : keys) {
+            sb.addBlockKeys(k);
+        }
+        StartWriteCacheResponse s = meta.startWriteCache(sb.build());
+        if (s.getHeader().getStatus().getCode() != ErrorCode.OK) {
+            LOG.warning("startWriteCache failed: " + s.getHeader().getStatus());
+            return new boolean[keys.length];
+        }
+        boolean[] ok = new boolean[keys.length];
+        BlockMask m = s.getBlockMask();
+        List<Integer> fresh = new ArrayList<>();
+        for (int i = 0; i < keys.length; i++) {
+            boolean exists = m.hasBoolMasks() ? i < m.getBoolMasks().getValuesCount() && m.getBoolMasks().getValues(i)
+                    : m.hasOffset() && i < m.getOffset();
+            if (exists) {
+                ok[i] = true;
+            } else {
+                fresh.add(i);
+            }
+        }
+        List<CacheLocation> locs = s.getLocationsList();
+        boolean[] success = new boolean[locs.size()];
+        Map<Path, Boolean> touched = new HashMap<>();
+        // channels live for one operation only: the metadata plane deletes a slab file when its last block goes,
+        // and a later slab of the same name is a new file
+        Map<Path, FileChannel> open = new HashMap<>();
+        try {
+        for (int j = 0; j < locs.size() && j < fresh.size(); j++) {
+            int i = fresh.get(j);
+            try {
+                String u = uri(locs.get(j));
+                if (u == null || src[i].byteSize() != blockBytes) {
+                    continue;
+                }
+                FileLocation fl = FileLocation.parse(u);
+                if (fl.size() != blockBytes && fl.size() >= 0) {
+                    continue;
+                }
+                writeBlock(open, keys[i], fl, src[i]);
+                touched.put(fl.path(), true);
+                success[j] = true;
+            } catch (IOException | RuntimeException e) {
+                writeFailures.incrementAndGet();
+                LOG.warning("write of block " + keys[i] + " to the pool failed: " + e);
+            }
+        }
+        for (Path p : touched.keySet()) { // the bytes and their CRCs reach the disk before the finish
+            try {
+                channel(open, p).force(false);
+                channel(open, crcPath(p)).force(false);
+            } catch (IOException e) {
+                for (int j = 0; j < locs.size() && j < fresh.size(); j++) {
+                    String u = uri(locs.get(j));
+                    if (u != null && p.equals(FileLocation.parse(u).path())) {
+                        success[j] = false;
+                    }
+                }
+            }
+        }
+        } finally {
+            open.values().forEach(GlobalPoolTier::closeQuietly);
+        }
+        BoolMasksType.Builder mask = BoolMasksType.newBuilder();
+        for (boolean b : success) {
+            mask.addValues(b);
+        }
+        var f = meta.finishWriteCache(FinishWriteCacheRequest.newBuilder().setTraceId("agent-finish")
+                .setInstanceId(instanceId).setWriteSessionId(s.getWriteSessionId())
+                .setSuccessBlocks(BlockMask.newBuilder().setBoolMasks(mask)).build());
+        if (f.getHeader().getStatus().getCode() != ErrorCode.OK) {
+            LOG.warning("finishWriteCache failed: " + f.getHeader().getStatus());
+            return new boolean[keys.length];
+        }
+        for (int j = 0; j < success.length && j < fresh.size(); j++) {
+            ok[fresh.get(j)] = success[j];
+        }
+        return ok;
+    }
+
+    private void writeBlock(Map<Path, FileChannel> open, long key, FileLocation fl, MemorySegment src)
+            throws IOException {
+        FileChannel ch = channel(open, fl.path());
+        ByteBuffer bb = src.asByteBuffer();
+        if (faults.failMidway(key)) {
+            bb.limit(bb.capacity() / 2);
+            writeFully(ch, bb, fl.offset());
+            throw new IOException("injected failure after " + bb.capacity() / 2 + " bytes of block " + key);
+        }
+        writeFully(ch, bb, fl.offset());
+        ByteBuffer crc = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(CRC_MAGIC)
+                .putInt(Checksums.crc32c(src)).flip();
+        writeFully(channel(open, crcPath(fl.path())), crc, fl.blkid() * 8);
+    }
+
+    private static void writeFully(FileChannel ch, ByteBuffer bb, long pos) throws IOException {
+        while (bb.hasRemaining()) {
+            pos += ch.write(bb, pos);
+        }
+    }
+
+    static Path crcPath(Path slab) {
+        return slab.resolveSibling(slab.getFileName() + ".crc");
+    }
+
+    private static FileChannel channel(Map<Path, FileChannel> open, Path p) throws IOException {
+        FileChannel ch = open.get(p);
+        if (ch == null) {
+            Files.createDirectories(p.getParent());
+            ch = FileChannel.open(p, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+            open.put(p, ch);
+        }
+        return ch;
+    }
+
+    private static FileChannel reader(Map<Path, FileChannel> open, Path p) throws IOException {
+        FileChannel ch = open.get(p);
+        if (ch == null) {
+            ch = FileChannel.open(p, StandardOpenOption.READ);
+            open.put(p, ch);
+        }
+        return ch;
+    }
+
+    @Override
+    public CompletableFuture<boolean[]> get(long[] keys, MemorySegment[] dst) {
+        return CompletableFuture.supplyAsync(() -> getNow(keys, dst), io);
+    }
+
+    boolean[] getNow(long[] keys, MemorySegment[] dst) {
+        List<CacheLocation> locs = locate(keys);
+        boolean[] hit = new boolean[keys.length];
+        Map<Path, FileChannel> open = new HashMap<>();
+        try {
+        for (int i = 0; i < keys.length; i++) {
+            String u = uri(locs.get(i));
+            if (u == null || dst[i].byteSize() < blockBytes) {
+                continue;
+            }
+            try {
+                FileLocation fl = FileLocation.parse(u);
+                MemorySegment d = dst[i].asSlice(0, blockBytes);
+                ByteBuffer bb = d.asByteBuffer();
+                FileChannel ch = reader(open, fl.path());
+                long pos = fl.offset();
+                while (bb.hasRemaining()) {
+                    int n = ch.read(bb, pos);
+                    if (n < 0) {
+                        break;
+                    }
+                    pos += n;
+                }
+                if (bb.hasRemaining()) {
+                    continue;
+                }
+                hit[i] = verify(open, fl, d);
+            } catch (NoSuchFileException e) {
+                // slab removed since the lookup: a miss
+            } catch (IOException | RuntimeException e) {
+                LOG.fine("pool read of " + keys[i] + " failed: " + e);
+            }
+        }
+        } finally {
+            open.values().forEach(GlobalPoolTier::closeQuietly);
+        }
+        return hit;
+    }
+
+    private boolean verify(Map<Path, FileChannel> open, FileLocation fl, MemorySegment block) throws IOException {
+        ByteBuffer crc = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
+        Path cp = crcPath(fl.path());
+        if (!Files.exists(cp)) {
+            return !requireChecksum;
+        }
+        reader(open, cp).read(crc, fl.blkid() * 8);
+        crc.flip();
+        if (crc.remaining() < 8 || crc.getInt() != CRC_MAGIC) {
+            return !requireChecksum;
+        }
+        if (crc.getInt() != Checksums.crc32c(block)) {
+            checksumFailures.incrementAndGet();
+            return false;
+        }
+        return true;
+    }
+
+    @Override
+    public boolean remove(long key) {
+        var r = meta.removeCache(RemoveCacheRequest.newBuilder().setTraceId("agent-remove").setInstanceId(instanceId)
+                .addBlockKeys(key).build());
+        return r.getHeader().getStatus().getCode() == ErrorCode.OK;
+    }
+
+    @Override
+    public long size() {
+        return -1; // the metadata plane knows; not tracked here
+    }
+
+    @Override
+    public void close() {
+        io.shutdownNow();
+    }
+
+    private static void closeQuietly(FileChannel ch) {
+        try {
+            ch.close();
+        } catch (IOException ignored) {
+            // read/write channel we opened
+        }
+    }
+
+    /** Scratch buffer helper for callers without one. */
+    public static MemorySegment buffer(Arena a, int bytes) {
+        return a.allocate(bytes, 4096);
+    }
+}

@@ -1,0 +1,73 @@
+package dev.kvpool.agent.tier;
+
+import dev.kvpool.agent.io.BlockIo;
+import dev.kvpool.agent.pool.Device;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/** A host memory region: off-heap, 4 KiB-aligned, cut into fixed-size slots. */
+public final class MemoryDevice implements Device {
+    private final String id;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment region;
+    private final int slotBytes;
+    private final long slots;
+
+    public MemoryDevice(String id, long slots, int slotBytes) {
+        if (slotBytes % BlockIo.ALIGN != 0) {
+            throw new IllegalArgumentException("slot size must be a multiple of 4 KiB: " + slotBytes);
+        }
+        this.id = id;
+        this.slots = slots;
+        this.slotBytes = slotBytes;
+        this.region = arena.allocate(slots * slotBytes, BlockIo.ALIGN);
+    }
+
+    public MemorySegment region() {
+        return region;
+    }
+
+    @Override
+    public String id() {
+        return id;
+    }
+
+    @Override
+    public long slotCount() {
+        return slots;
+    }
+
+    @Override
+    public int slotBytes() {
+        return slotBytes;
+    }
+
+    @Override
+    public MemorySegment slotMemory(long slot) {
+        return region.asSlice(slot * slotBytes, slotBytes);
+    }
+
+    @Override
+    public boolean[] io(boolean write, long[] slotNos, MemorySegment[] bufs) {
+        boolean[] ok = new boolean[slotNos.length];
+        for (int i = 0; i < slotNos.length; i++) {
+            long len = bufs[i].byteSize();
+            if (len > slotBytes) {
+                continue;
+            }
+            MemorySegment slot = region.asSlice(slotNos[i] * slotBytes, len);
+            if (write) {
+                slot.copyFrom(bufs[i]);
+            } else {
+                bufs[i].copyFrom(slot);
+            }
+            ok[i] = true;
+        }
+        return ok;
+    }
+
+    @Override
+    public void close() {
+        arena.close();
+    }
+}

@@ -1,0 +1,189 @@
+package dev.kvpool.agent.io.uring;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.kvpool.agent.io.BlockFile;
+import dev.kvpool.agent.io.BlockIo;
+import dev.kvpool.agent.io.BlockIo.Op;
+import dev.kvpool.agent.io.FileChannelBlockIo;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Our io_uring binding against the FileChannel+O_DIRECT oracle, byte for byte. */
+class IoUringOracleTest {
+    static final long FILE = 64L << 20;
+
+    @TempDir
+    Path dir;
+
+    @BeforeAll
+    static void uringHere() {
+        String why = IoUring.unavailableReason();
+        assumeTrue(why == null, () -> "io_uring not usable in this sandbox, test skipped: " + why);
+    }
+
+    static MemorySegment random(Arena a, int len, Random r) {
+        MemorySegment s = a.allocate(len, BlockIo.ALIGN);
+        byte[] b = new byte[len];
+        r.nextBytes(b);
+        MemorySegment.copy(b, 0, s, ValueLayout.JAVA_BYTE, 0, len);
+        return s;
+    }
+
+    /** Non-overlapping random extents: sizes 4 KiB .. 1 MiB, offsets 4 KiB-aligned. */
+    static List<long[]> extents(Random r, int count) {
+        List<long[]> out = new ArrayList<>();
+        long slot = FILE / count / 4096 * 4096;
+        for (int i = 0; i < count; i++) {
+            long len = 4096L * (1 + r.nextInt((int) Math.min(256, slot / 4096)));
+            long off = i * slot + 4096L * r.nextInt((int) ((slot - len) / 4096 + 1));
+            out.add(new long[] {off, len});
+        }
+        return out;
+    }
+
+    @Test
+    void uringWritesOracleReadsAndBack() throws Exception {
+        Random r = new Random(42);
+        try (Arena a = Arena.ofConfined(); IoUringBlockIo uring = new IoUringBlockIo(8);
+             FileChannelBlockIo oracle = new FileChannelBlockIo(1);
+             BlockFile fu = uring.open(dir.resolve("u.dat"), FILE); BlockFile fo = oracle.open(dir.resolve("u.dat"), FILE)) {
+            List<long[]> ex = extents(r, 48);
+            List<Op> writes = new ArrayList<>();
+            List<MemorySegment> data = new ArrayList<>();
+            for (long[] e : ex) {
+                MemorySegment s = random(a, (int) e[1], r);
+                data.add(s);
+                writes.add(Op.write(e[0], s));
+            }
+            int[] wr = uring.execute(fu, writes);
+            for (int i = 0; i < wr.length; i++) {
+                assertEquals(ex.get(i)[1], wr[i], "uring write " + i);
+            }
+            // the oracle reads what io_uring wrote
+            for (int i = 0; i < ex.size(); i++) {
+                MemorySegment back = a.allocate(ex.get(i)[1], BlockIo.ALIGN);
+                assertEquals(ex.get(i)[1], oracle.execute(fo, List.of(Op.read(ex.get(i)[0], back)))[0]);
+                assertEquals(-1, back.mismatch(data.get(i)), "extent " + i);
+            }
+            // the oracle writes, io_uring reads (one batch, out of order)
+            List<Op> reads = new ArrayList<>();
+            List<MemorySegment> fresh = new ArrayList<>();
+            for (int i = ex.size() - 1; i >= 0; i--) {
+                MemorySegment s = random(a, (int) ex.get(i)[1], r);
+                assertEquals(ex.get(i)[1], oracle.execute(fo, List.of(Op.write(ex.get(i)[0], s)))[0]);
+                fresh.add(0, s);
+            }
+            List<MemorySegment> dst = new ArrayList<>();
+            for (long[] e : ex) {
+                MemorySegment d = a.allocate(e[1], BlockIo.ALIGN);
+                dst.add(d);
+                reads.add(Op.read(e[0], d));
+            }
+            int[] rr = uring.execute(fu, reads);
+            for (int i = 0; i < ex.size(); i++) {
+                assertEquals(ex.get(i)[1], rr[i]);
+                assertEquals(-1, dst.get(i).mismatch(fresh.get(i)), "extent " + i);
+            }
+        }
+    }
+
+    @Test
+    void fixedBuffersMatchOracle() throws Exception {
+        Random r = new Random(7);
+        try (Arena a = Arena.ofShared(); IoUringBlockIo uring = new IoUringBlockIo(4);
+             FileChannelBlockIo oracle = new FileChannelBlockIo(1);
+             BlockFile fu = uring.open(dir.resolve("f.dat"), FILE); BlockFile fo = oracle.open(dir.resolve("f.dat"), FILE)) {
+            MemorySegment region = random(a, 8 << 20, r);
+            uring.registerBuffers(List.of(region));
+            List<Op> writes = new ArrayList<>();
+            for (int i = 0; i < 32; i++) {
+                writes.add(Op.write(i * (1L << 20), region.asSlice(i % 32 * 256L * 1024, 256 * 1024)));
+            }
+            int[] res = uring.execute(fu, writes);
+            assertEquals(32, Arrays.stream(res).filter(x -> x == 256 * 1024).count());
+            assertEquals(32, uring.opCounts()[0], "went through READ/WRITE_FIXED");
+            for (int i = 0; i < 32; i++) {
+                MemorySegment back = a.allocate(256 * 1024, BlockIo.ALIGN);
+                oracle.execute(fo, List.of(Op.read(i * (1L << 20), back)));
+                assertEquals(-1, back.mismatch(writes.get(i).buf()));
+            }
+            MemorySegment into = region.asSlice(4L << 20, 256 * 1024);
+            assertEquals(256 * 1024, uring.execute(fu, List.of(Op.read(3L << 20, into)))[0]);
+            assertEquals(-1, into.mismatch(writes.get(3).buf()) == -1 ? -1 : 0);
+        }
+    }
+
+    @Test
+    void concurrentBatchesOnSeveralRings() throws Exception {
+        int threads = 4;
+        ExecutorService ex = Executors.newFixedThreadPool(threads);
+        try (FileChannelBlockIo oracle = new FileChannelBlockIo(1); BlockFile fo = oracle.open(dir.resolve("c.dat"), FILE);
+             Arena shared = Arena.ofShared()) {
+            long region = FILE / threads;
+            List<Future<List<Object[]>>> fs = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int tt = t;
+                fs.add(ex.submit(() -> {
+                    Random r = new Random(100 + tt);
+                    List<Object[]> written = new ArrayList<>();
+                    try (IoUringBlockIo uring = new IoUringBlockIo(1 + r.nextInt(16));
+                         BlockFile f = uring.open(dir.resolve("c.dat"), FILE)) {
+                        for (int batch = 0; batch < 6; batch++) {
+                            List<Op> ops = new ArrayList<>();
+                            int k = 1 + r.nextInt(12);
+                            long base = tt * region + batch * (region / 6 / 4096 * 4096);
+                            long span = region / 6 / k / 4096 * 4096;
+                            for (int i = 0; i < k; i++) {
+                                int len = 4096 * (1 + r.nextInt((int) Math.min(64, span / 4096)));
+                                MemorySegment s = random(shared, len, r);
+                                ops.add(Op.write(base + i * span, s));
+                                written.add(new Object[] {base + i * span, s});
+                            }
+                            for (int x : uring.execute(f, ops)) {
+                                if (x <= 0) {
+                                    throw new AssertionError("write failed: " + x);
+                                }
+                            }
+                        }
+                    }
+                    return written;
+                }));
+            }
+            for (var f : fs) {
+                for (Object[] w : f.get()) {
+                    MemorySegment s = (MemorySegment) w[1];
+                    MemorySegment back = shared.allocate(s.byteSize(), BlockIo.ALIGN);
+                    oracle.execute(fo, List.of(Op.read((long) w[0], back)));
+                    assertArrayEquals(s.toArray(ValueLayout.JAVA_BYTE), back.toArray(ValueLayout.JAVA_BYTE));
+                }
+            }
+        } finally {
+            ex.shutdownNow();
+        }
+    }
+
+    @Test
+    void misalignedIsRefused() throws Exception {
+        try (Arena a = Arena.ofConfined(); IoUringBlockIo uring = new IoUringBlockIo(2);
+             BlockFile f = uring.open(dir.resolve("m.dat"), 1 << 20)) {
+            MemorySegment s = a.allocate(8192, 4096);
+            org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                    () -> uring.execute(f, List.of(Op.read(100, s))));
+        }
+    }
+}

@@ -1,0 +1,58 @@
+package dev.kvpool.meta.ha;
+
+/**
+ * Who runs the background work (reclaimer, session expiry) among replicas sharing one store. Exactly one replica
+ * is leader at a time; the others serve requests and take over when the leader's lease lapses.
+ */
+public interface Leadership extends AutoCloseable {
+
+    boolean isLeader();
+
+    String selfId();
+
+    /** The current holder as last seen, or "" when unknown. */
+    String leaderId();
+
+    /** Epoch ms at which this replica's lease ends (0 when not leader). */
+    long leaseExpiresAtMs();
+
+    /** Epoch ms of the last election-loop iteration (health: a stale loop means a stuck replica). */
+    long lastLoopMs();
+
+    @Override
+    void close();
+
+    /** A single process (embedded store): always the leader. */
+    static Leadership single(String selfId) {
+        return new Leadership() {
+            @Override
+            public boolean isLeader() {
+                return true;
+            }
+
+            @Override
+            public String selfId() {
+                return selfId;
+            }
+
+            @Override
+            public String leaderId() {
+                return selfId;
+            }
+
+            @Override
+            public long leaseExpiresAtMs() {
+                return Long.MAX_VALUE;
+            }
+
+            @Override
+            public long lastLoopMs() {
+                return System.currentTimeMillis();
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+    }
+}

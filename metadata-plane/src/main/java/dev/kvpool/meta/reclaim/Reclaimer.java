@@ -1,0 +1,438 @@
+package dev.kvpool.meta.reclaim;
+
+import dev.kvpool.meta.index.Block;
+import dev.kvpool.meta.index.InstanceIndex;
+import dev.kvpool.meta.index.Loc;
+import dev.kvpool.meta.index.LocList;
+import dev.kvpool.meta.quota.QuotaLedger;
+import dev.kvpool.meta.registry.GroupConfig;
+import dev.kvpool.meta.registry.Instance;
+import dev.kvpool.meta.registry.Registry;
+import dev.kvpool.meta.storage.Storage;
+import dev.kvpool.meta.storage.StorageKind;
+import dev.kvpool.meta.write.WritePath;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+import org.jboss.logging.Logger;
+
+/**
+ * Evicts blocks when a group crosses a water level. Runs on the leader only. Each group is checked every
+ * {@link ReclaimConfig#periodMs()}; a triggered group loses one step of blocks per round, shared among its
+ * instances in proportion to their usage, each instance's share chosen by the group's policy. Eviction is
+ * SERVING → DELETING at once (readers stop seeing the block), then after the reader lease the bytes and slots
+ * are freed and the metadata removed if still DELETING ({@link WritePath#submitDelete}). WRITING locations are
+ * never evicted.
+ *
+ * <p>Selection is exact (a full pass over the instance) up to {@code exactLimit} keys and for PREFIX_LRU, and
+ * sampled above that (like Redis' approximated LRU). PREFIX_LRU's guarantee — never a cached block without its
+ * prefix — rests on prefix touches (a hit or a write refreshes the whole prefix, so a prefix is never older than
+ * what extends it) plus all-or-nothing eviction of the blocks sharing the boundary access second.
+ */
+public final class Reclaimer implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(Reclaimer.class);
+    private static final int DEFAULT_STEP_PER_INSTANCE = 100;
+
+    /** Why a round ran: the label of the eviction metrics. */
+    public enum Reason {
+        WATER_LEVEL, TYPE_WATER_LEVEL, KEY_COUNT, TTL
+    }
+
+    /** Receives what was evicted (metrics, kvpool.cache events). */
+    public interface Listener {
+        void evicted(Instance inst, ReclaimPolicy policy, Reason reason, long[] keys, int blocks, long bytes);
+    }
+
+    public record Settings(int exactLimit, int sampleSize) {
+        public static final Settings DEFAULT = new Settings(262_144, 4096);
+    }
+
+    private final Registry registry;
+    private final QuotaLedger ledger;
+    private final WritePath write;
+    private final BooleanSupplier leader;
+    private final Listener listener;
+    private final Settings settings;
+    private final Map<String, Long> nextDue = new ConcurrentHashMap<>();
+    /** Epoch ms since which each group has been over its water level (absent: under). */
+    private final Map<String, Long> overSince = new ConcurrentHashMap<>();
+    public final AtomicLong rounds = new AtomicLong();
+    private volatile Thread thread;
+    private volatile boolean closed;
+
+    public Reclaimer(Registry registry, QuotaLedger ledger, WritePath write, BooleanSupplier leader,
+                     Listener listener, Settings settings) {
+        this.registry = registry;
+        this.ledger = ledger;
+        this.write = write;
+        this.leader = leader;
+        this.listener = listener;
+        this.settings = settings;
+    }
+
+    public synchronized void start() {
+        if (thread != null) {
+            return;
+        }
+        thread = Thread.ofPlatform().daemon().name("kvpool-reclaimer").start(this::loop);
+    }
+
+    private void loop() {
+        while (!closed) {
+            boolean busy = false;
+            try {
+                if (leader.getAsBoolean()) {
+                    busy = tick(System.currentTimeMillis());
+                } else {
+                    overSince.clear();
+                }
+            } catch (RuntimeException e) {
+                LOG.error("reclaimer round failed", e);
+            }
+            if (!busy) {
+                try {
+                    Thread.sleep(20);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /**
+     * Runs every group whose period is due; true when some group evicted (it is then due again at once, as
+     * KVCM does right after a round that triggered).
+     */
+    public boolean tick(long nowMs) {
+        if (registry.sharedStore()) {
+            registry.refresh(); // water levels changed on another replica take effect here too
+        }
+        boolean any = false;
+        for (GroupConfig g : registry.groups()) {
+            long due = nextDue.getOrDefault(g.name(), 0L);
+            if (nowMs < due) {
+                continue;
+            }
+            int evicted = runGroup(g, nowMs);
+            nextDue.put(g.name(), evicted > 0 ? nowMs : nowMs + g.reclaim().periodMs());
+            any |= evicted > 0;
+        }
+        rounds.incrementAndGet();
+        return any;
+    }
+
+    /** The water-level check of one group (§3.10.1 with every field honoured). */
+    public record Trigger(Reason reason, Set<StorageKind> exceededTypes) {
+    }
+
+    public Trigger trigger(GroupConfig g) {
+        ReclaimConfig r = g.reclaim();
+        double p = r.usedPercentage();
+        QuotaLedger.Usage u = ledger.usage(g.name());
+        QuotaLedger.Usage out = write.leaving(g.name()); // evicted, bytes not yet deleted: already reclaimed
+        long total = Math.max(0, u.total() - out.total());
+        EnumSet<StorageKind> types = EnumSet.noneOf(StorageKind.class);
+        if (p > 0) {
+            for (Map.Entry<StorageKind, Long> q : g.typeQuotas().entrySet()) {
+                long cap = q.getValue();
+                long used = Math.max(0, u.byType(q.getKey()) - out.byType(q.getKey()));
+                if (cap > 0 && used > 0 && (double) used / cap + 1e-9 >= p) {
+                    types.add(q.getKey());
+                }
+            }
+        }
+        if (total > 0) {
+            if (p > 0 && (double) total / g.capacity() + 1e-9 >= p) {
+                return new Trigger(Reason.WATER_LEVEL, types);
+            }
+            if (r.usedSize() > 0 && total >= r.usedSize()) {
+                return new Trigger(Reason.WATER_LEVEL, types);
+            }
+            if (p > 0 && g.maxKeyCount() > 0) {
+                List<Instance> insts = registry.instancesOf(g.name());
+                long keys = insts.stream().mapToLong(i -> i.index.keyCount()).sum();
+                long bpk = insts.stream().mapToLong(i -> i.bytesPerKey).max().orElse(1);
+                keys = Math.max(0, keys - out.total() / Math.max(1, bpk)); // DELETING keys are on their way out
+                if ((double) keys / (g.maxKeyCount() * Math.max(1, insts.size())) + 1e-9 >= p) {
+                    return new Trigger(Reason.KEY_COUNT, types);
+                }
+            }
+        }
+        return types.isEmpty() ? null : new Trigger(Reason.TYPE_WATER_LEVEL, types);
+    }
+
+    /** One round for one group: TTL expiry, then a water-level step if triggered. Returns blocks evicted. */
+    public int runGroup(GroupConfig g, long nowMs) {
+        int nowSec = (int) (nowMs / 1000);
+        ReclaimConfig r = g.reclaim();
+        int evicted = 0;
+        List<Instance> insts = registry.instancesOf(g.name());
+        if (r.policy() == ReclaimPolicy.TTL && r.ttlSeconds() > 0) {
+            for (Instance inst : insts) {
+                evicted += expire(inst, r, nowSec);
+            }
+        }
+        Trigger t = trigger(g);
+        if (t == null) {
+            overSince.remove(g.name());
+            return evicted;
+        }
+        overSince.putIfAbsent(g.name(), nowMs);
+        long[] weight = new long[insts.size()];
+        long keys = 0, sum = 0;
+        for (int i = 0; i < weight.length; i++) {
+            Instance inst = insts.get(i);
+            long k = inst.index.keyCount();
+            keys += k;
+            weight[i] = k * Math.max(1, inst.bytesPerKey);
+            sum += weight[i];
+        }
+        if (sum == 0) {
+            return evicted;
+        }
+        long budget = r.stepSize() > 0 || r.stepPercentage() > 0
+                ? Math.max(r.stepSize(), (keys * r.stepPercentage() + 99) / 100)
+                : (long) DEFAULT_STEP_PER_INSTANCE * insts.size();
+        for (int i = 0; i < weight.length; i++) {
+            if (weight[i] == 0) {
+                continue;
+            }
+            // fair share: in proportion to usage, so a small instance is not stripped for a big one
+            long share = Math.max(1, Math.round((double) budget * weight[i] / sum));
+            evicted += evictFrom(insts.get(i), r, t, (int) Math.min(share, Integer.MAX_VALUE - 8), nowSec);
+        }
+        return evicted;
+    }
+
+    /** Epoch ms since when the group has been over its water level, or 0. */
+    public long overSince(String group) {
+        return overSince.getOrDefault(group, 0L);
+    }
+
+    /** Largest time any group has spent over its water level right now (the reclaimer's lag). */
+    public long lagMs(long nowMs) {
+        return overSince.values().stream().mapToLong(s -> nowMs - s).max().orElse(0);
+    }
+
+    int evictFrom(Instance inst, ReclaimConfig r, Trigger t, int share, int nowSec) {
+        Set<StorageKind> only = t.reason() == Reason.TYPE_WATER_LEVEL ? t.exceededTypes() : null;
+        long[] victims = select(inst, r, only, share, nowSec);
+        return victims.length == 0 ? 0 : evict(inst, r, t.reason(), victims);
+    }
+
+    private int expire(Instance inst, ReclaimConfig r, int nowSec) {
+        long cutoff = (long) nowSec - r.ttlSeconds();
+        long[] old = inst.index.keysWhere(meta -> Loc.writeSec(meta) < cutoff);
+        if (old.length == 0) {
+            return 0;
+        }
+        Block[] blocks = new Block[old.length];
+        inst.index.getAll(old, 0, old.length, blocks);
+        long[] keep = new long[old.length];
+        int n = 0;
+        for (int i = 0; i < old.length; i++) {
+            if (evictable(blocks[i], null)) {
+                keep[n++] = old[i];
+            }
+        }
+        return n == 0 ? 0 : evict(inst, r, Reason.TTL, Arrays.copyOf(keep, n));
+    }
+
+    private int evict(Instance inst, ReclaimConfig r, Reason reason, long[] keys) {
+        int done = 0;
+        for (int off = 0; off < keys.length; off += 1024) {
+            int len = Math.min(1024, keys.length - off);
+            LocList moved = inst.index.markDeleting(keys, off, len, null);
+            if (moved.size() == 0) {
+                continue;
+            }
+            long bytes = 0;
+            int blocks = 0;
+            long prev = 0;
+            for (int i = 0; i < moved.size(); i++) {
+                bytes += inst.bytesOf(Loc.specGroup(moved.a(i)));
+                if (i == 0 || moved.key(i) != prev) {
+                    blocks++;
+                    prev = moved.key(i);
+                }
+            }
+            write.submitDelete(inst, moved, r.delayBeforeDeleteMs());
+            done += blocks;
+            listener.evicted(inst, r.policy(), reason, Arrays.copyOfRange(keys, off, off + len), blocks, bytes);
+        }
+        return done;
+    }
+
+    /** A block may go when it has a SERVING replica (of an exceeded type, if given) and nothing being written. */
+    private boolean evictable(Block b, Set<StorageKind> only) {
+        if (b == null || b.count(Loc.WRITING) > 0) {
+            return false;
+        }
+        for (int i = 0; i < b.size(); i++) {
+            if (Loc.status(b.a(i)) != Loc.SERVING) {
+                continue;
+            }
+            if (only == null) {
+                return true;
+            }
+            Storage st = registry.storageByNumber(Loc.storage(b.a(i)));
+            if (st != null && only.contains(st.kind.usageKind())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The {@code share} keys the policy ranks lowest (PREFIX_LRU: see the class comment). */
+    long[] select(Instance inst, ReclaimConfig r, Set<StorageKind> only, int share, int nowSec) {
+        InstanceIndex ix = inst.index;
+        ReclaimPolicy pol = r.policy();
+        int decay = r.lfuDecaySeconds();
+        TopK top = new TopK(share);
+        boolean exact = pol == ReclaimPolicy.PREFIX_LRU || ix.keyCount() <= settings.exactLimit();
+        if (exact) {
+            ix.forEach(b -> {
+                if (evictable(b, only)) {
+                    top.offer(pol.score(b, nowSec, decay), b.key());
+                }
+            });
+        } else {
+            long[] sample = ix.sample(Math.max(settings.sampleSize(), share * 4), ThreadLocalRandom.current());
+            Block[] blocks = new Block[sample.length];
+            ix.getAll(sample, 0, sample.length, blocks);
+            for (Block b : blocks) {
+                if (evictable(b, only)) {
+                    top.offer(pol.score(b, nowSec, decay), b.key());
+                }
+            }
+        }
+        if (pol != ReclaimPolicy.PREFIX_LRU || top.size() < share) {
+            return top.keys();
+        }
+        // PREFIX_LRU: blocks sharing the boundary access second go together or not at all; if the oldest second
+        // alone exceeds the share, it goes whole (otherwise nothing could ever be evicted)
+        long boundary = top.maxScore();
+        long[] below = top.keysBelow(boundary);
+        boolean includeBoundary = below.length == 0;
+        List<Long> out = new ArrayList<>();
+        ix.forEach(b -> {
+            if (evictable(b, only)) {
+                long s = pol.score(b, nowSec, decay);
+                if (s < boundary || includeBoundary && s == boundary) {
+                    out.add(b.key());
+                }
+            }
+        });
+        return out.stream().mapToLong(Long::longValue).toArray();
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        Thread t = thread;
+        if (t != null) {
+            t.interrupt();
+            try {
+                t.join(5000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** The k smallest (score, key) pairs: a max-heap on score, no boxing. */
+    static final class TopK {
+        private final int k;
+        private final long[] score;
+        private final long[] key;
+        private int n;
+
+        TopK(int k) {
+            this.k = Math.max(0, k);
+            this.score = new long[this.k];
+            this.key = new long[this.k];
+        }
+
+        int size() {
+            return n;
+        }
+
+        void offer(long s, long kk) {
+            if (k == 0) {
+                return;
+            }
+            if (n < k) {
+                score[n] = s;
+                key[n] = kk;
+                up(n++);
+            } else if (s < score[0]) {
+                score[0] = s;
+                key[0] = kk;
+                down(0);
+            }
+        }
+
+        long maxScore() {
+            return score[0];
+        }
+
+        long[] keys() {
+            return Arrays.copyOf(key, n);
+        }
+
+        long[] keysBelow(long s) {
+            long[] out = new long[n];
+            int m = 0;
+            for (int i = 0; i < n; i++) {
+                if (score[i] < s) {
+                    out[m++] = key[i];
+                }
+            }
+            return Arrays.copyOf(out, m);
+        }
+
+        private void up(int i) {
+            while (i > 0) {
+                int p = (i - 1) >>> 1;
+                if (score[p] >= score[i]) {
+                    break;
+                }
+                swap(i, p);
+                i = p;
+            }
+        }
+
+        private void down(int i) {
+            while (true) {
+                int l = 2 * i + 1, r = l + 1, m = i;
+                if (l < n && score[l] > score[m]) {
+                    m = l;
+                }
+                if (r < n && score[r] > score[m]) {
+                    m = r;
+                }
+                if (m == i) {
+                    return;
+                }
+                swap(i, m);
+                i = m;
+            }
+        }
+
+        private void swap(int a, int b) {
+            long s = score[a];
+            score[a] = score[b];
+            score[b] = s;
+            long kk = key[a];
+            key[a] = key[b];
+            key[b] = kk;
+        }
+    }
+}

@@ -1,0 +1,109 @@
+package dev.kvpool.meta.store.redis;
+
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.redis.client.Command;
+import io.vertx.redis.client.Redis;
+import io.vertx.redis.client.Request;
+import io.vertx.redis.client.Response;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Blocking calls over the asynchronous Vert.x client: every call is one round trip (a pipelined batch counts as
+ * one), waits at most the configured timeout and turns failures into {@link RedisStoreException}s naming the call.
+ */
+final class Calls {
+    private final Redis redis;
+    private final long timeoutMs;
+    private final LongAdder roundTrips = new LongAdder();
+
+    Calls(Redis redis, Duration timeout) {
+        this.redis = redis;
+        this.timeoutMs = Math.max(1, timeout.toMillis());
+    }
+
+    long roundTrips() {
+        return roundTrips.sum();
+    }
+
+    Response send(Request r, String what) {
+        roundTrips.increment();
+        return await(redis.send(r), what);
+    }
+
+    /** Sends the requests pipelined on one connection: one round trip. */
+    List<Response> batch(List<Request> rs, String what) {
+        if (rs.size() == 1) {
+            return java.util.Collections.singletonList(send(rs.getFirst(), what));
+        }
+        roundTrips.increment();
+        return await(redis.batch(rs), what);
+    }
+
+    /**
+     * EVALSHA, falling back to EVAL when the server lacks the script (first use, SCRIPT FLUSH, a failover or a
+     * cluster node that has not seen it yet); EVAL also caches it there. Args are byte[], String or Long.
+     */
+    Response eval(Lua.Script s, List<?> keys, List<?> args, String what) {
+        try {
+            return send(script(Command.EVALSHA, s.sha(), keys, args), what);
+        } catch (RedisStoreException e) {
+            if (e.getCause() == null || e.getCause().getMessage() == null
+                    || !e.getCause().getMessage().startsWith("NOSCRIPT")) {
+                throw e;
+            }
+            return send(script(Command.EVAL, s.body(), keys, args), what);
+        }
+    }
+
+    private static Request script(Command c, String shaOrBody, List<?> keys, List<?> args) {
+        Request r = Request.cmd(c).arg(shaOrBody).arg(keys.size());
+        keys.forEach(k -> arg(r, k));
+        args.forEach(a -> arg(r, a));
+        return r;
+    }
+
+    static Request arg(Request r, Object a) {
+        switch (a) {
+            case byte[] b -> r.arg(b);
+            case String s -> r.arg(s.getBytes(StandardCharsets.UTF_8));
+            case Long l -> r.arg(l);
+            case Integer i -> r.arg(i.longValue());
+            default -> throw new IllegalArgumentException("unsupported Redis argument type " + a.getClass());
+        }
+        return r;
+    }
+
+    <T> T await(Future<T> f, String what) {
+        if (Context.isOnEventLoopThread()) {
+            // blocking here would stall the very loop that must deliver the answer
+            throw new IllegalStateException("blocking Redis call (" + what + ") on a Vert.x event loop thread; "
+                    + "call the index store from a worker thread");
+        }
+        try {
+            return f.toCompletionStage().toCompletableFuture().get(timeoutMs, TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            throw new RedisStoreException("Redis " + what + ": no answer within " + timeoutMs + " ms");
+        } catch (ExecutionException e) {
+            Throwable c = e.getCause();
+            throw new RedisStoreException("Redis " + what + " failed: " + c.getMessage(), c);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RedisStoreException("Redis " + what + ": interrupted while waiting");
+        }
+    }
+
+    static boolean nil(Response r) {
+        return r == null;
+    }
+
+    static byte[] bytes(Response r) {
+        return r == null ? null : r.toBytes();
+    }
+}

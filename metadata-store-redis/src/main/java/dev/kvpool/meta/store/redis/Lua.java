@@ -1,0 +1,219 @@
+package dev.kvpool.meta.store.redis;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+/**
+ * The server-side scripts. Redis' Lua has only doubles, so packed 64-bit words are never parsed as numbers: values
+ * are compared and spliced as binary strings, and the only arithmetic (touch, rewrite) works on the two 32-bit
+ * halves of the meta word, which doubles hold exactly.
+ *
+ * <p>Value of a block field: meta word (8 bytes, big-endian) followed by its locations (word A, word B: 16 bytes
+ * each). Compare-and-set scripts check only the location part, so a concurrent {@code touch} (which rewrites the
+ * meta word in place) never makes a write retry.
+ */
+final class Lua {
+    private Lua() {
+    }
+
+    /** A script and its SHA1, for EVALSHA with an EVAL fallback when the server does not know it (yet). */
+    record Script(String name, String body, String sha) {
+        static Script of(String name, String body) {
+            try {
+                byte[] d = MessageDigest.getInstance("SHA-1").digest(body.getBytes(StandardCharsets.UTF_8));
+                return new Script(name, body, HexFormat.of().formatHex(d));
+            } catch (NoSuchAlgorithmException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    private static final String COMMON = """
+            local function u32(s, i)
+              local a, b, c, d = string.byte(s, i, i + 3)
+              return ((a * 256 + b) * 256 + c) * 256 + d
+            end
+            local function p32(x)
+              return string.char(math.floor(x / 16777216) % 256, math.floor(x / 65536) % 256,
+                                 math.floor(x / 256) % 256, x % 256)
+            end
+            -- expectation: '' absent, '*' present, '=' .. locs present with exactly these locations
+            local function matches(cur, exp)
+              if exp == '' then return not cur end
+              if exp == '*' then return cur and true or false end
+              return cur and string.sub(cur, 9) == string.sub(exp, 2) or false
+            end
+            -- update: '' none, '-' delete, 'N' .. value, 'L' .. locs (meta kept),
+            -- 'W' .. locs (meta kept, write time set to wrel: bits 2-31 of the high half)
+            local function apply(h, f, cur, upd, wrel)
+              local t = string.sub(upd, 1, 1)
+              if t == '-' then redis.call('HDEL', h, f)
+              elseif t == 'N' then redis.call('HSET', h, f, string.sub(upd, 2))
+              elseif t == 'L' then redis.call('HSET', h, f, string.sub(cur, 1, 8) .. string.sub(upd, 2))
+              elseif t == 'W' then
+                local hi = u32(cur, 1)
+                redis.call('HSET', h, f, p32(wrel * 4 + hi % 4) .. string.sub(cur, 5, 8) .. string.sub(upd, 2))
+              end
+            end
+            """;
+
+    /**
+     * startWrite. KEYS: live, blocks, session set, session key. ARGV: incarnation, session id, PXAT, maxKeys,
+     * session header, then per distinct key (field, expectation, update, session chunk). Expectation '?' decides
+     * here (insert when absent: KVCM's rule for minReplicas ≤ 1, conflict-free under racing writers); others are
+     * Java's compare-and-set decisions. Returns {1, inserted flags} | {-1} conflict | {-2} dropped | {-3} capacity
+     * | {-4} session already there.
+     */
+    static final Script START = Script.of("start", COMMON + """
+            if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {-2} end
+            if redis.call('EXISTS', KEYS[4]) == 1 then return {-4} end
+            local curs, ins, newKeys = {}, {}, 0
+            for i = 6, #ARGV, 4 do
+              local cur = redis.call('HGET', KEYS[2], ARGV[i])
+              local exp, upd = ARGV[i + 1], ARGV[i + 2]
+              curs[i] = cur
+              if exp == '?' then
+                ins[i] = not cur
+              else
+                
+                ins[i] = upd ~= ''
+              end
+              if ins[i] and not cur then newKeys = newKeys + 1 end
+            end
+            local maxKeys = tonumber(ARGV[4])
+            if newKeys > 0 and maxKeys > 0 and redis.call('HLEN', KEYS[2]) + newKeys > maxKeys then return {-3} end
+            local chunks, flags = {}, {}
+            for i = 6, #ARGV, 4 do
+              if ins[i] then
+                apply(KEYS[2], ARGV[i], curs[i], ARGV[i + 2], 0)
+                chunks[#chunks + 1] = ARGV[i + 3]
+                flags[#flags + 1] = '1'
+              else
+                flags[#flags + 1] = '0'
+              end
+            end
+            redis.call('SET', KEYS[4], ARGV[5] .. table.concat(chunks), 'PXAT', ARGV[3])
+            redis.call('SADD', KEYS[3], ARGV[2])
+            return {1, table.concat(flags)}
+            """);
+
+    /** A session and the current values of its keys. KEYS: session key, blocks. Returns nil or {blob, v...}. */
+    static final Script SESSION_READ = Script.of("session-read", """
+            local s = redis.call('GET', KEYS[1])
+            if not s then return false end
+            local out = {s}
+            for o = 17, #s, 16 do
+              out[#out + 1] = redis.call('HGET', KEYS[2], string.sub(s, o, o + 7))
+            end
+            return out
+            """);
+
+    /**
+     * finishWrite. KEYS: blocks, session set, session key. ARGV: session id, the session value read, wrel, then
+     * (field, expectation, update) triples. Returns 1 | 0 (session gone or replaced) | -1 conflict.
+     */
+    static final Script FINISH = Script.of("finish", COMMON + """
+            if redis.call('GET', KEYS[3]) ~= ARGV[2] then return 0 end
+            local curs = {}
+            for i = 4, #ARGV, 3 do
+              local cur = redis.call('HGET', KEYS[1], ARGV[i])
+              if not matches(cur, ARGV[i + 1]) then return -1 end
+              curs[i] = cur
+            end
+            local wrel = tonumber(ARGV[3])
+            for i = 4, #ARGV, 3 do apply(KEYS[1], ARGV[i], curs[i], ARGV[i + 2], wrel) end
+            redis.call('DEL', KEYS[3])
+            redis.call('SREM', KEYS[2], ARGV[1])
+            return 1
+            """);
+
+    /** markDeleting, purge. KEYS: blocks. ARGV: wrel, then (field, expectation, update). Returns 1 | -1. */
+    static final Script CAS = Script.of("cas", COMMON + """
+            local curs = {}
+            for i = 2, #ARGV, 3 do
+              local cur = redis.call('HGET', KEYS[1], ARGV[i])
+              if not matches(cur, ARGV[i + 1]) then return -1 end
+              curs[i] = cur
+            end
+            local wrel = tonumber(ARGV[1])
+            for i = 2, #ARGV, 3 do apply(KEYS[1], ARGV[i], curs[i], ARGV[i + 2], wrel) end
+            return 1
+            """);
+
+    /**
+     * touch. KEYS: blocks. ARGV: access time (relative seconds), then (field, random 0..32767) pairs. The counter
+     * grows with probability 1/2^counter, as {@code Loc.touched}: r mod 2^f == 0 for a uniform r.
+     */
+    static final Script TOUCH = Script.of("touch", COMMON + """
+            local arel = tonumber(ARGV[1])
+            local ahi, alo = math.floor(arel / 268435456), (arel % 268435456) * 16
+            for i = 2, #ARGV, 2 do
+              local v = redis.call('HGET', KEYS[1], ARGV[i])
+              if v then
+                local hi = u32(v, 1)
+                local f = u32(v, 5) % 16
+                if f < 15 and (f == 0 or tonumber(ARGV[i + 1]) % (2 ^ f) == 0) then f = f + 1 end
+                redis.call('HSET', KEYS[1], ARGV[i], p32(hi - hi % 4 + ahi) .. p32(alo + f) .. string.sub(v, 9))
+              end
+            end
+            return 0
+            """);
+
+    /** Open sessions of an instance. KEYS: session set. ARGV: session key prefix. Returns {id, blob, ...}. */
+    static final Script SESSION_LIST = Script.of("session-list", """
+            local out = {}
+            for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+              local s = redis.call('GET', ARGV[1] .. id)
+              if s then
+                out[#out + 1] = id
+                out[#out + 1] = s
+              else
+                redis.call('SREM', KEYS[1], id) -- expired by its PEXPIREAT
+              end
+            end
+            return out
+            """);
+
+    /**
+     * clear / drop. KEYS: live, blocks, session set. ARGV: incarnation (clear only), session key prefix, 'clear'
+     * or 'drop'. Returns the sessions it removed {id, blob, ...}, or nil when clear found the index dropped.
+     */
+    static final Script WIPE = Script.of("wipe", """
+            if ARGV[3] == 'clear' and redis.call('GET', KEYS[1]) ~= ARGV[1] then return false end
+            local out = {}
+            for _, id in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+              local k = ARGV[2] .. id
+              local s = redis.call('GET', k)
+              if s then
+                out[#out + 1] = id
+                out[#out + 1] = s
+                redis.call('DEL', k)
+              end
+            end
+            redis.call('UNLINK', KEYS[2], KEYS[3])
+            if ARGV[3] == 'drop' then redis.call('DEL', KEYS[1]) end
+            return out
+            """);
+
+    /** The incarnation of an instance, created when absent. KEYS: live. ARGV: a fresh incarnation. */
+    static final Script ENSURE = Script.of("ensure", """
+            local v = redis.call('GET', KEYS[1])
+            if v then return v end
+            redis.call('SET', KEYS[1], ARGV[1])
+            return ARGV[1]
+            """);
+
+    /** Compare-and-delete. KEYS: key. ARGV: expected value. Returns 1 when deleted. */
+    static final Script COMPARE_DEL = Script.of("compare-del", """
+            if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+            return 0
+            """);
+
+    /** Compare-and-pexpire. KEYS: key. ARGV: expected value, milliseconds. Returns 1 when renewed. */
+    static final Script COMPARE_PEXPIRE = Script.of("compare-pexpire", """
+            if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+            return 0
+            """);
+}

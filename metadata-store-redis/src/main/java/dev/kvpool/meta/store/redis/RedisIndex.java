@@ -1,0 +1,588 @@
+package dev.kvpool.meta.store.redis;
+
+import dev.kvpool.meta.index.Block;
+import dev.kvpool.meta.index.InstanceIndex;
+import dev.kvpool.meta.index.Loc;
+import dev.kvpool.meta.index.LocList;
+import dev.kvpool.meta.index.WriteSession;
+import io.vertx.redis.client.Command;
+import io.vertx.redis.client.Request;
+import io.vertx.redis.client.Response;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+import java.util.function.IntPredicate;
+import java.util.function.LongConsumer;
+import java.util.random.RandomGenerator;
+
+/**
+ * One instance's index in Redis (see {@link RedisStore} for the key layout and the compare-and-set scheme). The
+ * decisions below mirror the embedded store line by line; only where they are applied differs.
+ */
+final class RedisIndex implements InstanceIndex {
+    private static final byte[] ABSENT = new byte[0];
+    private static final byte[] PRESENT = {'*'};
+    private static final byte[] UNDECIDED = {'?'};
+    private static final byte[] NO_UPDATE = new byte[0];
+    private static final byte[] DELETE = {'-'};
+    private static final byte NEW = 'N', KEEP_META = 'L', REWRITTEN = 'W', EQUALS = '=';
+
+    private final RedisStore store;
+    private final Calls calls;
+    private final String instanceId;
+    private final String incarnation;
+    private final String live, blocks, sessionSet, sessionPrefix;
+    private volatile boolean dropped;
+
+    RedisIndex(RedisStore store, String instanceId, String incarnation) {
+        this.store = store;
+        this.calls = store.calls();
+        this.instanceId = instanceId;
+        this.incarnation = incarnation;
+        String base = store.instanceBase(instanceId);
+        this.live = base + "live";
+        this.blocks = base + "b";
+        this.sessionSet = base + "ss";
+        this.sessionPrefix = base + "s:";
+    }
+
+    String incarnation() {
+        return incarnation;
+    }
+
+    boolean dropped() {
+        return dropped;
+    }
+
+    void markDropped() {
+        dropped = true;
+    }
+
+    @Override
+    public String instanceId() {
+        return instanceId;
+    }
+
+    @Override
+    public long keyCount() {
+        return calls.send(Request.cmd(Command.HLEN).arg(blocks), "key count of " + instanceId).toLong();
+    }
+
+    // ---- reads ---------------------------------------------------------------------------------------------
+
+    @Override
+    public Block get(long key) {
+        Response r = calls.send(Request.cmd(Command.HGET).arg(blocks).arg(Codec.field(key)), "get " + instanceId);
+        return Codec.block(key, Calls.bytes(r));
+    }
+
+    @Override
+    public void getAll(long[] keys, int off, int len, Block[] out) {
+        if (len == 0) {
+            return;
+        }
+        byte[][] values = read(keys, off, len, "getAll " + instanceId);
+        for (int i = 0; i < len; i++) {
+            out[i] = Codec.block(keys[off + i], values[i]);
+        }
+    }
+
+    /** Current values of the keys (null when absent): HMGETs of batchSize keys, pipelined: one round trip. */
+    private byte[][] read(long[] keys, int off, int len, String what) {
+        int batch = store.options().batchSize();
+        List<Request> rs = new ArrayList<>((len + batch - 1) / batch);
+        for (int s = 0; s < len; s += batch) {
+            Request r = Request.cmd(Command.HMGET).arg(blocks);
+            for (int i = s; i < Math.min(len, s + batch); i++) {
+                r.arg(Codec.field(keys[off + i]));
+            }
+            rs.add(r);
+        }
+        List<Response> answers = calls.batch(rs, what);
+        byte[][] out = new byte[len][];
+        for (int c = 0, i = 0; c < answers.size(); c++) {
+            Response a = answers.get(c);
+            for (int j = 0; j < a.size(); j++) {
+                out[i++] = Calls.bytes(a.get(j));
+            }
+        }
+        return out;
+    }
+
+    @Override
+    public void touch(long[] keys, int off, int len, int nowSec) {
+        if (len == 0) {
+            return;
+        }
+        // access time is advisory, as in the embedded store: each chunk is its own script, all in one pipeline
+        long arel = Codec.relSec(nowSec);
+        ThreadLocalRandom rnd = ThreadLocalRandom.current();
+        int batch = store.options().batchSize();
+        List<Request> rs = new ArrayList<>();
+        for (int s = 0; s < len; s += batch) {
+            List<Object> args = new ArrayList<>();
+            args.add(arel);
+            for (int i = s; i < Math.min(len, s + batch); i++) {
+                args.add(Codec.field(keys[off + i]));
+                args.add((long) rnd.nextInt(1 << Loc.MAX_FREQ));
+            }
+            rs.add(scriptRequest(Lua.TOUCH, List.of(blocks), args));
+        }
+        try {
+            calls.batch(rs, "touch " + instanceId);
+        } catch (RedisStoreException e) {
+            if (!noScript(e)) {
+                throw e;
+            }
+            // the server lost its scripts: reload once (EVAL caches it) and send again; a chunk that did run
+            // counts its hits twice, which the advisory counter tolerates
+            calls.eval(Lua.TOUCH, List.of(blocks), List.of(arel), "load touch script");
+            calls.batch(rs, "touch " + instanceId);
+        }
+    }
+
+    private static Request scriptRequest(Lua.Script s, List<?> keys, List<?> args) {
+        Request r = Request.cmd(Command.EVALSHA).arg(s.sha()).arg(keys.size());
+        keys.forEach(k -> Calls.arg(r, k));
+        args.forEach(a -> Calls.arg(r, a));
+        return r;
+    }
+
+    private static boolean noScript(RedisStoreException e) {
+        return e.getCause() != null && e.getCause().getMessage() != null
+                && e.getCause().getMessage().contains("NOSCRIPT");
+    }
+
+    // ---- startWrite ----------------------------------------------------------------------------------------
+
+    @Override
+    public StartResult startWrite(long[] keys, long[] a, long[] b, int minReplicas, IntPredicate storageUsable,
+                                  long maxKeys, String sessionId, long deadlineMs, int nowSec) {
+        int n = keys.length;
+        if (a.length < n || b.length < n) {
+            throw new IllegalArgumentException("startWrite: " + n + " keys but " + a.length + " A words and "
+                    + b.length + " B words");
+        }
+        if (sessionId == null) {
+            throw new IllegalArgumentException("startWrite: session id is null");
+        }
+        // a repeated key inside one request counts as existing: only its first position is considered
+        int[] first = new int[n];
+        int distinct = 0;
+        Map<Long, Boolean> seen = new HashMap<>(n * 2);
+        for (int i = 0; i < n; i++) {
+            if (seen.putIfAbsent(keys[i], Boolean.TRUE) == null) {
+                first[distinct++] = i;
+            }
+        }
+        long token = RedisStore.TOKENS.nextLong();
+        long expireAt = Math.max(deadlineMs, System.currentTimeMillis()) + store.options().sessionGrace().toMillis();
+        String ownerKey = store.ownerKey(sessionId);
+        // one owner per session id in the whole store, claimed before the instance's own atomic step
+        Response claim = calls.send(Request.cmd(Command.SET).arg(ownerKey)
+                .arg(RedisStore.ownerValue(token, instanceId)).arg("NX").arg("PXAT").arg(expireAt),
+                "claim session id " + sessionId);
+        if (claim == null) {
+            throw new IllegalArgumentException("write session id already open: " + sessionId);
+        }
+        boolean keepClaim = false;
+        boolean inFlight = false;
+        try {
+            byte[] header = Codec.sessionHeader(deadlineMs, token);
+            byte[] meta0 = null;
+            for (int attempt = 1; ; attempt++) {
+                List<Object> args = new ArrayList<>(5 + distinct * 4);
+                args.add(incarnation);
+                args.add(sessionId);
+                args.add(expireAt);
+                args.add(Math.max(0, maxKeys));
+                args.add(header);
+                boolean[] created = new boolean[n];
+                if (minReplicas <= 1) {
+                    // any replica counts: the script decides by presence alone
+                    for (int d = 0; d < distinct; d++) {
+                        int i = first[d];
+                        long wa = Loc.withStatus(a[i], Loc.WRITING);
+                        args.add(Codec.field(keys[i]));
+                        args.add(UNDECIDED);
+                        args.add(Codec.value(NEW, Loc.meta(nowSec, nowSec), new long[] {wa, b[i]}));
+                        args.add(Codec.chunk(keys[i], Loc.id(wa)));
+                    }
+                } else {
+                    long[] distinctKeys = new long[distinct];
+                    for (int d = 0; d < distinct; d++) {
+                        distinctKeys[d] = keys[first[d]];
+                    }
+                    byte[][] cur = read(distinctKeys, 0, distinct, "startWrite read " + instanceId);
+                    for (int d = 0; d < distinct; d++) {
+                        int i = first[d];
+                        long wa = Loc.withStatus(a[i], Loc.WRITING);
+                        args.add(Codec.field(keys[i]));
+                        if (cur[d] == null) {
+                            created[i] = true;
+                            args.add(ABSENT);
+                            args.add(Codec.value(NEW, Loc.meta(nowSec, nowSec), new long[] {wa, b[i]}));
+                        } else {
+                            long[] locs = Codec.locs(cur[d]);
+                            int usable = 0;
+                            for (int j = 0; j < locs.length; j += 2) {
+                                int st = Loc.status(locs[j]);
+                                if ((st == Loc.WRITING || st == Loc.SERVING)
+                                        && (storageUsable == null || storageUsable.test(Loc.storage(locs[j])))) {
+                                    usable++;
+                                }
+                            }
+                            args.add(expectLocs(locs));
+                            if (usable < minReplicas) {
+                                long[] more = Arrays.copyOf(locs, locs.length + 2);
+                                more[locs.length] = wa;
+                                more[locs.length + 1] = b[i];
+                                args.add(Codec.locs(KEEP_META, more)); // an added replica keeps the block's meta
+                            } else {
+                                args.add(NO_UPDATE);
+                            }
+                        }
+                        args.add(Codec.chunk(keys[i], Loc.id(wa)));
+                    }
+                }
+                inFlight = true;
+                Response r = calls.eval(Lua.START, List.of(live, blocks, sessionSet, sessionPrefix + sessionId), args,
+                        "startWrite " + instanceId);
+                inFlight = false;
+                int code = r.get(0).toInteger();
+                switch (code) {
+                    case 1 -> {
+                        keepClaim = true;
+                        return started(r.get(1).toBytes(), first, distinct, keys, a, created, minReplicas <= 1,
+                                sessionId, deadlineMs);
+                    }
+                    case -1 -> backoff(attempt, "startWrite");
+                    case -2 -> {
+                        dropped = true;
+                        throw new IllegalStateException("the index of instance " + instanceId + " was dropped");
+                    }
+                    case -3 -> {
+                        return new StartResult(true, new boolean[n], new boolean[n], null);
+                    }
+                    case -4 -> throw new IllegalArgumentException("write session id already open: " + sessionId);
+                    default -> throw new RedisStoreException("startWrite script answered " + code);
+                }
+            }
+        } catch (RedisStoreException e) {
+            // the script may have run before its answer was lost: keep the claim rather than orphan a session
+            keepClaim = inFlight;
+            throw e;
+        } finally {
+            if (!keepClaim) {
+                store.releaseOwner(sessionId, token, instanceId);
+            }
+        }
+    }
+
+    private StartResult started(byte[] flags, int[] first, int distinct, long[] keys, long[] a, boolean[] created,
+                                boolean presenceOnly, String sessionId, long deadlineMs) {
+        int n = keys.length;
+        boolean[] inserted = new boolean[n];
+        int count = 0;
+        for (int d = 0; d < distinct; d++) {
+            if (flags[d] == '1') {
+                inserted[first[d]] = true;
+                count++;
+            }
+        }
+        long[] sk = new long[count], sid = new long[count];
+        for (int i = 0, j = 0; i < n; i++) {
+            if (inserted[i]) {
+                if (presenceOnly) {
+                    created[i] = true; // presence-only inserts go to absent keys
+                }
+                sk[j] = keys[i];
+                sid[j++] = Loc.id(a[i]);
+            }
+        }
+        return new StartResult(false, inserted, created, new WriteSession(sessionId, instanceId, deadlineMs, sk, sid));
+    }
+
+    private static byte[] expectLocs(long[] locs) {
+        return Codec.locs(EQUALS, locs);
+    }
+
+    private void backoff(int attempt, String what) {
+        store.conflict();
+        if (attempt >= store.options().maxRetries()) {
+            throw new RedisStoreException(what + " on " + instanceId + ": still conflicting after " + attempt
+                    + " compare-and-set attempts");
+        }
+        if (attempt > 2) {
+            // randomised, growing pause so that the writers racing on these keys stop colliding
+            LockSupport.parkNanos(ThreadLocalRandom.current().nextLong(20_000L, 200_000L) * Math.min(attempt, 20));
+        }
+    }
+
+    // ---- finishWrite ---------------------------------------------------------------------------------------
+
+    @Override
+    public FinishResult finishWrite(String sessionId, boolean[] success, int nowSec) {
+        if (sessionId == null) {
+            return null;
+        }
+        String sessionKey = sessionPrefix + sessionId;
+        for (int attempt = 1; ; attempt++) {
+            Response r = calls.eval(Lua.SESSION_READ, List.of(sessionKey, blocks), List.of(),
+                    "finishWrite read " + instanceId);
+            if (r == null) {
+                return null; // unknown, finished or expired
+            }
+            byte[] blob = r.get(0).toBytes();
+            WriteSession s = Codec.session(sessionId, instanceId, blob);
+            LocList failed = new LocList();
+            int served = 0;
+            List<Object> args = new ArrayList<>();
+            args.add(sessionId);
+            args.add(blob);
+            args.add(Codec.relSec(nowSec));
+            for (int i = 0; i < s.size(); i++) {
+                byte[] cur = Calls.bytes(r.get(i + 1));
+                if (cur == null) {
+                    continue;
+                }
+                long key = s.keys()[i];
+                long[] locs = Codec.locs(cur);
+                int idx = indexOfId(locs, s.locIds()[i]);
+                // only a location still WRITING belongs to this session; a DELETING one belongs to its deleter
+                if (idx < 0 || Loc.status(locs[idx * 2]) != Loc.WRITING) {
+                    continue;
+                }
+                args.add(Codec.field(key));
+                args.add(expectLocs(locs));
+                boolean ok = success != null && i < success.length && success[i];
+                if (ok) {
+                    locs[idx * 2] = Loc.withStatus(locs[idx * 2], Loc.SERVING);
+                    args.add(Codec.locs(REWRITTEN, locs));
+                    served++;
+                } else {
+                    long[] rest = without(locs, idx);
+                    failed.add(key, locs[idx * 2], locs[idx * 2 + 1], rest.length == 0);
+                    args.add(rest.length == 0 ? DELETE : Codec.locs(KEEP_META, rest));
+                }
+            }
+            long code = calls.eval(Lua.FINISH, List.of(blocks, sessionSet, sessionKey), args,
+                    "finishWrite " + instanceId).toLong();
+            if (code == 1) {
+                store.releaseOwner(sessionId, Codec.sessionToken(blob), instanceId);
+                return new FinishResult(s, served, failed);
+            }
+            if (code != -1) {
+                // finished, expired or cleared by a racing caller between our read and our write: read again
+                continue;
+            }
+            backoff(attempt, "finishWrite");
+        }
+    }
+
+    private static long[] without(long[] locs, int idx) {
+        long[] out = new long[locs.length - 2];
+        System.arraycopy(locs, 0, out, 0, idx * 2);
+        System.arraycopy(locs, idx * 2 + 2, out, idx * 2, locs.length - idx * 2 - 2);
+        return out;
+    }
+
+    private static int indexOfId(long[] locs, long id) {
+        for (int i = 0; i < locs.length; i += 2) {
+            if (Loc.id(locs[i]) == id) {
+                return i >> 1;
+            }
+        }
+        return -1;
+    }
+
+    @Override
+    public WriteSession session(String sessionId) {
+        if (sessionId == null) {
+            return null;
+        }
+        Response r = calls.send(Request.cmd(Command.GET).arg(sessionPrefix + sessionId), "session " + sessionId);
+        return r == null ? null : Codec.session(sessionId, instanceId, r.toBytes());
+    }
+
+    @Override
+    public List<WriteSession> sessions() {
+        Response r = calls.eval(Lua.SESSION_LIST, List.of(sessionSet), List.of(sessionPrefix),
+                "sessions of " + instanceId);
+        List<WriteSession> out = new ArrayList<>(r.size() / 2);
+        for (int i = 0; i + 1 < r.size(); i += 2) {
+            out.add(Codec.session(r.get(i).toString(), instanceId, r.get(i + 1).toBytes()));
+        }
+        return out;
+    }
+
+    // ---- markDeleting, purge, clear ------------------------------------------------------------------------
+
+    @Override
+    public LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition) {
+        long[] picked = new long[len];
+        int m = 0;
+        java.util.Set<Long> seen = new java.util.HashSet<>();
+        for (int i = 0; i < len; i++) {
+            long key = keys[off + i];
+            if ((skipPosition != null && skipPosition.test(i)) || !seen.add(key)) {
+                continue;
+            }
+            picked[m++] = key;
+        }
+        if (m == 0) {
+            return new LocList();
+        }
+        for (int attempt = 1; ; attempt++) {
+            byte[][] cur = read(picked, 0, m, "markDeleting read " + instanceId);
+            LocList moved = new LocList();
+            List<Object> args = new ArrayList<>();
+            args.add(0L);
+            for (int i = 0; i < m; i++) {
+                if (cur[i] == null) {
+                    continue; // absent: nothing to move, and nothing this call's outcome depends on
+                }
+                long[] locs = Codec.locs(cur[i]);
+                byte[] expect = expectLocs(locs);
+                boolean changed = false;
+                for (int j = 0; j < locs.length; j += 2) {
+                    if (Loc.status(locs[j]) != Loc.DELETING) {
+                        locs[j] = Loc.withStatus(locs[j], Loc.DELETING);
+                        moved.add(picked[i], locs[j], locs[j + 1], false);
+                        changed = true;
+                    }
+                }
+                if (changed) {
+                    args.add(Codec.field(picked[i]));
+                    args.add(expect);
+                    args.add(Codec.locs(KEEP_META, locs));
+                }
+            }
+            if (args.size() == 1 || casOk(args, "markDeleting")) {
+                return moved;
+            }
+            backoff(attempt, "markDeleting");
+        }
+    }
+
+    private boolean casOk(List<Object> args, String what) {
+        return calls.eval(Lua.CAS, List.of(blocks), args, what + " " + instanceId).toLong() == 1;
+    }
+
+    @Override
+    public LocList purge(long key, long locId) {
+        for (int attempt = 1; ; attempt++) {
+            LocList out = new LocList();
+            Block b = get(key);
+            if (b == null) {
+                return out;
+            }
+            long[] locs = new long[b.size() * 2];
+            for (int i = 0; i < b.size(); i++) {
+                locs[i * 2] = b.a(i);
+                locs[i * 2 + 1] = b.b(i);
+            }
+            int idx = indexOfId(locs, locId);
+            if (idx < 0 || Loc.status(locs[idx * 2]) != Loc.DELETING) {
+                return out;
+            }
+            long[] rest = without(locs, idx);
+            out.add(key, locs[idx * 2], locs[idx * 2 + 1], rest.length == 0);
+            List<Object> args = List.of(0L, Codec.field(key), expectLocs(locs),
+                    rest.length == 0 ? DELETE : Codec.locs(KEEP_META, rest));
+            if (casOk(args, "purge")) {
+                return out;
+            }
+            backoff(attempt, "purge");
+        }
+    }
+
+    @Override
+    public void clear() {
+        Response r = calls.eval(Lua.WIPE, List.of(live, blocks, sessionSet), List.of(incarnation, sessionPrefix, "clear"),
+                "clear " + instanceId);
+        store.releaseOwners(instanceId, r);
+    }
+
+    // ---- scan, sample, forEach -----------------------------------------------------------------------------
+
+    /** Cursor = Redis' HSCAN cursor << SKIP_BITS | entries of that page already handed out. */
+    private static final int SKIP_BITS = 24;
+    private static final int MAX_COUNT = 1 << 16;
+
+    @Override
+    public long scan(long cursor, int max, LongConsumer sink) {
+        if (max <= 0) {
+            throw new IllegalArgumentException("scan page size must be positive: " + max);
+        }
+        long redisCursor = cursor >>> SKIP_BITS;
+        int skip = (int) (cursor & ((1L << SKIP_BITS) - 1));
+        int emitted = 0;
+        while (true) {
+            // COUNT is only a hint: the page may hold more than max, so remember how far into it we got
+            Response page = calls.send(Request.cmd(Command.HSCAN).arg(blocks).arg(Long.toUnsignedString(redisCursor))
+                    .arg("COUNT").arg(Math.min(max, MAX_COUNT)), "scan " + instanceId);
+            long next = Long.parseUnsignedLong(page.get(0).toString());
+            Response items = page.get(1);
+            int entries = items.size() / 2;
+            for (int e = skip; e < entries; e++) {
+                if (emitted == max) {
+                    if (e >= (1 << SKIP_BITS)) {
+                        throw new RedisStoreException("HSCAN page of " + entries + " entries is too large to resume");
+                    }
+                    return (redisCursor << SKIP_BITS) | e;
+                }
+                sink.accept(Codec.key(items.get(e * 2).toBytes()));
+                emitted++;
+            }
+            skip = 0;
+            redisCursor = next;
+            if (next == 0) {
+                return 0;
+            }
+            if (next >>> (64 - SKIP_BITS) != 0) {
+                throw new RedisStoreException("HSCAN cursor " + next + " does not fit the scan cursor");
+            }
+            if (emitted == max) {
+                return redisCursor << SKIP_BITS;
+            }
+        }
+    }
+
+    /** HRANDFIELD with a positive count: distinct keys, Redis' own randomness (the generator is not used). */
+    @Override
+    public long[] sample(int n, RandomGenerator random) {
+        if (n <= 0) {
+            return new long[0];
+        }
+        Response r = calls.send(Request.cmd(Command.HRANDFIELD).arg(blocks).arg(n), "sample " + instanceId);
+        if (r == null) {
+            return new long[0];
+        }
+        long[] out = new long[r.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = Codec.key(r.get(i).toBytes());
+        }
+        return out;
+    }
+
+    @Override
+    public void forEach(Consumer<Block> visitor) {
+        String cursor = "0";
+        do {
+            Response page = calls.send(Request.cmd(Command.HSCAN).arg(blocks).arg(cursor).arg("COUNT")
+                    .arg(store.options().pageSize()), "forEach " + instanceId);
+            cursor = page.get(0).toString();
+            Response items = page.get(1);
+            for (int i = 0; i + 1 < items.size(); i += 2) {
+                long key = Codec.key(items.get(i).toBytes());
+                visitor.accept(Codec.block(key, items.get(i + 1).toBytes()));
+            }
+        } while (!cursor.equals("0"));
+    }
+}

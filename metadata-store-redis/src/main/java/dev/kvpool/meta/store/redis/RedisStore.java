@@ -1,0 +1,376 @@
+package dev.kvpool.meta.store.redis;
+
+import dev.kvpool.meta.index.IndexStore;
+import dev.kvpool.meta.index.InstanceIndex;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.redis.client.Command;
+import io.vertx.redis.client.Redis;
+import io.vertx.redis.client.RedisOptions;
+import io.vertx.redis.client.Request;
+import io.vertx.redis.client.Response;
+import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import org.jboss.logging.Logger;
+
+/**
+ * The block index on Redis / Valkey, standalone or cluster, shared by every metadata-plane replica that points at
+ * the same server and key prefix.
+ *
+ * <h2>Keys</h2> Everything of one instance carries one hash tag, {@code <prefix>:{<instance>}:...}, so it lives in
+ * one cluster slot and every script touches a single slot: {@code live} (the incarnation token; present while the
+ * instance exists), {@code b} (hash: 8-byte block key → meta word + locations), {@code ss} (set of open session
+ * ids) and {@code s:<id>} (one string per open session, expiring at its deadline + grace). Store-wide keys each
+ * stand alone: {@code <prefix>:i} (set of instance ids), {@code <prefix>:r:<section>} (hash of records) and
+ * {@code <prefix>:o:{<session id>}} (the session id's owner, for store-wide uniqueness and
+ * {@link #sessionOwner}).
+ *
+ * <h2>Atomicity</h2> The decisions stay in Java, as in the embedded store, and Redis does a compare-and-set: the
+ * current values are read in one round trip, the new ones computed, and one script checks that every key the
+ * decision read still holds what was read, then writes the new values (and the session) or reports a conflict,
+ * after which Java re-reads and retries. The single exception is the common startWrite (minReplicas ≤ 1), whose
+ * decision needs only "is the key present": the script decides that itself, so engines writing the same prompt
+ * prefix at once (the normal case: shared system prompts) never conflict and it costs one round trip. Checks
+ * compare only the location part of a value, so read-path {@code touch}es, which rewrite the meta word inside
+ * their own script, never make a writer retry.
+ *
+ * <p>Session ids are unique store-wide through the owner key, claimed with {@code SET NX} before the instance
+ * script runs and released when the start is refused. It is a second slot, so the two steps are not one atomic
+ * unit: a process that dies between them leaves a claim that blocks that id until it expires; {@link
+ * #sessionOwner} therefore also checks that the session itself exists.
+ */
+public final class RedisStore implements IndexStore {
+    private static final Logger LOG = Logger.getLogger(RedisStore.class);
+    static final SecureRandom TOKENS = new SecureRandom();
+
+    /**
+     * @param prefix       first part of every key; no braces (they would change the cluster hash tag)
+     * @param timeout      how long one Redis call may take before it fails
+     * @param batchSize    keys per command in getAll/touch (larger batches go out as one pipeline)
+     * @param pageSize     keys per HSCAN page in forEach
+     * @param sessionGrace how long a session outlives its deadline in Redis before it expires by itself
+     * @param maxRetries   compare-and-set attempts before a write gives up (only under heavy contention)
+     */
+    public record Options(String prefix, Duration timeout, int batchSize, int pageSize, Duration sessionGrace,
+                          int maxRetries) {
+        public Options {
+            if (prefix == null || prefix.isEmpty() || prefix.indexOf('{') >= 0 || prefix.indexOf('}') >= 0) {
+                throw new IllegalArgumentException("key prefix must be non-empty and free of braces: " + prefix);
+            }
+            if (batchSize <= 0 || pageSize <= 0 || maxRetries <= 0) {
+                throw new IllegalArgumentException("batchSize, pageSize and maxRetries must be positive");
+            }
+        }
+
+        public static Options defaults() {
+            return new Options("kvp", Duration.ofSeconds(5), 4096, 1000, Duration.ofMinutes(10), 100);
+        }
+
+        public Options withPrefix(String p) {
+            return new Options(p, timeout, batchSize, pageSize, sessionGrace, maxRetries);
+        }
+
+        public Options withSessionGrace(Duration g) {
+            return new Options(prefix, timeout, batchSize, pageSize, g, maxRetries);
+        }
+    }
+
+    private final Options options;
+    private final Calls calls;
+    private final Redis redis;
+    /** Set when {@link #connect} made the client: closed with the store. */
+    private final Vertx ownVertx;
+    private final Map<String, RedisIndex> indexes = new ConcurrentHashMap<>();
+    private volatile boolean closed;
+
+    /** Over a client someone else owns (the metadata plane's quarkus-redis-client bean); close() leaves it open. */
+    public RedisStore(Redis redis, Options options) {
+        this(redis, options, null);
+    }
+
+    private RedisStore(Redis redis, Options options, Vertx ownVertx) {
+        this.redis = redis;
+        this.options = options;
+        this.calls = new Calls(redis, options.timeout());
+        this.ownVertx = ownVertx;
+    }
+
+    /**
+     * A store with its own Vert.x and client (tests, the bench, tools), e.g. {@code redis://127.0.0.1:6379/0};
+     * close() closes both. The pool allows as many waiting callers as worker threads are likely to block.
+     */
+    public static RedisStore connect(String connectionString, Options options) {
+        return connect(new RedisOptions().setConnectionString(connectionString), options);
+    }
+
+    /** As {@link #connect(String, Options)} with full client options (cluster, sentinel, TLS, passwords). */
+    public static RedisStore connect(RedisOptions redisOptions, Options options) {
+        Vertx vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(2));
+        RedisOptions ro = new RedisOptions(redisOptions);
+        if (ro.getMaxPoolSize() < 16) {
+            ro.setMaxPoolSize(16);
+        }
+        ro.setMaxPoolWaiting(Math.max(ro.getMaxPoolWaiting(), 4096));
+        Redis client = Redis.createClient(vertx, ro);
+        RedisStore s = new RedisStore(client, options, vertx);
+        try {
+            s.calls.send(Request.cmd(Command.PING), "PING");
+        } catch (RuntimeException e) {
+            s.close();
+            throw e;
+        }
+        return s;
+    }
+
+    Options options() {
+        return options;
+    }
+
+    Calls calls() {
+        return calls;
+    }
+
+    private final java.util.concurrent.atomic.LongAdder conflicts = new java.util.concurrent.atomic.LongAdder();
+
+    void conflict() {
+        conflicts.increment();
+    }
+
+    /** Compare-and-set attempts that found a key changed since it was read and were retried: a contention gauge. */
+    public long conflicts() {
+        return conflicts.sum();
+    }
+
+    /** Round trips this store made so far (a pipelined batch counts once): for tests and metrics. */
+    public long roundTrips() {
+        return calls.roundTrips();
+    }
+
+    // ---- key names -----------------------------------------------------------------------------------------
+
+    /** The common start of an instance's keys: the hash tag is the id, or a safe stand-in when it has braces. */
+    String instanceBase(String instanceId) {
+        if (!instanceId.isEmpty() && instanceId.indexOf('{') < 0 && instanceId.indexOf('}') < 0) {
+            return options.prefix() + ":{" + instanceId + "}:";
+        }
+        String safe = instanceId.replace('{', '(').replace('}', ')');
+        return options.prefix() + ":{" + (safe.isEmpty() ? "_" : safe) + "}:"
+                + HexFormat.of().formatHex(instanceId.getBytes(StandardCharsets.UTF_8)) + ":";
+    }
+
+    private String registryKey() {
+        return options.prefix() + ":i";
+    }
+
+    private String recordKey(String section) {
+        return options.prefix() + ":r:" + section;
+    }
+
+    String ownerKey(String sessionId) {
+        return options.prefix() + ":o:{" + sessionId + "}";
+    }
+
+    static String ownerValue(long token, String instanceId) {
+        return Codec.hex16(token) + instanceId;
+    }
+
+    // ---- instances -----------------------------------------------------------------------------------------
+
+    @Override
+    public InstanceIndex index(String instanceId) {
+        checkOpen();
+        RedisIndex cur = indexes.get(instanceId);
+        if (cur != null && !cur.dropped()) {
+            return cur;
+        }
+        String base = instanceBase(instanceId);
+        String inc = calls.eval(Lua.ENSURE, List.of(base + "live"), List.of(Codec.hex16(TOKENS.nextLong())),
+                "create index " + instanceId).toString();
+        // registered after the live key exists; drop() re-registers when it finds one again (see there)
+        calls.send(Request.cmd(Command.SADD).arg(registryKey()).arg(instanceId), "register instance " + instanceId);
+        return adopt(instanceId, inc);
+    }
+
+    private RedisIndex adopt(String instanceId, String incarnation) {
+        return indexes.compute(instanceId, (id, v) -> v != null && !v.dropped() && v.incarnation().equals(incarnation)
+                ? v : new RedisIndex(this, id, incarnation));
+    }
+
+    @Override
+    public InstanceIndex existing(String instanceId) {
+        checkOpen();
+        // asks Redis every time: another replica may have dropped or created the instance
+        Response r = calls.send(Request.cmd(Command.GET).arg(instanceBase(instanceId) + "live"),
+                "look up instance " + instanceId);
+        if (r == null) {
+            RedisIndex gone = indexes.remove(instanceId);
+            if (gone != null) {
+                gone.markDropped();
+            }
+            return null;
+        }
+        return adopt(instanceId, r.toString());
+    }
+
+    @Override
+    public void drop(String instanceId) {
+        checkOpen();
+        String base = instanceBase(instanceId);
+        Response r = calls.eval(Lua.WIPE, List.of(base + "live", base + "b", base + "ss"),
+                List.of("", base + "s:", "drop"), "drop instance " + instanceId);
+        RedisIndex gone = indexes.remove(instanceId);
+        if (gone != null) {
+            gone.markDropped();
+        }
+        releaseOwners(instanceId, r);
+        calls.send(Request.cmd(Command.SREM).arg(registryKey()).arg(instanceId), "unregister " + instanceId);
+        // a racing index() may have created the instance again after our wipe but registered it before our SREM
+        if (calls.send(Request.cmd(Command.EXISTS).arg(base + "live"), "check " + instanceId).toInteger() == 1) {
+            calls.send(Request.cmd(Command.SADD).arg(registryKey()).arg(instanceId), "register " + instanceId);
+        }
+    }
+
+    /** Deletes the owner keys of wiped sessions ({id, blob, ...}), each only while it is still theirs. */
+    void releaseOwners(String instanceId, Response idBlobPairs) {
+        if (idBlobPairs == null) {
+            return;
+        }
+        for (int i = 0; i + 1 < idBlobPairs.size(); i += 2) {
+            String sid = idBlobPairs.get(i).toString();
+            long token = Codec.sessionToken(idBlobPairs.get(i + 1).toBytes());
+            releaseOwner(sid, token, instanceId);
+        }
+    }
+
+    void releaseOwner(String sessionId, long token, String instanceId) {
+        calls.eval(Lua.COMPARE_DEL, List.of(ownerKey(sessionId)), List.of(ownerValue(token, instanceId)),
+                "release session id " + sessionId);
+    }
+
+    @Override
+    public Set<String> instanceIds() {
+        checkOpen();
+        Response members = calls.send(Request.cmd(Command.SMEMBERS).arg(registryKey()), "list instances");
+        List<String> ids = new ArrayList<>();
+        members.forEach(m -> ids.add(m.toString()));
+        if (ids.isEmpty()) {
+            return Set.of();
+        }
+        // the live keys are the truth: a crash between the two steps of drop() may leave a stale member
+        List<Request> checks = new ArrayList<>();
+        ids.forEach(id -> checks.add(Request.cmd(Command.EXISTS).arg(instanceBase(id) + "live")));
+        List<Response> live = calls.batch(checks, "check instances");
+        Set<String> out = new HashSet<>();
+        for (int i = 0; i < ids.size(); i++) {
+            if (live.get(i).toInteger() == 1) {
+                out.add(ids.get(i));
+            }
+        }
+        return Set.copyOf(out);
+    }
+
+    @Override
+    public String sessionOwner(String sessionId) {
+        checkOpen();
+        if (sessionId == null) {
+            return null;
+        }
+        Response r = calls.send(Request.cmd(Command.GET).arg(ownerKey(sessionId)), "session owner " + sessionId);
+        if (r == null) {
+            return null;
+        }
+        String v = r.toString();
+        if (v.length() < 16) {
+            throw new RedisStoreException("corrupt owner of session " + sessionId + ": " + v);
+        }
+        String instanceId = v.substring(16);
+        // a claim whose start never completed (the claimer died) owns no session
+        Response exists = calls.send(Request.cmd(Command.EXISTS).arg(instanceBase(instanceId) + "s:" + sessionId),
+                "session " + sessionId);
+        return exists.toInteger() == 1 ? instanceId : null;
+    }
+
+    // ---- records -------------------------------------------------------------------------------------------
+
+    @Override
+    public void putRecord(String section, String name, byte[] value) {
+        checkOpen();
+        calls.send(Request.cmd(Command.HSET).arg(recordKey(section)).arg(name).arg(value),
+                "put record " + section + "/" + name);
+    }
+
+    @Override
+    public void removeRecord(String section, String name) {
+        checkOpen();
+        calls.send(Request.cmd(Command.HDEL).arg(recordKey(section)).arg(name),
+                "remove record " + section + "/" + name);
+    }
+
+    @Override
+    public Map<String, byte[]> records(String section) {
+        checkOpen();
+        Response r = calls.send(Request.cmd(Command.HGETALL).arg(recordKey(section)), "records " + section);
+        TreeMap<String, byte[]> out = new TreeMap<>();
+        if (r == null) {
+            return out;
+        }
+        if (r.isMap()) {
+            for (String k : r.getKeys()) {
+                out.put(k, r.get(k).toBytes());
+            }
+        } else {
+            for (int i = 0; i + 1 < r.size(); i += 2) {
+                out.put(r.get(i).toString(), r.get(i + 1).toBytes());
+            }
+        }
+        return out;
+    }
+
+    /**
+     * A no-op: every call returns after Redis applied it, and Redis' own persistence (appendonly + appendfsync,
+     * replicas) decides what survives a Redis crash. See the module README.
+     */
+    @Override
+    public void sync() {
+        checkOpen();
+    }
+
+    @Override
+    public String kind() {
+        return "redis";
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("the Redis index store is closed");
+        }
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (ownVertx != null) {
+            redis.close();
+            try {
+                ownVertx.close().toCompletionStage().toCompletableFuture().get(10, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (Exception e) {
+                LOG.warn("closing the Redis store's Vert.x instance failed", e);
+                if (e instanceof InterruptedException) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+    }
+}

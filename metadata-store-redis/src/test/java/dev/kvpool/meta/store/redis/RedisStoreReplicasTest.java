@@ -1,0 +1,400 @@
+package dev.kvpool.meta.store.redis;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.kvpool.meta.index.Block;
+import dev.kvpool.meta.index.InstanceIndex;
+import dev.kvpool.meta.index.InstanceIndex.FinishResult;
+import dev.kvpool.meta.index.InstanceIndex.StartResult;
+import dev.kvpool.meta.index.Loc;
+import dev.kvpool.meta.index.WriteSession;
+import io.vertx.redis.client.Command;
+import io.vertx.redis.client.Request;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Two RedisStore objects with their own Vert.x and connection pools over the same keys: two metadata-plane
+ * replicas. Plus what the contract suite cannot see: round trips per batch, expiry in Redis, error reporting.
+ */
+class RedisStoreReplicasTest {
+    private static final String INST = "inst-r";
+    private static final int NOW = 1_700_000_000;
+    private static TestRedis redis;
+    private String prefix;
+    private RedisStore a, b;
+
+    @BeforeAll
+    static void connect() {
+        redis = new TestRedis();
+    }
+
+    @AfterAll
+    static void disconnect() {
+        redis.close();
+    }
+
+    @BeforeEach
+    void open() {
+        prefix = TestRedis.uniquePrefix("replicas");
+        a = RedisStore.connect(TestRedis.URI, TestRedis.options(prefix));
+        b = RedisStore.connect(TestRedis.URI, TestRedis.options(prefix));
+    }
+
+    @AfterEach
+    void close() {
+        try {
+            a.close();
+            b.close();
+        } finally {
+            redis.deleteAll(prefix);
+        }
+    }
+
+    private static long key(int i) {
+        return Long.reverse(i) ^ 0x5DEECE66DL;
+    }
+
+    private static long[] keys(int from, int n) {
+        long[] k = new long[n];
+        for (int i = 0; i < n; i++) {
+            k[i] = key(from + i);
+        }
+        return k;
+    }
+
+    private static final AtomicLong IDS = new AtomicLong(1);
+
+    private static StartResult write(InstanceIndex ix, String sid, int minReplicas, int storage, long... keys) {
+        long[] wa = new long[keys.length], wb = new long[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            long id = IDS.getAndIncrement();
+            wa[i] = Loc.a(id, Loc.NEW, storage, 0);
+            wb[i] = id << 8;
+        }
+        return ix.startWrite(keys, wa, wb, minReplicas, s -> true, 0, sid, System.currentTimeMillis() + 60_000, NOW);
+    }
+
+    private static void race(int threads, ThrowingIntConsumer body) throws Exception {
+        CountDownLatch go = new CountDownLatch(1);
+        AtomicReference<Throwable> err = new AtomicReference<>();
+        List<Thread> ts = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            int tt = t;
+            Thread th = new Thread(() -> {
+                try {
+                    go.await();
+                    body.accept(tt);
+                } catch (Throwable e) {
+                    err.compareAndSet(null, e);
+                }
+            }, "replica-race-" + t);
+            th.start();
+            ts.add(th);
+        }
+        go.countDown();
+        for (Thread th : ts) {
+            th.join(TimeUnit.SECONDS.toMillis(50));
+            assertFalse(th.isAlive(), th.getName() + " still running");
+        }
+        if (err.get() != null) {
+            throw new AssertionError("a racing thread failed", err.get());
+        }
+    }
+
+    @FunctionalInterface
+    interface ThrowingIntConsumer {
+        void accept(int t) throws Exception;
+    }
+
+    @Test
+    @Timeout(90)
+    void twoReplicasRacingStartWriteHandOutOneWritingLocationPerKey() throws Exception {
+        int n = 1024, batch = 64, threads = 16;
+        ConcurrentHashMap<Long, Integer> slot = new ConcurrentHashMap<>();
+        for (int i = 0; i < n; i++) {
+            slot.put(key(i), i);
+        }
+        AtomicIntegerArray handedOut = new AtomicIntegerArray(n);
+        List<String> open = Collections.synchronizedList(new ArrayList<>());
+        race(threads, t -> {
+            RedisStore mine = t % 2 == 0 ? a : b, other = t % 2 == 0 ? b : a;
+            InstanceIndex ix = mine.index(INST);
+            Random r = new Random(t);
+            for (int round = 0; round < 48; round++) {
+                int start = r.nextInt(n);
+                long[] ks = new long[batch];
+                for (int j = 0; j < batch; j++) {
+                    ks[j] = key((start + j) % n);
+                }
+                String sid = "t" + t + "-" + round;
+                StartResult res = write(ix, sid, 1, 1 + t, ks);
+                for (int j = 0; j < batch; j++) {
+                    if (res.inserted()[j]) {
+                        handedOut.incrementAndGet(slot.get(ks[j]));
+                    }
+                }
+                if (round % 3 == 0) {
+                    // finished by the other replica
+                    boolean[] ok = new boolean[res.session().size()];
+                    Arrays.fill(ok, true);
+                    assertEquals(ok.length, other.index(INST).finishWrite(sid, ok, NOW).served());
+                } else {
+                    open.add(sid);
+                }
+            }
+        });
+        // every key was covered by some window with overwhelming probability; none got two locations
+        int covered = 0;
+        for (int i = 0; i < n; i++) {
+            assertTrue(handedOut.get(i) <= 1, "key #" + i + " got " + handedOut.get(i) + " WRITING locations");
+            covered += handedOut.get(i);
+        }
+        assertEquals(covered, a.index(INST).keyCount());
+        assertEquals(covered, b.index(INST).keyCount());
+        long writing = 0;
+        int[] seen = {0};
+        long[] w = {0};
+        a.index(INST).forEach(bl -> {
+            seen[0]++;
+            assertEquals(1, bl.size(), "replicas of " + bl);
+            if (Loc.status(bl.a(0)) == Loc.WRITING) {
+                w[0]++;
+            }
+        });
+        writing = w[0];
+        assertEquals(covered, seen[0]);
+        long inSessions = b.index(INST).sessions().stream().mapToLong(WriteSession::size).sum();
+        assertEquals(writing, inSessions, "every WRITING location belongs to exactly one open session");
+        assertEquals(open.size(), a.index(INST).sessions().size());
+    }
+
+    /** The compare-and-set path (minReplicas > 1): racing replica additions never overshoot or lose one. */
+    @Test
+    @Timeout(90)
+    void racingExtraReplicasReachMinReplicasExactly() throws Exception {
+        int n = 128, threads = 12, minReplicas = 3;
+        long[] all = keys(0, n);
+        String s0 = "seed";
+        StartResult seed = write(a.index(INST), s0, 1, 1, all);
+        boolean[] ok = new boolean[n];
+        Arrays.fill(ok, true);
+        assertEquals(n, a.index(INST).finishWrite(s0, ok, NOW).served());
+        AtomicInteger inserted = new AtomicInteger();
+        race(threads, t -> {
+            InstanceIndex ix = (t % 2 == 0 ? a : b).index(INST);
+            Random r = new Random(t);
+            for (int round = 0; round < 30; round++) {
+                int start = r.nextInt(n), len = 1 + r.nextInt(24);
+                long[] ks = new long[len];
+                for (int j = 0; j < len; j++) {
+                    ks[j] = all[(start + j) % n];
+                }
+                StartResult res = write(ix, "x" + t + "-" + round, minReplicas, 2 + t, ks);
+                for (boolean x : res.inserted()) {
+                    if (x) {
+                        inserted.incrementAndGet();
+                    }
+                }
+                for (boolean c : res.created()) {
+                    assertFalse(c, "no key is new here");
+                }
+            }
+        });
+        int[] sizes = new int[minReplicas + 2];
+        a.index(INST).forEach(bl -> sizes[Math.min(bl.size(), minReplicas + 1)]++);
+        int full = sizes[minReplicas];
+        assertEquals(0, sizes[minReplicas + 1], "a key got more than " + minReplicas + " replicas");
+        // a key reached by at least two tries has exactly minReplicas; the totals must add up either way
+        long total = 0;
+        Block[] out = new Block[n];
+        a.index(INST).getAll(all, 0, n, out);
+        for (Block bl : out) {
+            total += bl.size();
+            assertEquals(Loc.SERVING, Loc.status(bl.a(0)));
+        }
+        assertEquals(n + inserted.get(), total, "every inserted replica is in the index, no more");
+        assertTrue(full > n / 2, "most keys should have reached " + minReplicas + " replicas: " + full);
+        assertEquals(n, b.index(INST).keyCount());
+        assertNotNull(seed.session());
+        System.out.printf("extra-replica race: %d inserted, %d compare-and-set conflicts retried%n", inserted.get(),
+                a.conflicts() + b.conflicts());
+    }
+
+    @Test
+    void aSessionStartedOnOneReplicaIsFinishedOnTheOther() {
+        InstanceIndex ia = a.index(INST);
+        StartResult r = write(ia, "cross", 1, 1, keys(0, 3));
+        assertEquals(INST, b.sessionOwner("cross"));
+        InstanceIndex ib = b.index(INST);
+        WriteSession s = ib.session("cross");
+        assertArrayEquals(r.session().keys(), s.keys());
+        assertArrayEquals(r.session().locIds(), s.locIds());
+        assertThrows(IllegalArgumentException.class, () -> write(ib, "cross", 1, 1, key(9)),
+                "the id is open store-wide, whichever replica asks");
+        FinishResult f = ib.finishWrite("cross", new boolean[] {true, false, true}, NOW + 5);
+        assertEquals(2, f.served());
+        assertEquals(1, f.failed().size());
+        assertNull(a.sessionOwner("cross"));
+        assertNull(ia.finishWrite("cross", new boolean[] {true, true, true}, NOW), "finished already");
+        assertEquals(Loc.SERVING, Loc.status(ia.get(key(0)).a(0)));
+        assertEquals(NOW + 5, ia.get(key(0)).writeSec());
+        assertNull(ia.get(key(1)));
+        assertEquals(2, ia.keyCount());
+    }
+
+    @Test
+    void aDropOnOneReplicaIsSeenByTheOther() {
+        InstanceIndex ia = a.index(INST);
+        write(ia, "d1", 1, 1, keys(0, 4));
+        InstanceIndex ib = b.index(INST);
+        assertTrue(b.instanceIds().contains(INST));
+        a.drop(INST);
+        assertNull(b.existing(INST));
+        assertFalse(b.instanceIds().contains(INST));
+        assertNull(b.sessionOwner("d1"));
+        assertThrows(IllegalStateException.class, () -> write(ib, "d2", 1, 1, key(1)),
+                "the other replica's index object of the dropped instance refuses writes");
+        // created again by A: B's store hands out a working index again
+        a.index(INST);
+        assertTrue(write(b.index(INST), "d3", 1, 1, key(1)).inserted()[0]);
+        assertEquals(1, a.existing(INST).keyCount());
+    }
+
+    @Test
+    void batchesAreSingleRoundTrips() {
+        InstanceIndex ix = a.index(INST);
+        long[] ks = keys(0, 1024);
+        long t0 = a.roundTrips();
+        StartResult r = write(ix, "rt", 1, 1, ks);
+        long afterStart = a.roundTrips();
+        assertEquals(1024, r.session().size());
+        boolean[] ok = new boolean[1024];
+        Arrays.fill(ok, true);
+        assertEquals(1024, ix.finishWrite("rt", ok, NOW).served());
+        long afterFinish = a.roundTrips();
+        Block[] out = new Block[1024];
+        ix.getAll(ks, 0, 1024, out);
+        long afterGet = a.roundTrips();
+        ix.touch(ks, 0, 1024, NOW + 9);
+        long afterTouch = a.roundTrips();
+        long[] big = keys(0, 10_000);
+        Block[] bigOut = new Block[big.length];
+        ix.getAll(big, 0, big.length, bigOut);
+        long afterBig = a.roundTrips();
+        assertEquals(1024, ix.markDeleting(ks, 0, 1024, null).size());
+        long afterMark = a.roundTrips();
+
+        assertEquals(2, afterStart - t0, "startWrite: claim the session id + one script");
+        assertEquals(3, afterFinish - afterStart, "finishWrite: read session + blocks, one script, release id");
+        assertEquals(1, afterGet - afterFinish, "getAll of 1,024 keys");
+        assertEquals(1, afterTouch - afterGet, "touch of 1,024 keys");
+        assertEquals(1, afterBig - afterTouch, "getAll of 10,000 keys: 3 HMGETs in one pipeline");
+        assertEquals(2, afterMark - afterBig, "markDeleting: one read, one script");
+        for (Block bl : out) {
+            assertEquals(Loc.SERVING, Loc.status(bl.a(0)));
+        }
+        assertEquals(NOW + 9, ix.get(ks[5]).accessSec());
+        assertEquals(1024, Arrays.stream(bigOut).filter(x -> x != null).count());
+    }
+
+    @Test
+    void sessionsExpireInRedisAtDeadlinePlusGrace() throws Exception {
+        try (RedisStore s = RedisStore.connect(TestRedis.URI,
+                TestRedis.options(prefix).withSessionGrace(Duration.ofMillis(300)))) {
+            InstanceIndex ix = s.index(INST);
+            long deadline = System.currentTimeMillis() + 200;
+            ix.startWrite(new long[] {1, 2}, new long[] {Loc.a(1, Loc.NEW, 1, 0), Loc.a(2, Loc.NEW, 1, 0)},
+                    new long[] {1, 2}, 1, x -> true, 0, "short", deadline, NOW);
+            String sessionKey = prefix + ":{" + INST + "}:s:short";
+            long pttl = redis.call(Request.cmd(Command.PTTL).arg(sessionKey)).toLong();
+            assertTrue(pttl > 0 && pttl <= 500, "session key expires at deadline + grace: pttl " + pttl);
+            long ownerTtl = redis.call(Request.cmd(Command.PTTL).arg(prefix + ":o:{short}")).toLong();
+            assertTrue(ownerTtl > 0 && ownerTtl <= 500, "so does the id's owner key: pttl " + ownerTtl);
+            assertEquals(INST, s.sessionOwner("short"));
+            Thread.sleep(800);
+            assertNull(ix.session("short"));
+            assertNull(s.sessionOwner("short"));
+            assertTrue(ix.sessions().isEmpty());
+            assertEquals(0, redis.call(Request.cmd(Command.SCARD).arg(prefix + ":{" + INST + "}:ss")).toLong(),
+                    "listing sessions drops ids whose session expired");
+            assertNull(ix.finishWrite("short", new boolean[] {true, true}, NOW));
+            // the id is free again; the locations stay WRITING for the plane's expiry sweep to have closed earlier
+            assertEquals(Loc.WRITING, Loc.status(ix.get(1).a(0)));
+        }
+    }
+
+    @Test
+    void blockingOnAnEventLoopIsRefused() throws Exception {
+        CompletableFuture<Throwable> got = new CompletableFuture<>();
+        redis.vertx.runOnContext(v -> {
+            try {
+                a.index(INST).get(1);
+                got.complete(null);
+            } catch (Throwable e) {
+                got.complete(e);
+            }
+        });
+        Throwable e = got.get(10, TimeUnit.SECONDS);
+        assertInstanceOf(IllegalStateException.class, e);
+        assertTrue(e.getMessage().contains("event loop"), e.getMessage());
+    }
+
+    @Test
+    void redisErrorsBecomeExceptionsThatNameTheCall() {
+        InstanceIndex ix = a.index(INST);
+        // corrupt the block hash into a string: every command on it now fails with WRONGTYPE
+        redis.call(Request.cmd(Command.SET).arg(prefix + ":{" + INST + "}:b").arg("not a hash"));
+        RedisStoreException e = assertThrows(RedisStoreException.class, () -> ix.get(5));
+        assertTrue(e.getMessage().contains("get " + INST) && e.getMessage().contains("WRONGTYPE"), e.getMessage());
+        RedisStoreException s = assertThrows(RedisStoreException.class, () -> write(ix, "w", 1, 1, 5L));
+        assertTrue(s.getMessage().contains("startWrite " + INST), s.getMessage());
+        assertNull(a.sessionOwner("w"));
+    }
+
+    @Test
+    void anUnreachableServerFailsClearly() {
+        RedisStore.Options o = TestRedis.options(prefix);
+        o = new RedisStore.Options(o.prefix(), Duration.ofSeconds(2), o.batchSize(), o.pageSize(), o.sessionGrace(),
+                o.maxRetries());
+        RedisStore.Options fo = o;
+        RedisStoreException e = assertThrows(RedisStoreException.class,
+                () -> RedisStore.connect("redis://127.0.0.1:1/0", fo));
+        assertTrue(e.getMessage().contains("PING"), e.getMessage());
+    }
+
+    @Test
+    void closingAStoreOverAClientItDoesNotOwnLeavesTheClientOpen() {
+        RedisStore over = new RedisStore(redis.redis, TestRedis.options(prefix));
+        assertTrue(write(over.index(INST), "own", 1, 1, key(3)).inserted()[0]);
+        over.close();
+        assertThrows(IllegalStateException.class, () -> over.index(INST));
+        assertEquals(INST, a.sessionOwner("own"));
+        assertEquals("PONG", redis.call(Request.cmd(Command.PING)).toString());
+    }
+}
