@@ -23,7 +23,8 @@ public record ReclaimConfig(ReclaimPolicy policy, double usedPercentage, long us
                             long stepSize, int stepPercentage, long delayBeforeDeleteMs, long ttlSeconds,
                             int lfuDecaySeconds) {
 
-    public static final ReclaimConfig DEFAULT = new ReclaimConfig(ReclaimPolicy.LRU, 0.8, 0, 0, 0, 0, 1000, 0, 60);
+    /** No reclaim_strategy: no water level (KVCM would read 0 and evict continuously; §3.10.1 asks for never). */
+    public static final ReclaimConfig DEFAULT = new ReclaimConfig(ReclaimPolicy.LRU, 0, 0, 0, 0, 0, 1000, 0, 60);
 
     public ReclaimConfig {
         if (policy == null) {
@@ -55,7 +56,7 @@ public record ReclaimConfig(ReclaimPolicy policy, double usedPercentage, long us
         ReclaimPolicy policy = pol.isMissingNode() ? DEFAULT.policy() : ReclaimPolicy.parse(pol.asText());
         JsonNode trig = r.path("trigger_strategy");
         return new ReclaimConfig(policy,
-                trig.path("used_percentage").asDouble(r.has("trigger_strategy") ? 0 : DEFAULT.usedPercentage()),
+                trig.path("used_percentage").asDouble(0),
                 trig.path("used_size").asLong(0),
                 r.path("trigger_period_seconds").asLong(0) * 1000,
                 r.path("reclaim_step_size").asLong(0),

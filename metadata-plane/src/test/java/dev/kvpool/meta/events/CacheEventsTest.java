@@ -1,0 +1,88 @@
+package dev.kvpool.meta.events;
+
+import static io.restassured.RestAssured.given;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.kvpool.api.events.CacheEvent;
+import dev.kvpool.api.events.EventCodec;
+import dev.kvpool.api.events.Topics;
+import dev.kvpool.api.proto.meta.StartWriteCacheResponse;
+import dev.kvpool.meta.support.EventsTestProfile;
+import dev.kvpool.meta.support.KafkaResource;
+import dev.kvpool.meta.support.KvcmTestBase;
+import dev.kvpool.meta.support.MetaApi;
+import dev.kvpool.meta.support.Transport;
+import io.quarkus.test.junit.QuarkusTest;
+import io.quarkus.test.junit.TestProfile;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.junit.jupiter.api.Test;
+
+/** kvpool.cache on a real broker: every operation of a connector's cycle, and evictions, replayable. */
+@QuarkusTest
+@TestProfile(EventsTestProfile.class)
+class CacheEventsTest extends KvcmTestBase {
+
+    @Test
+    void aWriteReadEvictCycleIsPublishedInOrderPerInstance() {
+        MetaApi a = api(Transport.HTTP);
+        String id = registered(a, reg(uid("ev"), 16, "tp0", 1000).setInstanceGroup("evict"));
+        long[] keys = rndKeys(3);
+        StartWriteCacheResponse s = start(a, id, keys);
+        finish(a, id, s.getWriteSessionId(), offset(3));
+        assertEquals(2, prefix(a, id, keys[0], keys[1], rndKey()).size());
+        given().contentType("application/json").body("{\"trigger_strategy\":{\"used_percentage\":0.01},\"delay_before_delete_ms\":0}")
+                .put("/api/v1/groups/evict/reclaim").then().statusCode(200);
+
+        List<ConsumerRecord<String, byte[]>> got = new ArrayList<>();
+        try (var c = new KafkaConsumer<String, byte[]>(Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, KafkaResource.broker().bootstrapServers(),
+                ConsumerConfig.GROUP_ID_CONFIG, "t-" + id, ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"),
+                new StringDeserializer(), new ByteArrayDeserializer())) {
+            c.subscribe(List.of(Topics.CACHE));
+            long until = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (System.nanoTime() < until && got.stream().noneMatch(r -> r.key().equals(id)
+                    && EventCodec.fromJson(r.value(), CacheEvent.class).type().equals(CacheEvent.EVICT))) {
+                c.poll(Duration.ofMillis(200)).forEach(got::add);
+            }
+        }
+        List<CacheEvent> mine = new ArrayList<>();
+        Set<String> ids = new HashSet<>();
+        for (var r : got) {
+            if (!r.key().equals(id)) {
+                continue;
+            }
+            mine.add(EventCodec.fromJson(r.value(), CacheEvent.class));
+            String ceId = new String(r.headers().lastHeader("ce_id").value(), StandardCharsets.UTF_8);
+            assertTrue(ids.add(ceId), "ce_id repeated: " + ceId);
+            assertEquals("1.0", new String(r.headers().lastHeader("ce_specversion").value(), StandardCharsets.UTF_8));
+            assertTrue(new String(r.headers().lastHeader("ce_type").value(), StandardCharsets.UTF_8)
+                    .startsWith("dev.kvpool.cache."));
+            assertNotNull(r.headers().lastHeader("ce_time"));
+        }
+        List<String> types = mine.stream().map(CacheEvent::type).toList();
+        assertEquals(List.of("StartWriteCache", "FinishWriteCache", "GetCacheLocation", "Evict"), types.subList(0, 4),
+                "events of one instance in operation order: " + types);
+        assertArrayEquals(keys, mine.get(0).keys());
+        assertEquals(s.getWriteSessionId(), mine.get(0).sessionId());
+        assertEquals(s.getWriteSessionId(), mine.get(1).sessionId());
+        assertEquals(3, mine.get(1).hitCount());
+        assertEquals("QT_PREFIX_MATCH", mine.get(2).queryType());
+        assertEquals(2, mine.get(2).hitCount());
+        assertEquals("water_level", mine.get(3).reason());
+        assertTrue(mine.get(0).triggerTimeUs() <= mine.get(2).triggerTimeUs());
+    }
+}
