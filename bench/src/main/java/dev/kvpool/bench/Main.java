@@ -1,7 +1,5 @@
 package dev.kvpool.bench;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.kvpool.api.json.ProtoJson;
 import dev.kvpool.api.proto.meta.BlockMask;
 import dev.kvpool.api.proto.meta.BoolMasksType;
@@ -17,10 +15,9 @@ import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
 import dev.kvpool.api.proto.meta.RegisterInstanceResponse;
 import dev.kvpool.api.proto.meta.StartWriteCacheRequest;
 import dev.kvpool.api.proto.meta.StartWriteCacheResponse;
-import java.io.BufferedReader;
+import dev.kvpool.meta.sim.MooncakeTrace;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -36,25 +33,30 @@ import java.util.Map;
  * writes as Redis MGET/MSET of location-sized values;</li>
  * <li>{@code prefix}: the target case, a 1,024-key fully cached prefix match over HTTP vs a Redis MGET of the same
  * 1,024 keys, alternated A/B in rounds; the ratio reported is the median of the per-round p50 ratios;</li>
- * <li>{@code heap}: heap bytes per block of the embedded index at 10 M blocks (see {@link HeapPerBlock}).</li>
+ * <li>{@code heap}: heap bytes per block of the embedded index at 10 M blocks (see {@link HeapPerBlock});</li>
+ * <li>{@code policies}: hit rate of each eviction policy versus capacity on the Mooncake traces, replayed in
+ * process through the metadata plane's read path, write path and reclaimer (see {@link PolicyBench}).</li>
  * </ul>
  */
 public final class Main {
-    private static final ObjectMapper JSON = new ObjectMapper();
-
     public static void main(String[] args) throws Exception {
         Map<String, String> opt = options(args);
         String cmd = args.length == 0 || args[0].startsWith("--") ? "help" : args[0];
         switch (cmd) {
             case "replay" -> replay(opt);
             case "prefix" -> prefix(opt);
+            case "policies" -> PolicyBench.run(opt);
             case "heap" -> HeapPerBlock.main(opt.containsKey("blocks") ? new String[] {opt.get("blocks")} : new String[0]);
             default -> System.out.println("""
-                    usage: ./kvpool bench <replay|prefix|heap> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
-                      replay  [--trace ../shared/data/mooncake/conversation_trace.jsonl] [--limit N]
-                      prefix  [--keys 1024] [--rounds 10] [--iters 200]
-                      heap    [--blocks 10000000]   (run with a large -Xmx; ./kvpool bench uses -Xmx4g)
-                    replay and prefix need a running metadata plane (./kvpool up) and a local Redis.""");
+                    usage: ./kvpool bench <replay|prefix|heap|policies> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
+                      replay   [--trace ../shared/data/mooncake/conversation_trace.jsonl] [--limit N]
+                      prefix   [--keys 1024] [--rounds 10] [--iters 200]
+                      heap     [--blocks 10000000]   (run with a large -Xmx; ./kvpool bench uses -Xmx4g)
+                      policies [--trace conversation|synthetic|both|<file.jsonl>] [--capacities 1M,3M,10M,30M]
+                               [--policies LRU,LFU,TTL,PREFIX_LRU] [--water 0.9] [--step-percentage 5]
+                               [--lfu-decay 60] [--limit N] [--svg-dir docs/img|none]
+                    replay and prefix need a running metadata plane (./kvpool up) and a local Redis;
+                    heap and policies run in process.""");
         }
     }
 
@@ -66,19 +68,6 @@ public final class Main {
             }
         }
         return m;
-    }
-
-    static Path shared() {
-        String env = System.getenv("KVPOOL_SHARED");
-        if (env != null) {
-            return Path.of(env);
-        }
-        for (Path d = Path.of("").toAbsolutePath(); d != null; d = d.getParent()) {
-            if (Files.isDirectory(d.resolve("../shared/data"))) {
-                return d.resolve("../shared").normalize();
-            }
-        }
-        throw new IllegalStateException("cannot find the shared/ folder; set KVPOOL_SHARED");
     }
 
     static String register(KvcmHttp kv, String instance, int blockSize, long specBytes) throws IOException {
@@ -96,25 +85,14 @@ public final class Main {
     // ---- replay --------------------------------------------------------------------------------------------
 
     static void replay(Map<String, String> opt) throws Exception {
-        Path trace = Path.of(opt.getOrDefault("trace", shared().resolve("data/mooncake/conversation_trace.jsonl").toString()));
+        Path trace = opt.containsKey("trace") ? Path.of(opt.get("trace")) : MooncakeTrace.conversation();
         int limit = Integer.parseInt(opt.getOrDefault("limit", "" + Integer.MAX_VALUE));
         KvcmHttp kv = new KvcmHttp(opt.getOrDefault("url", "http://127.0.0.1:6382"));
         String[] redisAddr = opt.getOrDefault("redis", "127.0.0.1:6379").split(":");
         String instance = "bench-replay-" + System.currentTimeMillis();
         // block size 512 tokens as in the trace; 16 KiB per block keeps 180 k blocks inside the default quota
         register(kv, instance, 512, 16384);
-        List<long[]> requests = new ArrayList<>();
-        try (BufferedReader r = Files.newBufferedReader(trace)) {
-            String line;
-            while ((line = r.readLine()) != null && requests.size() < limit) {
-                JsonNode n = JSON.readTree(line);
-                long[] keys = new long[n.get("hash_ids").size()];
-                for (int i = 0; i < keys.length; i++) {
-                    keys[i] = n.get("hash_ids").get(i).asLong();
-                }
-                requests.add(keys);
-            }
-        }
+        List<long[]> requests = MooncakeTrace.read(trace, limit).stream().map(MooncakeTrace.Request::hashIds).toList();
         System.out.printf("replaying %d requests of %s against %s (instance %s) and Redis %s%n", requests.size(),
                 trace.getFileName(), opt.getOrDefault("url", "http://127.0.0.1:6382"), instance, String.join(":", redisAddr));
         Stats get = new Stats(), start = new Stats(), finish = new Stats(), mget = new Stats(), mset = new Stats();

@@ -17,6 +17,15 @@ public class KvcmGrpcService implements MetaService {
         return runtime.kvcm();
     }
 
+    /**
+     * Reads answer on the event loop when the index is in this process; over a remote store (Redis) every call
+     * blocks on the network, so it moves to a worker thread.
+     */
+    private <T> Uni<T> read(java.util.function.Supplier<T> call) {
+        Uni<T> u = Uni.createFrom().item(call);
+        return runtime.remoteStore() ? u.runSubscriptionOn(io.smallrye.mutiny.infrastructure.Infrastructure.getDefaultWorkerPool()) : u;
+    }
+
     @Override
     @Blocking
     public Uni<RegisterInstanceResponse> registerInstance(RegisterInstanceRequest r) {
@@ -25,17 +34,17 @@ public class KvcmGrpcService implements MetaService {
 
     @Override
     public Uni<GetInstanceInfoResponse> getInstanceInfo(GetInstanceInfoRequest r) {
-        return Uni.createFrom().item(() -> m().getInstanceInfo(r));
+        return read(() -> m().getInstanceInfo(r));
     }
 
     @Override
     public Uni<GetCacheMetaResponse> getCacheMeta(GetCacheMetaRequest r) {
-        return Uni.createFrom().item(() -> m().getCacheMeta(r));
+        return read(() -> m().getCacheMeta(r));
     }
 
     @Override
     public Uni<GetCacheLocationResponse> getCacheLocation(GetCacheLocationRequest r) {
-        return Uni.createFrom().item(() -> m().getCacheLocation(r));
+        return read(() -> m().getCacheLocation(r));
     }
 
     @Override
@@ -64,16 +73,16 @@ public class KvcmGrpcService implements MetaService {
 
     @Override
     public Uni<GetClusterInfoResponse> getClusterInfo(GetClusterInfoRequest r) {
-        return Uni.createFrom().item(() -> m().getClusterInfo(r));
+        return read(() -> m().getClusterInfo(r));
     }
 
     @Override
     public Uni<GetCacheLocationLenResponse> getCacheLocationLen(GetCacheLocationLenRequest r) {
-        return Uni.createFrom().item(() -> m().getCacheLocationLen(r));
+        return read(() -> m().getCacheLocationLen(r));
     }
 
     @Override
     public Uni<GetCacheLocationsByBackendResponse> getCacheLocationsByBackend(GetCacheLocationsByBackendRequest r) {
-        return Uni.createFrom().item(() -> m().getCacheLocationsByBackend(r));
+        return read(() -> m().getCacheLocationsByBackend(r));
     }
 }

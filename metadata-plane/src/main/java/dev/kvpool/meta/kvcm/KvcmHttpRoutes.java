@@ -106,7 +106,14 @@ public class KvcmHttpRoutes {
                     .putHeader("X-KVPool-Error", sanitize(e.getMessage())).end(EMPTY_JSON);
             return;
         }
-        if (request instanceof GetCacheLocationRequest q) {
+        if (runtime.remoteStore()) {
+            // a remote store (Redis) blocks on the network: never on the event loop
+            ctx.vertx().executeBlocking(() -> request instanceof GetCacheLocationRequest q
+                            ? runtime.kvcm().getCacheLocationJson(q)
+                            : ProtoJson.print(rpc.call().apply(runtime.kvcm(), request)), false)
+                    .onSuccess(bytes -> respond(ctx, bytes))
+                    .onFailure(ctx::fail);
+        } else if (request instanceof GetCacheLocationRequest q) {
             respond(ctx, runtime.kvcm().getCacheLocationJson(q)); // the hot path skips building messages
         } else if (rpc.blocking()) {
             ctx.vertx().executeBlocking(() -> ProtoJson.print(rpc.call().apply(runtime.kvcm(), request)), false)

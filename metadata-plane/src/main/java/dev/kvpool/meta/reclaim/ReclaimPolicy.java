@@ -23,6 +23,8 @@ public enum ReclaimPolicy {
     PREFIX_LRU(4);
 
     public final int wire;
+    /** The counter a block has before any hit, for ranking (about 7 hits on the logarithmic scale). */
+    static final int LFU_INIT = 3;
 
     ReclaimPolicy(int wire) {
         this.wire = wire;
@@ -52,9 +54,10 @@ public enum ReclaimPolicy {
             case LRU, PREFIX_LRU -> Loc.accessSec(meta);
             case TTL -> Loc.writeSec(meta);
             case LFU -> {
-                // Redis-style decay: one counter step per idle period, so old popularity fades
+                // Redis-style: a new block starts at LFU_INIT (else it would be the first victim before its first
+                // hit could come), and one counter step decays per idle period, so old popularity fades
                 int idle = Math.max(0, nowSec - Loc.accessSec(meta));
-                int f = Math.max(0, Loc.freq(meta) - (lfuDecaySec > 0 ? idle / lfuDecaySec : 0));
+                int f = Math.max(0, Math.max(Loc.freq(meta), LFU_INIT) - (lfuDecaySec > 0 ? idle / lfuDecaySec : 0));
                 yield ((long) f << 32) | (Loc.accessSec(meta) & 0xFFFFFFFFL);
             }
         };

@@ -8,6 +8,7 @@ import dev.kvpool.api.proto.meta.InstanceInfo;
 import dev.kvpool.api.proto.meta.LocationSpecGroup;
 import dev.kvpool.meta.index.InstanceIndex;
 import dev.kvpool.meta.storage.SlotAllocator;
+import dev.kvpool.meta.storage.Slots;
 import dev.kvpool.meta.storage.Storage;
 import java.util.HashMap;
 import java.util.List;
@@ -35,7 +36,7 @@ public final class Instance {
     public final HashScheme hashScheme;
     public final String hashSeed;
     public final InstanceIndex index;
-    private final Map<Integer, SlotAllocator> allocators = new ConcurrentHashMap<>();
+    private final Map<Integer, Slots> allocators = new ConcurrentHashMap<>();
     /** "scheme://host" + base path + "instance/spec/" per (storage number, spec), built once. */
     private final Map<Integer, String[]> uriPrefixes = new ConcurrentHashMap<>();
 
@@ -113,16 +114,37 @@ public final class Instance {
         return s;
     }
 
-    public SlotAllocator allocator(Storage st) {
-        return allocators.computeIfAbsent(st.number, k -> new SlotAllocator(st.keyCountPerFile));
+    /** Makes the slot allocation of one (instance, storage): in-process, or shared through the store. */
+    public interface SlotsFactory {
+        Slots create(String instanceId, Storage st);
+
+        SlotsFactory LOCAL = (id, st) -> new SlotAllocator(st.keyCountPerFile);
     }
 
-    public SlotAllocator allocatorIfAny(int storageNumber) {
+    private volatile SlotsFactory slotsFactory = SlotsFactory.LOCAL;
+
+    public void slotsFactory(SlotsFactory f) {
+        this.slotsFactory = f;
+    }
+
+    public Slots allocator(Storage st) {
+        return allocators.computeIfAbsent(st.number, k -> slotsFactory.create(id, st));
+    }
+
+    public Slots allocatorIfAny(int storageNumber) {
         return allocators.get(storageNumber);
     }
 
-    public Map<Integer, SlotAllocator> allocators() {
+    public Map<Integer, Slots> allocators() {
         return allocators;
+    }
+
+    /** Forgets every slot (TS_REMOVE_ALL_META): shared allocators are emptied too. */
+    public void resetSlots() {
+        for (Slots s : allocators.values()) {
+            s.rebuild(new long[0]);
+        }
+        allocators.clear();
     }
 
     String[] uriPrefixes(Storage st) {

@@ -89,7 +89,9 @@ public final class Registry {
             }
             try {
                 InstanceInfo info = InstanceInfo.parseFrom(e.getValue());
-                instances.put(info.getInstanceId(), new Instance(info, indexFactory.apply(info.getInstanceId())));
+                Instance inst = new Instance(info, indexFactory.apply(info.getInstanceId()));
+                inst.slotsFactory(slots);
+                instances.put(info.getInstanceId(), inst);
             } catch (InvalidProtocolBufferException | RuntimeException ex) {
                 LOG.errorf(ex, "skipping unreadable instance record '%s'", e.getKey());
             }
@@ -132,6 +134,16 @@ public final class Registry {
         groups.put(group, updated);
         LOG.infof("instance group %s: reclaim strategy now %s (version %d)", group, r, updated.version());
         return updated;
+    }
+
+    private volatile Instance.SlotsFactory slots = Instance.SlotsFactory.LOCAL;
+
+    /** Where instances allocate file slots (shared in Redis when replicas share a store). */
+    public synchronized void slotsFactory(Instance.SlotsFactory f) {
+        this.slots = f;
+        for (Instance i : instances.values()) {
+            i.slotsFactory(f);
+        }
     }
 
     /** True when other processes may write the same store (Redis): lookups that miss re-read it. */
@@ -219,6 +231,7 @@ public final class Registry {
                 .setDefaultQueryType(req.getDefaultQueryType())
                 .build();
         Instance inst = new Instance(info, indexFactory.apply(info.getInstanceId()));
+        inst.slotsFactory(slots);
         store.putRecord(INSTANCES, info.getInstanceId(), info.toByteArray());
         instances.put(inst.id, inst);
         LOG.infof("registered instance %s in group %s (block size %d, %d specs, %s keys)", inst.id, inst.group,

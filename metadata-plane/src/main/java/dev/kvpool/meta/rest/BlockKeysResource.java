@@ -30,7 +30,8 @@ public class BlockKeysResource {
     MetaRuntime runtime;
 
     public record InstanceSummary(String instance_id, String instance_group, int block_size, String hash_scheme,
-                                  List<String> specs, long bytes_per_block, long keys, int open_write_sessions) {
+                                  List<String> specs, long bytes_per_block, long keys, int open_write_sessions,
+                                  long file_slots) {
     }
 
     public record BlockKeysRequest(List<Long> token_ids) {
@@ -60,15 +61,17 @@ public class BlockKeysResource {
         return inst;
     }
 
-    private static InstanceSummary summary(Instance i) {
+    private InstanceSummary summary(Instance i) {
+        long slots = runtime.registry().storages().stream().filter(st -> st.usesFiles())
+                .mapToLong(st -> i.allocator(st).usedSlots()).sum();
         return new InstanceSummary(i.id, i.group, i.blockSize, i.hashScheme.toString(), List.of(i.specNames),
-                i.bytesPerKey, i.index.keyCount(), i.index.sessions().size());
+                i.bytesPerKey, i.index.keyCount(), i.index.sessions().size(), slots);
     }
 
     @GET
     @Operation(summary = "List registered instances with their key counts")
     public List<InstanceSummary> list() {
-        return runtime.registry().instances().stream().map(BlockKeysResource::summary)
+        return runtime.registry().instances().stream().map(this::summary)
                 .sorted(java.util.Comparator.comparing(InstanceSummary::instance_id)).toList();
     }
 

@@ -15,11 +15,19 @@ public class MetaReadiness implements HealthCheck {
 
     @Override
     public HealthCheckResponse call() {
-        var b = HealthCheckResponse.named("kvpool-metadata-plane").status(runtime.ready());
+        // a replica whose election loop stalled must not look healthy: it may believe in a lease it lost
+        boolean electing = runtime.ready()
+                && System.currentTimeMillis() - runtime.leadership().lastLoopMs() < 30_000;
+        var b = HealthCheckResponse.named("kvpool-metadata-plane").status(runtime.ready() && electing);
         if (runtime.ready()) {
+            b.withData("node_id", runtime.leadership().selfId())
+                    .withData("leader", runtime.leadership().isLeader())
+                    .withData("leader_id", runtime.leadership().leaderId());
             b.withData("index_store", runtime.store().kind())
-                    .withData("instances", runtime.registry().instances().size())
-                    .withData("keys", runtime.registry().instances().stream().mapToLong(i -> i.index.keyCount()).sum());
+                    .withData("instances", runtime.registry().instances().size());
+            if (!runtime.remoteStore()) { // health checks may run on the event loop: no network calls here
+                b.withData("keys", runtime.registry().instances().stream().mapToLong(i -> i.index.keyCount()).sum());
+            }
         }
         return b.build();
     }

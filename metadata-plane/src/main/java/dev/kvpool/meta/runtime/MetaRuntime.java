@@ -4,6 +4,10 @@ import dev.kvpool.api.events.CacheEvent;
 import dev.kvpool.meta.config.StartupConfig;
 import dev.kvpool.meta.events.CacheEvents;
 import dev.kvpool.meta.ha.Leadership;
+import dev.kvpool.meta.ha.RedisLeadership;
+import dev.kvpool.meta.shared.RedisQuotaLedger;
+import dev.kvpool.meta.shared.RedisSlots;
+import dev.kvpool.meta.store.redis.RedisStore;
 import dev.kvpool.meta.reclaim.ReclaimPolicy;
 import dev.kvpool.meta.reclaim.Reclaimer;
 import io.micrometer.core.instrument.Counter;
@@ -45,6 +49,9 @@ public class MetaRuntime {
     MetaSettings cfg;
     @Inject
     MeterRegistry meters;
+    /** Only resolved with kvpool.meta.store=redis (quarkus-redis-client's client, configured by quarkus.redis.*). */
+    @Inject
+    jakarta.enterprise.inject.Instance<io.vertx.redis.client.Redis> redisClient;
 
     private IndexStore store;
     private Registry registry;
@@ -69,22 +76,49 @@ public class MetaRuntime {
         }
         StartupConfig startup = cfg.startupConfig().filter(s -> !s.isBlank())
                 .map(s -> StartupConfig.load(Path.of(s))).orElseGet(() -> StartupConfig.defaults(dataDir));
-        store = new EmbeddedStore(new EmbeddedStore.Options(cfg.index().persist() ? dataDir.resolve("index") : null,
-                cfg.index().shards(), cfg.index().fsync().equals("always"), cfg.index().syncInterval(),
-                cfg.index().snapshotBytes()));
-        int searchCache = cfg.index().searchCache();
-        // the embedded store is itself in memory, so its search cache is off unless configured
-        registry = new Registry(store, startup, id -> searchCache > 0
-                ? new CachedIndex(store.index(id), searchCache) : store.index(id));
-        ledger = new QuotaLedger();
-        write = new WritePath(registry, ledger, new WritePath.Settings(cfg.write().defaultTimeoutSeconds(),
-                cfg.write().maxTimeoutSeconds()));
-        write.recover();
+        String nodeId = cfg.nodeId().filter(s -> !s.isBlank()).orElse(defaultNodeId());
+        boolean rebuild = true;
+        WritePath.Settings ws = new WritePath.Settings(cfg.write().defaultTimeoutSeconds(), cfg.write().maxTimeoutSeconds());
+        switch (cfg.store()) {
+            case "embedded" -> {
+                store = new EmbeddedStore(new EmbeddedStore.Options(cfg.index().persist() ? dataDir.resolve("index") : null,
+                        cfg.index().shards(), cfg.index().fsync().equals("always"), cfg.index().syncInterval(),
+                        cfg.index().snapshotBytes()));
+                int searchCache = cfg.index().searchCache();
+                // the embedded store is itself in memory, so its search cache is off unless configured
+                registry = new Registry(store, startup, id -> searchCache > 0
+                        ? new CachedIndex(store.index(id), searchCache) : store.index(id));
+                ledger = QuotaLedger.inMemory();
+                leadership = Leadership.single(nodeId);
+            }
+            case "redis" -> {
+                var rc = cfg.redis();
+                io.vertx.redis.client.Redis redis = redisClient.get();
+                store = new RedisStore(redis, RedisStore.Options.defaults().withPrefix(rc.prefix())
+                        .withSessionGrace(rc.sessionGrace()));
+                String p = rc.prefix() + ":";
+                var lead = new RedisLeadership(redis, p, nodeId, rc.leaseTtl(), rc.timeout());
+                // alone: a cold start of the whole cluster, so usage and slots are rebuilt from the index
+                rebuild = lead.alone();
+                leadership = lead;
+                // no search cache: other replicas change the index under it
+                registry = new Registry(store, startup, store::index);
+                registry.slotsFactory((id, st) -> new RedisSlots(redis, p, id, st.number, st.keyCountPerFile, rc.timeout()));
+                ledger = new RedisQuotaLedger(redis, p, rc.timeout());
+                LOG.infof("index store: Redis at %s (prefix %s), %s", rc.url(), rc.prefix(),
+                        rebuild ? "first replica: rebuilding usage and slots from the index" : "joining running replicas");
+            }
+            default -> throw new IllegalArgumentException("kvpool.meta.store must be 'embedded' or 'redis', got '"
+                    + cfg.store() + "'");
+        }
+        write = new WritePath(registry, ledger, ws);
+        write.recover(rebuild);
+        if (leadership instanceof RedisLeadership rl) {
+            rl.start();
+        }
         query = new QueryPath(registry);
-        String nodeId = cfg.nodeId().orElse(defaultNodeId());
         kvcm = new KvcmMeta(registry, query, write, store::sessionOwner, () -> ready,
                 new KvcmMeta.Node(nodeId, advertisedHost(), cfg.grpcPort(), cfg.httpPort()), meters);
-        leadership = Leadership.single(nodeId);
         if (cfg.events().bootstrapServers().filter(b -> !b.isBlank()).isPresent()) {
             events = new CacheEvents(cfg.events().bootstrapServers().get(), nodeId, cfg.events().queueCapacity(),
                     java.util.Map.of());
@@ -231,6 +265,11 @@ public class MetaRuntime {
             LOG.debug("cannot list network interfaces", e);
         }
         return "127.0.0.1";
+    }
+
+    /** The index lives outside this process: calls block on the network. */
+    public boolean remoteStore() {
+        return store != null && !"embedded".equals(store.kind());
     }
 
     public Reclaimer reclaimer() {

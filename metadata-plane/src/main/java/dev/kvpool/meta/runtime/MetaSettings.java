@@ -38,6 +38,35 @@ public interface MetaSettings {
     @WithName("meta.reclaim")
     Reclaim reclaim();
 
+    /** "embedded" or "redis". */
+    @WithName("meta.store")
+    @WithDefault("embedded")
+    String store();
+
+    @WithName("meta.redis")
+    RedisStore redis();
+
+    interface RedisStore {
+        /** Connection string (also quarkus.redis.hosts): redis://host:port/db, rediss:// for TLS. */
+        @WithDefault("redis://127.0.0.1:6379")
+        String url();
+
+        /** Key prefix: several deployments can share one Redis. */
+        @WithDefault("kvp")
+        String prefix();
+
+        @WithDefault("5s")
+        Duration timeout();
+
+        /** Leader lease: a dead leader is replaced after at most this long. */
+        @WithDefault("3s")
+        Duration leaseTtl();
+
+        /** How long an abandoned session outlives its deadline in Redis (the leader's expiry normally closes it). */
+        @WithDefault("10m")
+        Duration sessionGrace();
+    }
+
     @WithName("meta.events")
     Events events();
 

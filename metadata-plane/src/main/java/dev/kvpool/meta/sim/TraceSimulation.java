@@ -64,7 +64,7 @@ public final class TraceSimulation implements AutoCloseable {
     private final Path dir;
     private final EmbeddedStore store;
     private final Registry registry;
-    private final QuotaLedger ledger = new QuotaLedger();
+    private final QuotaLedger ledger = QuotaLedger.inMemory();
     private final WritePath write;
     private final QueryPath query;
     private final Reclaimer reclaimer;
@@ -177,7 +177,7 @@ public final class TraceSimulation implements AutoCloseable {
 
     /** File slots in use over every storage of the instance. */
     public long usedSlots(Instance inst) {
-        return inst.allocators().values().stream().mapToLong(dev.kvpool.meta.storage.SlotAllocator::usedSlots).sum();
+        return inst.allocators().values().stream().mapToLong(dev.kvpool.meta.storage.Slots::usedSlots).sum();
     }
 
     public Registry registry() {

@@ -12,7 +12,7 @@ import java.util.TreeSet;
  * batch lands in consecutive slots of few files, and a freed slot is reused before a new file is opened. The
  * state is derived from the index (rebuilt at start), never persisted separately.
  */
-public final class SlotAllocator {
+public final class SlotAllocator implements Slots {
     public static final int SLOT_BITS = 24;
     public static final int MAX_SLOTS = 1 << SLOT_BITS;
 
@@ -41,6 +41,7 @@ public final class SlotAllocator {
         return (int) (address & (MAX_SLOTS - 1));
     }
 
+    @Override
     public synchronized long[] allocate(int n) {
         long[] out = new long[n];
         int got = 0;
@@ -93,6 +94,7 @@ public final class SlotAllocator {
     }
 
     /** Frees a slot; returns true when its file became empty (its bytes can be deleted). */
+    @Override
     public synchronized boolean free(long address) {
         long f = file(address);
         int s = slot(address);
@@ -112,10 +114,23 @@ public final class SlotAllocator {
         return false;
     }
 
+    @Override
+    public synchronized void rebuild(long[] usedAddresses) {
+        used.clear();
+        usedCount.clear();
+        withRoom.clear();
+        nextFile = 0;
+        for (long a : usedAddresses) {
+            markUsed(a);
+        }
+    }
+
+    @Override
     public synchronized int usedSlots() {
         return usedCount.values().stream().mapToInt(Integer::intValue).sum();
     }
 
+    @Override
     public synchronized int files() {
         return used.size();
     }

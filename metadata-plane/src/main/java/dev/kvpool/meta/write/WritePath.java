@@ -65,7 +65,7 @@ public final class WritePath implements AutoCloseable {
                 return t;
             });
     private final SecureRandom sessionRandom = new SecureRandom();
-    private final QuotaLedger leaving = new QuotaLedger();
+    private final QuotaLedger leaving = QuotaLedger.inMemory();
     public final AtomicLong sessionsExpired = new AtomicLong();
     public final AtomicLong locationsDeleted = new AtomicLong();
     public final AtomicLong filesDeleted = new AtomicLong();
@@ -416,7 +416,7 @@ public final class WritePath implements AutoCloseable {
             case TS_REMOVE_ALL_META -> {
                 // metadata only: the bytes stay where they are; usage is recounted for the group
                 inst.index.clear();
-                inst.allocators().clear();
+                inst.resetSlots();
                 recount(inst.group);
             }
             case TS_TIMESTAMP -> {
@@ -517,7 +517,7 @@ public final class WritePath implements AutoCloseable {
     }
 
     private void freeSlot(Instance inst, Storage st, long address) {
-        SlotAllocator alloc = inst.allocatorIfAny(st.number);
+        dev.kvpool.meta.storage.Slots alloc = inst.allocatorIfAny(st.number);
         if (alloc != null && alloc.free(address)) {
             List<Path> files = Locations.localFiles(inst, st, 0, address, 0);
             deleter.execute(() -> {
@@ -539,36 +539,53 @@ public final class WritePath implements AutoCloseable {
     /**
      * Rebuilds what is derived from the index — group usage and slot maps — and resumes deletions a crash
      * interrupted. Open sessions were recovered with the index; the expiry loop fails those past their deadline.
+     * With {@code rebuild} false (a replica joining others over a shared store, whose usage and slots live in
+     * the store and are in use) only the interrupted deletions are resumed; purges are idempotent.
      */
-    public void recover() {
-        for (GroupConfig g : registry.groups()) {
-            ledger.reset(g.name());
+    public void recover(boolean rebuild) {
+        if (rebuild) {
+            for (GroupConfig g : registry.groups()) {
+                ledger.reset(g.name());
+            }
         }
         for (Instance inst : registry.instances()) {
-            inst.allocators().clear();
             LocList deleting = new LocList();
             long[] keys = {0};
+            java.util.Map<Integer, java.util.List<Long>> used = new java.util.HashMap<>();
             inst.index.forEach(bl -> {
                 keys[0]++;
-                countUsage(inst, bl);
+                if (rebuild) {
+                    countUsage(inst, bl);
+                }
                 for (int i = 0; i < bl.size(); i++) {
                     long a = bl.a(i);
                     Storage st = registry.storageByNumber(Loc.storage(a));
                     if (st == null) {
                         continue;
                     }
-                    if (st.usesFiles()) {
-                        inst.allocator(st).markUsed(bl.b(i));
+                    if (rebuild && st.usesFiles()) {
+                        used.computeIfAbsent(st.number, n -> new ArrayList<>()).add(bl.b(i));
                     }
                     if (Loc.status(a) == Loc.DELETING) {
                         deleting.add(bl.key(), a, bl.b(i), false);
                     }
                 }
             });
+            if (rebuild) {
+                inst.resetSlots();
+                for (var e : used.entrySet()) {
+                    inst.allocator(registry.storageByNumber(e.getKey()))
+                            .rebuild(e.getValue().stream().mapToLong(Long::longValue).toArray());
+                }
+            }
             submitDelete(inst, deleting);
-            LOG.infof("instance %s: %d keys, %d open write sessions, %d deletions resumed", inst.id, keys[0],
-                    inst.index.sessions().size(), deleting.size());
+            LOG.infof("instance %s: %d keys, %d open write sessions, %d deletions resumed%s", inst.id, keys[0],
+                    inst.index.sessions().size(), deleting.size(), rebuild ? "" : " (usage and slots kept in the shared store)");
         }
+    }
+
+    public void recover() {
+        recover(true);
     }
 
     private void recount(String group) {

@@ -30,7 +30,7 @@ class ReclaimApiTest extends KvcmTestBase {
 
     private long usedSlots(String id) {
         Instance inst = runtime.registry().instance(id);
-        return inst.allocators().values().stream().mapToLong(SlotAllocator::usedSlots).sum();
+        return inst.allocators().values().stream().mapToLong(dev.kvpool.meta.storage.Slots::usedSlots).sum();
     }
 
     @Test

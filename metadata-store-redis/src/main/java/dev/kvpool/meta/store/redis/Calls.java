@@ -22,10 +22,16 @@ final class Calls {
     private final Redis redis;
     private final long timeoutMs;
     private final LongAdder roundTrips = new LongAdder();
+    private volatile boolean closed;
 
     Calls(Redis redis, Duration timeout) {
         this.redis = redis;
         this.timeoutMs = Math.max(1, timeout.toMillis());
+    }
+
+    /** Later calls fail at once (the store was closed) instead of waiting on a client that may be gone. */
+    void close() {
+        closed = true;
     }
 
     long roundTrips() {
@@ -33,6 +39,7 @@ final class Calls {
     }
 
     Response send(Request r, String what) {
+        guard(what);
         roundTrips.increment();
         return await(redis.send(r), what);
     }
@@ -42,8 +49,24 @@ final class Calls {
         if (rs.size() == 1) {
             return java.util.Collections.singletonList(send(rs.getFirst(), what));
         }
+        guard(what);
         roundTrips.increment();
         return await(redis.batch(rs), what);
+    }
+
+    /**
+     * Sends the requests concurrently, each on its own (they may live on different cluster nodes, which a batch
+     * cannot span): one round trip of latency.
+     */
+    List<Response> all(List<Request> rs, String what) {
+        guard(what);
+        roundTrips.increment();
+        List<Future<Response>> fs = new java.util.ArrayList<>(rs.size());
+        rs.forEach(r -> fs.add(redis.send(r)));
+        await(Future.all(fs), what);
+        List<Response> out = new java.util.ArrayList<>(fs.size());
+        fs.forEach(f -> out.add(f.result()));
+        return out;
     }
 
     /**
@@ -80,12 +103,19 @@ final class Calls {
         return r;
     }
 
-    <T> T await(Future<T> f, String what) {
+    /** Checked before anything is sent, so a refused call has no effect on the server. */
+    private void guard(String what) {
+        if (closed) {
+            throw new IllegalStateException("Redis " + what + ": the index store is closed");
+        }
         if (Context.isOnEventLoopThread()) {
             // blocking here would stall the very loop that must deliver the answer
             throw new IllegalStateException("blocking Redis call (" + what + ") on a Vert.x event loop thread; "
                     + "call the index store from a worker thread");
         }
+    }
+
+    private <T> T await(Future<T> f, String what) {
         try {
             return f.toCompletionStage().toCompletableFuture().get(timeoutMs, TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {

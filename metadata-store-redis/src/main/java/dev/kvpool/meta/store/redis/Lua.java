@@ -39,10 +39,9 @@ final class Lua {
               return string.char(math.floor(x / 16777216) % 256, math.floor(x / 65536) % 256,
                                  math.floor(x / 256) % 256, x % 256)
             end
-            -- expectation: '' absent, '*' present, '=' .. locs present with exactly these locations
+            -- expectation: '' absent, '=' .. locs present with exactly these locations
             local function matches(cur, exp)
               if exp == '' then return not cur end
-              if exp == '*' then return cur and true or false end
               return cur and string.sub(cur, 9) == string.sub(exp, 2) or false
             end
             -- update: '' none, '-' delete, 'N' .. value, 'L' .. locs (meta kept),
@@ -77,7 +76,7 @@ final class Lua {
               if exp == '?' then
                 ins[i] = not cur
               else
-                
+                if not matches(cur, exp) then return {-1} end
                 ins[i] = upd ~= ''
               end
               if ins[i] and not cur then newKeys = newKeys + 1 end

@@ -26,7 +26,6 @@ import java.util.random.RandomGenerator;
  */
 final class RedisIndex implements InstanceIndex {
     private static final byte[] ABSENT = new byte[0];
-    private static final byte[] PRESENT = {'*'};
     private static final byte[] UNDECIDED = {'?'};
     private static final byte[] NO_UPDATE = new byte[0];
     private static final byte[] DELETE = {'-'};
@@ -180,7 +179,8 @@ final class RedisIndex implements InstanceIndex {
                 first[distinct++] = i;
             }
         }
-        long token = RedisStore.TOKENS.nextLong();
+        // tells this claim from a later one of the same id (after expiry); unique enough at 64 random bits
+        long token = ThreadLocalRandom.current().nextLong();
         long expireAt = Math.max(deadlineMs, System.currentTimeMillis()) + store.options().sessionGrace().toMillis();
         String ownerKey = store.ownerKey(sessionId);
         // one owner per session id in the whole store, claimed before the instance's own atomic step
@@ -190,11 +190,9 @@ final class RedisIndex implements InstanceIndex {
         if (claim == null) {
             throw new IllegalArgumentException("write session id already open: " + sessionId);
         }
-        boolean keepClaim = false;
         boolean inFlight = false;
         try {
             byte[] header = Codec.sessionHeader(deadlineMs, token);
-            byte[] meta0 = null;
             for (int attempt = 1; ; attempt++) {
                 List<Object> args = new ArrayList<>(5 + distinct * 4);
                 args.add(incarnation);
@@ -257,7 +255,6 @@ final class RedisIndex implements InstanceIndex {
                 int code = r.get(0).toInteger();
                 switch (code) {
                     case 1 -> {
-                        keepClaim = true;
                         return started(r.get(1).toBytes(), first, distinct, keys, a, created, minReplicas <= 1,
                                 sessionId, deadlineMs);
                     }
@@ -267,20 +264,23 @@ final class RedisIndex implements InstanceIndex {
                         throw new IllegalStateException("the index of instance " + instanceId + " was dropped");
                     }
                     case -3 -> {
+                        store.releaseOwner(sessionId, token, instanceId); // a refused start leaves the id free
                         return new StartResult(true, new boolean[n], new boolean[n], null);
                     }
                     case -4 -> throw new IllegalArgumentException("write session id already open: " + sessionId);
                     default -> throw new RedisStoreException("startWrite script answered " + code);
                 }
             }
-        } catch (RedisStoreException e) {
-            // the script may have run before its answer was lost: keep the claim rather than orphan a session
-            keepClaim = inFlight;
-            throw e;
-        } finally {
-            if (!keepClaim) {
-                store.releaseOwner(sessionId, token, instanceId);
+        } catch (RuntimeException e) {
+            // when the script's answer was lost it may have run: keep the claim rather than orphan a session
+            if (!(inFlight && e instanceof RedisStoreException)) {
+                try {
+                    store.releaseOwner(sessionId, token, instanceId);
+                } catch (RuntimeException release) {
+                    e.addSuppressed(release);
+                }
             }
+            throw e;
         }
     }
 
@@ -377,10 +377,8 @@ final class RedisIndex implements InstanceIndex {
                 store.releaseOwner(sessionId, Codec.sessionToken(blob), instanceId);
                 return new FinishResult(s, served, failed);
             }
-            if (code != -1) {
-                // finished, expired or cleared by a racing caller between our read and our write: read again
-                continue;
-            }
+            // -1: a key changed since the read; 0: the session was finished, expired or cleared meanwhile (the
+            // next read then finds it gone): either way read again
             backoff(attempt, "finishWrite");
         }
     }

@@ -246,6 +246,95 @@ class RedisStoreReplicasTest {
                 a.conflicts() + b.conflicts());
     }
 
+    /**
+     * Every operation at once from two replicas on a few hot keys. Each location handed out must end up exactly
+     * once either in the index or handed back for release (failed by a finish, or marked and purged by a
+     * deleter): a lost update in any compare-and-set would leak or duplicate one.
+     */
+    @Test
+    @Timeout(120)
+    void mixedOperationsFromTwoReplicasNeitherLeakNorDuplicateALocation() throws Exception {
+        int hot = 48, threads = 8, rounds = 150;
+        ConcurrentHashMap<Long, Boolean> handedOut = new ConcurrentHashMap<>();
+        ConcurrentHashMap<Long, String> released = new ConcurrentHashMap<>();
+        AtomicReference<String> twice = new AtomicReference<>();
+        race(threads, t -> {
+            RedisStore mine = t % 2 == 0 ? a : b, other = t % 2 == 0 ? b : a;
+            Random r = new Random(100 + t);
+            List<String> open = new ArrayList<>();
+            for (int round = 0; round < rounds; round++) {
+                int op = r.nextInt(10);
+                InstanceIndex ix = (r.nextBoolean() ? mine : other).index(INST);
+                if (op < 4) {
+                    int len = 1 + r.nextInt(6);
+                    long[] ks = new long[len];
+                    for (int j = 0; j < len; j++) {
+                        ks[j] = key(r.nextInt(hot));
+                    }
+                    String sid = "m" + t + "-" + round;
+                    StartResult res = write(ix, sid, 1 + r.nextInt(2), 1 + r.nextInt(3), ks);
+                    for (long id : res.session().locIds()) {
+                        assertNull(handedOut.put(id, Boolean.TRUE), "location id handed out twice");
+                    }
+                    open.add(sid);
+                } else if (op < 7 && !open.isEmpty()) {
+                    String sid = open.remove(r.nextInt(open.size()));
+                    boolean[] mask = new boolean[8];
+                    for (int j = 0; j < mask.length; j++) {
+                        mask[j] = r.nextBoolean();
+                    }
+                    FinishResult f = ix.finishWrite(sid, mask, NOW + round);
+                    assertNotNull(f, "own open session " + sid);
+                    for (int j = 0; j < f.failed().size(); j++) {
+                        release(released, twice, Loc.id(f.failed().a(j)), "failed " + sid);
+                    }
+                } else if (op < 9) {
+                    long[] ks = {key(r.nextInt(hot)), key(r.nextInt(hot))};
+                    var moved = ix.markDeleting(ks, 0, 2, null);
+                    for (int j = 0; j < moved.size(); j++) {
+                        // the deleter owns what it moved: its purge must find it still there
+                        var p = (r.nextBoolean() ? a : b).index(INST).purge(moved.key(j), Loc.id(moved.a(j)));
+                        assertEquals(1, p.size(), "purge of a location this thread moved to DELETING");
+                        release(released, twice, Loc.id(p.a(0)), "purged");
+                    }
+                } else {
+                    long[] ks = {key(r.nextInt(hot)), key(r.nextInt(hot)), key(r.nextInt(hot))};
+                    ix.touch(ks, 0, ks.length, NOW + round);
+                }
+            }
+            for (String sid : open) {
+                FinishResult f = mine.index(INST).finishWrite(sid, new boolean[0], NOW);
+                for (int j = 0; j < f.failed().size(); j++) {
+                    release(released, twice, Loc.id(f.failed().a(j)), "failed at the end " + sid);
+                }
+            }
+        });
+        assertNull(twice.get(), twice.get());
+        java.util.Set<Long> inIndex = new java.util.HashSet<>();
+        a.index(INST).forEach(bl -> {
+            for (int i = 0; i < bl.size(); i++) {
+                assertEquals(Loc.SERVING, Loc.status(bl.a(i)), "left over: " + bl);
+                assertTrue(inIndex.add(Loc.id(bl.a(i))), "a location twice in the index");
+            }
+        });
+        for (long id : handedOut.keySet()) {
+            boolean kept = inIndex.contains(id), gone = released.containsKey(id);
+            assertTrue(kept ^ gone, "location " + id + (kept ? " is both kept and released" : " leaked"));
+        }
+        assertEquals(handedOut.size(), inIndex.size() + released.size());
+        assertTrue(a.index(INST).sessions().isEmpty());
+        System.out.printf("mixed race: %d locations handed out, %d kept, %d released, %d conflicts retried%n",
+                handedOut.size(), inIndex.size(), released.size(), a.conflicts() + b.conflicts());
+    }
+
+    private static void release(ConcurrentHashMap<Long, String> released, AtomicReference<String> twice, long id,
+                                String how) {
+        String before = released.putIfAbsent(id, how);
+        if (before != null) {
+            twice.compareAndSet(null, "location " + id + " released twice: " + before + ", then " + how);
+        }
+    }
+
     @Test
     void aSessionStartedOnOneReplicaIsFinishedOnTheOther() {
         InstanceIndex ia = a.index(INST);
@@ -391,9 +480,11 @@ class RedisStoreReplicasTest {
     @Test
     void closingAStoreOverAClientItDoesNotOwnLeavesTheClientOpen() {
         RedisStore over = new RedisStore(redis.redis, TestRedis.options(prefix));
-        assertTrue(write(over.index(INST), "own", 1, 1, key(3)).inserted()[0]);
+        InstanceIndex ix = over.index(INST);
+        assertTrue(write(ix, "own", 1, 1, key(3)).inserted()[0]);
         over.close();
         assertThrows(IllegalStateException.class, () -> over.index(INST));
+        assertThrows(IllegalStateException.class, () -> ix.get(key(3)), "index objects of a closed store refuse");
         assertEquals(INST, a.sessionOwner("own"));
         assertEquals("PONG", redis.call(Request.cmd(Command.PING)).toString());
     }

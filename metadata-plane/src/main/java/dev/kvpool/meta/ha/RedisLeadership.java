@@ -1,0 +1,143 @@
+package dev.kvpool.meta.ha;
+
+import dev.kvpool.meta.store.redis.RedisLease;
+import io.vertx.redis.client.Command;
+import io.vertx.redis.client.Redis;
+import io.vertx.redis.client.Request;
+import io.vertx.redis.client.Response;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import org.jboss.logging.Logger;
+
+/**
+ * Leadership among replicas over one Redis: a lease key renewed every ttl/3 by its holder; when the holder dies
+ * (kill -9) the key expires after ttl and the next contender's loop takes it. The same loop keeps this replica in
+ * a membership set (a sorted set scored by expiry), which tells a starting replica whether it is alone — then the
+ * usage and slot state derived from the index are rebuilt, since a crashed cluster may have left them behind.
+ */
+public final class RedisLeadership implements Leadership {
+    private static final Logger LOG = Logger.getLogger(RedisLeadership.class);
+
+    private final RedisLease lease;
+    private final Redis redis;
+    private final String selfId;
+    private final String membersKey;
+    private final long ttlMs;
+    private final Thread loop;
+    private volatile String leaderId = "";
+    private volatile long lastLoopMs;
+    private volatile long leaseUntilMs;
+    private volatile boolean wasLeader;
+    private volatile boolean closed;
+
+    public RedisLeadership(Redis redis, String prefix, String selfId, Duration ttl, Duration timeout) {
+        this.redis = redis;
+        this.selfId = selfId;
+        this.ttlMs = ttl.toMillis();
+        this.membersKey = prefix + "members";
+        this.lease = new RedisLease(redis, prefix + "leader", selfId, ttl, ttl.dividedBy(10), timeout);
+        this.loop = Thread.ofPlatform().daemon().name("kvpool-leader-election").unstarted(this::run);
+    }
+
+    /** True when no other live replica is registered (call before {@link #start()}). */
+    public boolean alone() {
+        long now = System.currentTimeMillis();
+        Response r = send(Request.cmd(Command.ZRANGEBYSCORE).arg(membersKey).arg(now).arg("+inf"));
+        if (r == null) {
+            return true;
+        }
+        for (Response m : r) {
+            if (!m.toString().equals(selfId)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    public RedisLeadership start() {
+        tick();
+        loop.start();
+        return this;
+    }
+
+    private void run() {
+        while (!closed) {
+            try {
+                Thread.sleep(Math.max(50, ttlMs / 3));
+            } catch (InterruptedException e) {
+                return;
+            }
+            tick();
+        }
+    }
+
+    private void tick() {
+        try {
+            long now = System.currentTimeMillis();
+            send(Request.cmd(Command.ZADD).arg(membersKey).arg(now + ttlMs).arg(selfId));
+            send(Request.cmd(Command.ZREMRANGEBYSCORE).arg(membersKey).arg("-inf").arg(now - ttlMs));
+            boolean held = lease.acquireOrRenew();
+            if (held) {
+                leaseUntilMs = now + ttlMs;
+            }
+            String holder = lease.holder();
+            leaderId = holder == null ? "" : holder;
+            if (held != wasLeader) {
+                LOG.infof(held ? "%s is now the leader (reclaimer, session expiry)" : "%s is no longer the leader; leader: %s",
+                        selfId, leaderId);
+                wasLeader = held;
+            }
+        } catch (RuntimeException e) {
+            LOG.warnf("leader election: %s", e.getMessage());
+        }
+        lastLoopMs = System.currentTimeMillis();
+    }
+
+    private Response send(Request r) {
+        try {
+            return redis.send(r).toCompletionStage().toCompletableFuture().get(5, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new IllegalStateException("Redis: " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public boolean isLeader() {
+        return lease.held();
+    }
+
+    @Override
+    public String selfId() {
+        return selfId;
+    }
+
+    @Override
+    public String leaderId() {
+        return leaderId;
+    }
+
+    @Override
+    public long leaseExpiresAtMs() {
+        return lease.held() ? leaseUntilMs : 0;
+    }
+
+    @Override
+    public long lastLoopMs() {
+        return lastLoopMs;
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        loop.interrupt();
+        try {
+            loop.join(2000);
+            if (lease.held()) {
+                lease.release(); // a clean stop hands over at once instead of after the ttl
+            }
+            send(Request.cmd(Command.ZREM).arg(membersKey).arg(selfId));
+        } catch (RuntimeException | InterruptedException e) {
+            LOG.debugf("leaving the election: %s", e.getMessage());
+        }
+    }
+}

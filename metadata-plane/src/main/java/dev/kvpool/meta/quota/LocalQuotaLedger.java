@@ -1,0 +1,51 @@
+package dev.kvpool.meta.quota;
+
+import dev.kvpool.meta.storage.StorageKind;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/** The in-process ledger: one lock per group. */
+final class LocalQuotaLedger implements QuotaLedger {
+    private final Map<String, Usage> groups = new ConcurrentHashMap<>();
+
+    @Override
+    public Usage usage(String group) {
+        return groups.computeIfAbsent(group, g -> new Usage());
+    }
+
+    @Override
+    public boolean tryReserve(String group, long totalBytes, long capacity, StorageKind kind, long typeBytes,
+                              Long typeCapacity) {
+        Usage u = usage(group);
+        synchronized (u) {
+            if (capacity <= 0 || u.total + totalBytes > capacity) {
+                return false;
+            }
+            StorageKind k = kind.usageKind();
+            long t = u.byType.getOrDefault(k, 0L);
+            if (typeCapacity != null && t + typeBytes > typeCapacity) {
+                return false;
+            }
+            u.total += totalBytes;
+            u.byType.put(k, t + typeBytes);
+            return true;
+        }
+    }
+
+    @Override
+    public void add(String group, long totalBytes, StorageKind kind, long typeBytes) {
+        Usage u = usage(group);
+        synchronized (u) {
+            u.total = Math.max(0, u.total + totalBytes);
+            StorageKind k = kind == null ? null : kind.usageKind();
+            if (k != null) {
+                u.byType.put(k, Math.max(0, u.byType.getOrDefault(k, 0L) + typeBytes));
+            }
+        }
+    }
+
+    @Override
+    public void reset(String group) {
+        groups.remove(group);
+    }
+}

@@ -1,0 +1,90 @@
+package dev.kvpool.meta.shared;
+
+import dev.kvpool.meta.quota.QuotaLedger;
+import dev.kvpool.meta.storage.StorageKind;
+import io.vertx.redis.client.Command;
+import io.vertx.redis.client.Redis;
+import io.vertx.redis.client.Request;
+import io.vertx.redis.client.Response;
+import java.time.Duration;
+import java.util.EnumMap;
+import java.util.List;
+
+/**
+ * The usage ledger in Redis, shared by every replica over one Redis store: one hash per group ({@code total},
+ * {@code t:<TYPE>}), changed only by scripts, so a reservation checks and adds in one atomic step across replicas
+ * and the hard quota holds cluster-wide. Each group is one key: one slot in Redis Cluster.
+ */
+public final class RedisQuotaLedger implements QuotaLedger {
+    private static final String RESERVE = """
+            local total = tonumber(redis.call('HGET', KEYS[1], 'total') or '0')
+            local add = tonumber(ARGV[1])
+            local cap = tonumber(ARGV[2])
+            if cap <= 0 or total + add > cap then return 0 end
+            local tf = 't:' .. ARGV[3]
+            local t = tonumber(redis.call('HGET', KEYS[1], tf) or '0')
+            if ARGV[5] ~= '' and t + tonumber(ARGV[4]) > tonumber(ARGV[5]) then return 0 end
+            redis.call('HINCRBY', KEYS[1], 'total', add)
+            redis.call('HINCRBY', KEYS[1], tf, ARGV[4])
+            return 1""";
+    // never below zero, like the in-process ledger
+    private static final String ADD = """
+            local total = tonumber(redis.call('HGET', KEYS[1], 'total') or '0') + tonumber(ARGV[1])
+            if total < 0 then total = 0 end
+            redis.call('HSET', KEYS[1], 'total', string.format('%.0f', total))
+            if ARGV[2] ~= '' then
+              local tf = 't:' .. ARGV[2]
+              local t = tonumber(redis.call('HGET', KEYS[1], tf) or '0') + tonumber(ARGV[3])
+              if t < 0 then t = 0 end
+              redis.call('HSET', KEYS[1], tf, string.format('%.0f', t))
+            end
+            return 1""";
+
+    private final RedisScripts redis;
+    private final String prefix;
+
+    public RedisQuotaLedger(Redis redis, String prefix, Duration timeout) {
+        this.redis = new RedisScripts(redis, timeout);
+        this.prefix = prefix;
+    }
+
+    private String key(String group) {
+        return prefix + "quota:{" + group + "}";
+    }
+
+    @Override
+    public Usage usage(String group) {
+        Response r = redis.send(Request.cmd(Command.HGETALL).arg(key(group)), "usage of group " + group);
+        long total = 0;
+        EnumMap<StorageKind, Long> types = new EnumMap<>(StorageKind.class);
+        if (r != null) {
+            for (String f : r.getKeys()) {
+                long v = r.get(f).toLong();
+                if (f.equals("total")) {
+                    total = v;
+                } else if (f.startsWith("t:")) {
+                    types.put(StorageKind.valueOf(f.substring(2)), v);
+                }
+            }
+        }
+        return new Usage(total, types);
+    }
+
+    @Override
+    public boolean tryReserve(String group, long totalBytes, long capacity, StorageKind kind, long typeBytes,
+                              Long typeCapacity) {
+        return redis.eval(RESERVE, List.of(key(group)), List.of(totalBytes, capacity, kind.usageKind().name(), typeBytes,
+                typeCapacity == null ? "" : typeCapacity), "reserve quota of group " + group).toLong() == 1;
+    }
+
+    @Override
+    public void add(String group, long totalBytes, StorageKind kind, long typeBytes) {
+        redis.eval(ADD, List.of(key(group)), List.of(totalBytes, kind == null ? "" : kind.usageKind().name(), typeBytes),
+                "update usage of group " + group);
+    }
+
+    @Override
+    public void reset(String group) {
+        redis.send(Request.cmd(Command.DEL).arg(key(group)), "reset usage of group " + group);
+    }
+}

@@ -1,0 +1,136 @@
+package dev.kvpool.meta.shared;
+
+import dev.kvpool.meta.storage.SlotAllocator;
+import dev.kvpool.meta.storage.Slots;
+import io.vertx.redis.client.Command;
+import io.vertx.redis.client.Redis;
+import io.vertx.redis.client.Request;
+import io.vertx.redis.client.Response;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * File-slot allocation of one (instance, storage) in Redis, so replicas writing the same instance never hand out
+ * one slot twice and a slot freed by the leader's reclaimer is reusable by every replica. Three keys under one
+ * hash tag (one Cluster slot): {@code next} (slots ever opened, counting through files in order), the set of
+ * free addresses, and the per-file count of used slots. Slot {@code i} is address
+ * {@code (i / slotsPerFile) << 24 | i % slotsPerFile}.
+ */
+public final class RedisSlots implements Slots {
+    // addresses are below 2^53, so Lua's doubles hold them exactly; %.0f avoids exponent notation
+    private static final String ALLOCATE = """
+            local n = tonumber(ARGV[1])
+            local spf = tonumber(ARGV[2])
+            local out = {}
+            local popped = {}
+            if n > 0 then popped = redis.call('SPOP', KEYS[2], n) end
+            for _, a in ipairs(popped) do
+              out[#out + 1] = a
+              redis.call('HINCRBY', KEYS[3], string.format('%.0f', math.floor(tonumber(a) / 16777216)), 1)
+            end
+            local rest = n - #popped
+            if rest > 0 then
+              local last = redis.call('HINCRBY', KEYS[1], 'next', rest)
+              for i = last - rest, last - 1 do
+                local file = math.floor(i / spf)
+                out[#out + 1] = string.format('%.0f', file * 16777216 + (i % spf))
+                redis.call('HINCRBY', KEYS[3], string.format('%.0f', file), 1)
+              end
+            end
+            return out""";
+    private static final String FREE = """
+            if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then return -1 end
+            local c = redis.call('HINCRBY', KEYS[3], ARGV[2], -1)
+            if c <= 0 then redis.call('HDEL', KEYS[3], ARGV[2]) return 1 end
+            return 0""";
+
+    private final RedisScripts redis;
+    private final String kNext, kFree, kFiles;
+    private final int slotsPerFile;
+
+    public RedisSlots(Redis redis, String prefix, String instanceId, int storageNumber, int slotsPerFile,
+                      Duration timeout) {
+        this.redis = new RedisScripts(redis, timeout);
+        String base = prefix + "slots:{" + instanceId + "}:" + storageNumber;
+        this.kNext = base + ":next";
+        this.kFree = base + ":free";
+        this.kFiles = base + ":files";
+        this.slotsPerFile = slotsPerFile;
+    }
+
+    private List<String> keys() {
+        return List.of(kNext, kFree, kFiles);
+    }
+
+    @Override
+    public long[] allocate(int n) {
+        Response r = redis.eval(ALLOCATE, keys(), List.of(n, slotsPerFile), "allocate " + n + " slots");
+        long[] out = new long[r.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = Long.parseLong(r.get(i).toString());
+        }
+        return out;
+    }
+
+    @Override
+    public boolean free(long address) {
+        return redis.eval(FREE, keys(), List.of(address, SlotAllocator.file(address)), "free slot " + address)
+                .toLong() == 1;
+    }
+
+    @Override
+    public void rebuild(long[] usedAddresses) {
+        redis.send(Request.cmd(Command.DEL).arg(kNext).arg(kFree).arg(kFiles), "reset slots");
+        if (usedAddresses.length == 0) {
+            return;
+        }
+        long next = 0;
+        Set<Long> used = new HashSet<>();
+        Map<Long, Long> perFile = new HashMap<>();
+        for (long a : usedAddresses) {
+            used.add(a);
+            long idx = SlotAllocator.file(a) * slotsPerFile + SlotAllocator.slot(a);
+            next = Math.max(next, idx + 1);
+            perFile.merge(SlotAllocator.file(a), 1L, Long::sum);
+        }
+        List<String> free = new ArrayList<>();
+        for (long i = 0; i < next; i++) {
+            long a = SlotAllocator.address(i / slotsPerFile, (int) (i % slotsPerFile));
+            if (!used.contains(a)) {
+                free.add(Long.toString(a));
+            }
+        }
+        redis.send(Request.cmd(Command.HSET).arg(kNext).arg("next").arg(next), "rebuild slots");
+        Request files = Request.cmd(Command.HSET).arg(kFiles);
+        perFile.forEach((f, c) -> files.arg(f).arg(c));
+        redis.send(files, "rebuild slot counts");
+        for (int off = 0; off < free.size(); off += 4096) {
+            Request s = Request.cmd(Command.SADD).arg(kFree);
+            free.subList(off, Math.min(free.size(), off + 4096)).forEach(s::arg);
+            redis.send(s, "rebuild free slots");
+        }
+    }
+
+    @Override
+    public int usedSlots() {
+        Response r = redis.send(Request.cmd(Command.HVALS).arg(kFiles), "used slots");
+        int n = 0;
+        if (r != null) {
+            for (Response v : r) {
+                n += v.toInteger();
+            }
+        }
+        return n;
+    }
+
+    @Override
+    public int files() {
+        Response r = redis.send(Request.cmd(Command.HLEN).arg(kFiles), "slot files");
+        return r == null ? 0 : r.toInteger();
+    }
+}

@@ -1,0 +1,20 @@
+package dev.kvpool.meta.storage;
+
+/**
+ * Slot allocation inside the slab files of one (instance, storage); addresses are {@code file << 24 | slot}.
+ * In-process ({@link SlotAllocator}) with the embedded store; shared in Redis when replicas share a Redis store.
+ */
+public interface Slots {
+
+    long[] allocate(int n);
+
+    /** Returns a slot; true when its file holds no block any more (the caller deletes the file). */
+    boolean free(long address);
+
+    /** Start-up rebuild: exactly these addresses are in use, everything else is free. */
+    void rebuild(long[] usedAddresses);
+
+    int usedSlots();
+
+    int files();
+}

@@ -1,0 +1,110 @@
+package dev.kvpool.meta.store.redis;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.kvpool.meta.index.IndexStore;
+import dev.kvpool.meta.index.IndexStoreContractTest;
+import io.vertx.core.Vertx;
+import io.vertx.redis.client.Command;
+import io.vertx.redis.client.Redis;
+import io.vertx.redis.client.RedisClientType;
+import io.vertx.redis.client.RedisOptions;
+import io.vertx.redis.client.Request;
+import io.vertx.redis.client.Response;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
+
+/**
+ * The store contract on a Redis Cluster, with the cluster client: every script must stay inside one slot. Runs
+ * when {@code -Dkvpool.test.redis-cluster=redis://127.0.0.1:7101,redis://127.0.0.1:7102,...} names the nodes (no
+ * cluster runs in CI; the module README shows how to start a local one).
+ */
+@EnabledIfSystemProperty(named = "kvpool.test.redis-cluster", matches = ".+")
+class RedisClusterContractTest extends IndexStoreContractTest {
+    private static final List<String> NODES = List.of(System.getProperty("kvpool.test.redis-cluster", "").split(","));
+    private String prefix;
+
+    private static RedisOptions cluster() {
+        // a cluster connection holds one pooled connection per node: room for every racing thread at once
+        RedisOptions o = new RedisOptions().setType(RedisClientType.CLUSTER).setMaxPoolSize(64);
+        NODES.forEach(o::addConnectionString);
+        return o;
+    }
+
+    @Override
+    protected IndexStore newStore() {
+        prefix = TestRedis.uniquePrefix("cluster");
+        return RedisStore.connect(cluster(), TestRedis.options(prefix));
+    }
+
+    @Override
+    protected IndexStore restart(IndexStore s) {
+        s.close();
+        return RedisStore.connect(cluster(), TestRedis.options(prefix));
+    }
+
+    @Override
+    protected int contendedKeys() {
+        return 2048;
+    }
+
+    @AfterEach
+    @Override
+    protected void closeStore() {
+        try {
+            super.closeStore();
+        } finally {
+            forEachNode((redis, keys) -> keys.forEach(k -> call(redis, Request.cmd(Command.DEL).arg(k))));
+        }
+    }
+
+    /** Instances hash to different slots, so a cluster spreads them over its nodes. */
+    @Test
+    void instancesSpreadOverTheNodes() {
+        for (int i = 0; i < 30; i++) {
+            store.index("spread-" + i);
+        }
+        Set<String> nodesWithInstances = new HashSet<>();
+        forEachNode((redis, keys) -> {
+            if (keys.stream().anyMatch(k -> k.contains("{spread-"))) {
+                nodesWithInstances.add(redis.toString());
+            }
+        });
+        assertTrue(nodesWithInstances.size() == NODES.size(), "instances on " + nodesWithInstances.size()
+                + " of " + NODES.size() + " nodes");
+    }
+
+    private void forEachNode(java.util.function.BiConsumer<Redis, List<String>> action) {
+        Vertx vertx = Vertx.vertx();
+        try {
+            for (String node : NODES) {
+                Redis redis = Redis.createClient(vertx, node);
+                List<String> keys = new java.util.ArrayList<>();
+                String cursor = "0";
+                do {
+                    Response r = call(redis, Request.cmd(Command.SCAN).arg(cursor).arg("MATCH").arg(prefix + ":*")
+                            .arg("COUNT").arg(1000));
+                    cursor = r.get(0).toString();
+                    r.get(1).forEach(k -> keys.add(k.toString()));
+                } while (!cursor.equals("0"));
+                action.accept(redis, keys);
+                redis.close();
+            }
+        } finally {
+            vertx.close();
+        }
+    }
+
+    private static Response call(Redis redis, Request r) {
+        try {
+            return redis.send(r).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new IllegalStateException("cluster test call failed", e);
+        }
+    }
+}
