@@ -46,16 +46,18 @@ public final class Main {
             case "replay" -> replay(opt);
             case "prefix" -> prefix(opt);
             case "policies" -> PolicyBench.run(opt);
+            case "writes" -> WriteBench.run(opt);
             case "heap" -> HeapPerBlock.main(opt.containsKey("blocks") ? new String[] {opt.get("blocks")} : new String[0]);
             default -> System.out.println("""
-                    usage: ./kvpool bench <replay|prefix|heap|policies> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
+                    usage: ./kvpool bench <replay|prefix|writes|heap|policies> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
                       replay   [--trace ../shared/data/mooncake/conversation_trace.jsonl] [--limit N]
                       prefix   [--keys 1024] [--rounds 10] [--iters 200]
+                      writes   [--threads 4] [--batch 64] [--batches 200] [--rounds 6]
                       heap     [--blocks 10000000]   (run with a large -Xmx; ./kvpool bench uses -Xmx4g)
                       policies [--trace conversation|synthetic|both|<file.jsonl>] [--capacities 1M,3M,10M,30M]
                                [--policies LRU,LFU,TTL,PREFIX_LRU] [--water 0.9] [--step-percentage 5]
                                [--lfu-decay 60] [--limit N] [--svg-dir docs/img|none]
-                    replay and prefix need a running metadata plane (./kvpool up) and a local Redis;
+                    replay, prefix and writes need a running metadata plane (./kvpool up) and a local Redis;
                     heap and policies run in process.""");
         }
     }

@@ -7,6 +7,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 
 /**
  * A minimal pipelining-free RESP2 client for the Redis baseline: one socket, one command at a time, replies
@@ -25,6 +26,25 @@ final class Resp implements AutoCloseable {
     }
 
     Object call(byte[]... args) throws IOException {
+        write(args);
+        out.flush();
+        return read();
+    }
+
+    /** Sends every command before reading any reply: one round trip for the lot (a Redis pipeline). */
+    Object[] pipeline(List<byte[][]> commands) throws IOException {
+        for (byte[][] c : commands) {
+            write(c);
+        }
+        out.flush();
+        Object[] replies = new Object[commands.size()];
+        for (int i = 0; i < replies.length; i++) {
+            replies[i] = read();
+        }
+        return replies;
+    }
+
+    private void write(byte[]... args) throws IOException {
         out.write(('*' + Integer.toString(args.length) + "\r\n").getBytes(StandardCharsets.US_ASCII));
         for (byte[] a : args) {
             out.write(('$' + Integer.toString(a.length) + "\r\n").getBytes(StandardCharsets.US_ASCII));
@@ -32,8 +52,6 @@ final class Resp implements AutoCloseable {
             out.write('\r');
             out.write('\n');
         }
-        out.flush();
-        return read();
     }
 
     Object call(String... args) throws IOException {

@@ -12,6 +12,7 @@ import dev.kvpool.meta.reclaim.ReclaimPolicy;
 import dev.kvpool.meta.reclaim.Reclaimer;
 import io.micrometer.core.instrument.Counter;
 import dev.kvpool.meta.index.CachedIndex;
+import dev.kvpool.meta.index.DeferredTouchIndex;
 import dev.kvpool.meta.index.IndexStore;
 import dev.kvpool.meta.index.embedded.EmbeddedStore;
 import dev.kvpool.meta.kvcm.KvcmMeta;
@@ -62,6 +63,7 @@ public class MetaRuntime {
     private Leadership leadership;
     private Reclaimer reclaimer;
     private CacheEvents events = CacheEvents.OFF;
+    private DeferredTouchIndex.Toucher toucher;
     private final java.util.Map<String, Counter> evictionCounters = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile boolean ready;
     private final Set<String> gauged = new HashSet<>();
@@ -101,8 +103,12 @@ public class MetaRuntime {
                 // alone: a cold start of the whole cluster, so usage and slots are rebuilt from the index
                 rebuild = lead.alone();
                 leadership = lead;
-                // no search cache: other replicas change the index under it
-                registry = new Registry(store, startup, store::index);
+                // no search cache (other replicas change the index under it); access times are recorded off the
+                // read path: a touch is a round trip and a script, and it is only eviction input
+                toucher = new DeferredTouchIndex.Toucher(4096);
+                var t = toucher;
+                var shared = store;
+                registry = new Registry(store, startup, id -> new DeferredTouchIndex(shared.index(id), t));
                 registry.slotsFactory((id, st) -> new RedisSlots(redis, p, id, st.number, st.keyCountPerFile, rc.timeout()));
                 ledger = new RedisQuotaLedger(redis, p, rc.timeout());
                 LOG.infof("index store: Redis at %s (prefix %s), %s", rc.url(), rc.prefix(),
@@ -158,6 +164,9 @@ public class MetaRuntime {
         if (write != null) {
             write.close();
         }
+        if (toucher != null) {
+            toucher.close();
+        }
         if (store != null) {
             store.close();
         }
@@ -205,6 +214,8 @@ public class MetaRuntime {
             Gauge.builder("kvpool.meta.leader", this, r -> r.leadership.isLeader() ? 1 : 0)
                     .tag("node", leadership.selfId())
                     .description("1 on the replica that runs background work (reclaimer, expiry)").register(meters);
+            Gauge.builder("kvpool.meta.touch.dropped", this, r -> r.toucher == null ? 0 : r.toucher.dropped.get())
+                    .description("access-time updates dropped because the store was too slow to take them").register(meters);
             Gauge.builder("kvpool.meta.events.published", this, r -> r.events.published.get()).register(meters);
             Gauge.builder("kvpool.meta.events.dropped", this, r -> r.events.dropped.get())
                     .description("kvpool.cache events dropped because the queue was full").register(meters);

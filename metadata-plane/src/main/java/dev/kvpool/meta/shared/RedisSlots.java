@@ -26,12 +26,13 @@ public final class RedisSlots implements Slots {
     private static final String ALLOCATE = """
             local n = tonumber(ARGV[1])
             local spf = tonumber(ARGV[2])
-            local out = {}
+            local out, perFile = {}, {}
             local popped = {}
             if n > 0 then popped = redis.call('SPOP', KEYS[2], n) end
             for _, a in ipairs(popped) do
               out[#out + 1] = a
-              redis.call('HINCRBY', KEYS[3], string.format('%.0f', math.floor(tonumber(a) / 16777216)), 1)
+              local f = string.format('%.0f', math.floor(tonumber(a) / 16777216))
+              perFile[f] = (perFile[f] or 0) + 1
             end
             local rest = n - #popped
             if rest > 0 then
@@ -39,9 +40,12 @@ public final class RedisSlots implements Slots {
               for i = last - rest, last - 1 do
                 local file = math.floor(i / spf)
                 out[#out + 1] = string.format('%.0f', file * 16777216 + (i % spf))
-                redis.call('HINCRBY', KEYS[3], string.format('%.0f', file), 1)
+                local f = string.format('%.0f', file)
+                perFile[f] = (perFile[f] or 0) + 1
               end
             end
+            -- one counter update per file, not per slot
+            for f, c in pairs(perFile) do redis.call('HINCRBY', KEYS[3], f, c) end
             return out""";
     private static final String FREE = """
             if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then return -1 end

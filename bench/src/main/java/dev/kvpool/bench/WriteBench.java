@@ -1,0 +1,152 @@
+package dev.kvpool.bench;
+
+import dev.kvpool.api.proto.meta.BlockMask;
+import dev.kvpool.api.proto.meta.BoolMasksType;
+import dev.kvpool.api.proto.meta.CommonResponse;
+import dev.kvpool.api.proto.meta.ErrorCode;
+import dev.kvpool.api.proto.meta.FinishWriteCacheRequest;
+import dev.kvpool.api.proto.meta.StartWriteCacheRequest;
+import dev.kvpool.api.proto.meta.StartWriteCacheResponse;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * Write throughput: blocks made readable per second through the two-phase write (StartWriteCache +
+ * FinishWriteCache of a batch of new blocks, the connector's save) against the baseline of writing the same
+ * blocks into Redis as a pipeline of HSETs (one per block, a location-sized value), same threads, same batch
+ * size, alternating A/B in rounds. The metadata plane may run on any store; run it with
+ * {@code -Dkvpool.meta.store=redis} to measure the Redis store against the Redis it uses.
+ */
+final class WriteBench {
+    private WriteBench() {
+    }
+
+    static void run(Map<String, String> opt) throws Exception {
+        String url = opt.getOrDefault("url", "http://127.0.0.1:6382");
+        String[] redisAddr = opt.getOrDefault("redis", "127.0.0.1:6379").split(":");
+        int threads = Integer.parseInt(opt.getOrDefault("threads", "4"));
+        int batch = Integer.parseInt(opt.getOrDefault("batch", "64"));
+        int rounds = Integer.parseInt(opt.getOrDefault("rounds", "6"));
+        int perRound = Integer.parseInt(opt.getOrDefault("batches", "200"));
+        String instance = "bench-writes-" + System.currentTimeMillis();
+        try (KvcmHttp kv = new KvcmHttp(url)) {
+            Main.register(kv, instance, 16, 4096);
+        }
+        String value = "{\"spec_name\":\"tp0\",\"uri\":\"file://nfs_01/" + instance
+                + "/tp0/slab_00000000?blkid=0&size=4096\"}";
+        System.out.printf("writes: %d threads x %d batches of %d blocks per round, %d rounds; %s vs Redis %s pipelined HSET%n",
+                threads, perRound, batch, rounds, url, String.join(":", redisAddr));
+        ExecutorService ex = Executors.newFixedThreadPool(threads);
+        List<Double> ratios = new ArrayList<>();
+        double kvTotal = 0, redisTotal = 0;
+        String hash = "kvpool-bench:" + instance;
+        try {
+            for (int round = 0; round <= rounds; round++) {
+                double kvRate = measure(ex, threads, perRound, batch, () -> {
+                    KvcmHttp kv = new KvcmHttp(url);
+                    return keys -> save(kv, instance, keys);
+                });
+                double redisRate = measure(ex, threads, perRound, batch, () -> {
+                    Resp r = new Resp(redisAddr[0], Integer.parseInt(redisAddr[1]));
+                    byte[] h = hash.getBytes(StandardCharsets.US_ASCII), v = value.getBytes(StandardCharsets.US_ASCII);
+                    return keys -> {
+                        List<byte[][]> cmds = new ArrayList<>(keys.length);
+                        for (long k : keys) {
+                            cmds.add(new byte[][]{"HSET".getBytes(StandardCharsets.US_ASCII), h,
+                                    Long.toString(k).getBytes(StandardCharsets.US_ASCII), v});
+                        }
+                        r.pipeline(cmds);
+                    };
+                });
+                if (round == 0) {
+                    System.out.printf("  warm-up: KVPool %.0f blocks/s, Redis HSET %.0f blocks/s%n", kvRate, redisRate);
+                    continue;
+                }
+                ratios.add(kvRate / redisRate);
+                kvTotal += kvRate;
+                redisTotal += redisRate;
+                System.out.printf("  round %d: KVPool start+finish %.0f blocks/s, Redis pipelined HSET %.0f blocks/s: %.2fx%n",
+                        round, kvRate, redisRate, kvRate / redisRate);
+            }
+        } finally {
+            ex.shutdown();
+            try (Resp r = new Resp(redisAddr[0], Integer.parseInt(redisAddr[1]))) {
+                r.call("DEL", hash);
+            }
+        }
+        ratios.sort(Double::compare);
+        System.out.printf("write throughput: KVPool %.0f blocks/s, Redis HSET %.0f blocks/s; median ratio %.2fx (target >= 0.5x)%n",
+                kvTotal / rounds, redisTotal / rounds, ratios.get(ratios.size() / 2));
+    }
+
+    interface Writer {
+        void write(long[] keys) throws IOException;
+    }
+
+    interface WriterFactory {
+        Writer create() throws IOException;
+    }
+
+    /** Blocks per second over {@code threads} writers, each writing {@code perThread} fresh batches. */
+    private static double measure(ExecutorService ex, int threads, int perThread, int batch, WriterFactory f)
+            throws Exception {
+        List<Writer> ws = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            ws.add(f.create());
+        }
+        long t0 = System.nanoTime();
+        List<Future<?>> fs = new ArrayList<>();
+        for (Writer w : ws) {
+            fs.add(ex.submit(() -> {
+                var rnd = ThreadLocalRandom.current();
+                long[] keys = new long[batch];
+                for (int i = 0; i < perThread; i++) {
+                    for (int j = 0; j < batch; j++) {
+                        keys[j] = rnd.nextLong();
+                    }
+                    w.write(keys);
+                }
+                return null;
+            }));
+        }
+        for (Future<?> fu : fs) {
+            fu.get();
+        }
+        double secs = (System.nanoTime() - t0) / 1e9;
+        for (Writer w : ws) {
+            if (w instanceof AutoCloseable c) {
+                c.close();
+            }
+        }
+        return (double) threads * perThread * batch / secs;
+    }
+
+    private static void save(KvcmHttp kv, String instance, long[] keys) throws IOException {
+        StartWriteCacheRequest.Builder b = StartWriteCacheRequest.newBuilder().setTraceId("w").setInstanceId(instance)
+                .setWriteTimeoutSeconds(30);
+        for (long k : keys) {
+            b.addBlockKeys(k);
+        }
+        StartWriteCacheResponse sw = kv.call("startWriteCache", b.build(), StartWriteCacheResponse.newBuilder()).build();
+        if (sw.getHeader().getStatus().getCode() != ErrorCode.OK) {
+            throw new IOException("startWriteCache failed: " + sw.getHeader().getStatus());
+        }
+        BoolMasksType.Builder ok = BoolMasksType.newBuilder();
+        for (int i = 0; i < sw.getLocationsCount(); i++) {
+            ok.addValues(true);
+        }
+        CommonResponse f = kv.call("finishWriteCache", FinishWriteCacheRequest.newBuilder().setTraceId("w")
+                .setInstanceId(instance).setWriteSessionId(sw.getWriteSessionId())
+                .setSuccessBlocks(BlockMask.newBuilder().setBoolMasks(ok)).build(), CommonResponse.newBuilder()).build();
+        if (f.getHeader().getStatus().getCode() != ErrorCode.OK) {
+            throw new IOException("finishWriteCache failed: " + f.getHeader().getStatus());
+        }
+    }
+}
