@@ -44,10 +44,15 @@ public final class DeferredTouchIndex implements InstanceIndex {
 
         /** Waits until the touches queued so far are applied (tests). */
         public void drain() {
-            try {
-                pool.submit(() -> { }).get(30, TimeUnit.SECONDS);
-            } catch (Exception e) {
-                throw new IllegalStateException("touch queue did not drain", e);
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            long queued = pool.getTaskCount();
+            // polling, not a marker task: a full queue would reject (drop) the marker
+            while (pool.getCompletedTaskCount() < queued) {
+                if (System.nanoTime() > until) {
+                    throw new IllegalStateException("touch queue did not drain");
+                }
+                Thread.onSpinWait();
+                Thread.yield();
             }
         }
 
