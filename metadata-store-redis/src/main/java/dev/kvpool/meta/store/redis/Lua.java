@@ -44,17 +44,49 @@ final class Lua {
               if exp == '' then return not cur end
               return cur and string.sub(cur, 9) == string.sub(exp, 2) or false
             end
+            -- one HMGET for many fields (chunks stay below Lua's unpack limit): far cheaper than HGET per field
+            local function mget(h, fields)
+              local out = {}
+              for s = 1, #fields, 4000 do
+                local e = math.min(#fields, s + 3999)
+                local r = redis.call('HMGET', h, unpack(fields, s, e))
+                for j = 1, #r do out[s + j - 1] = r[j] end
+              end
+              return out
+            end
+            -- pending writes: field -> new value, or false to delete; a later read of the same field sees them
+            local pend = {}
+            local function cur_of(f, read)
+              local p = pend[f]
+              if p ~= nil then return p end
+              return read
+            end
             -- update: '' none, '-' delete, 'N' .. value, 'L' .. locs (meta kept),
             -- 'W' .. locs (meta kept, write time set to wrel: bits 2-31 of the high half)
             local function apply(h, f, cur, upd, wrel)
               local t = string.sub(upd, 1, 1)
-              if t == '-' then redis.call('HDEL', h, f)
-              elseif t == 'N' then redis.call('HSET', h, f, string.sub(upd, 2))
-              elseif t == 'L' then redis.call('HSET', h, f, string.sub(cur, 1, 8) .. string.sub(upd, 2))
+              if t == '-' then pend[f] = false
+              elseif t == 'N' then pend[f] = string.sub(upd, 2)
+              elseif t == 'L' then pend[f] = string.sub(cur, 1, 8) .. string.sub(upd, 2)
               elseif t == 'W' then
                 local hi = u32(cur, 1)
-                redis.call('HSET', h, f, p32(wrel * 4 + hi % 4) .. string.sub(cur, 5, 8) .. string.sub(upd, 2))
+                pend[f] = p32(wrel * 4 + hi % 4) .. string.sub(cur, 5, 8) .. string.sub(upd, 2)
               end
+            end
+            -- one HSET and one HDEL for everything pending
+            local function flush(h)
+              local sets, dels = {}, {}
+              for f, v in pairs(pend) do
+                if v then
+                  sets[#sets + 1] = f
+                  sets[#sets + 1] = v
+                else
+                  dels[#dels + 1] = f
+                end
+              end
+              for s = 1, #sets, 4000 do redis.call('HSET', h, unpack(sets, s, math.min(#sets, s + 3999))) end
+              for s = 1, #dels, 4000 do redis.call('HDEL', h, unpack(dels, s, math.min(#dels, s + 3999))) end
+              pend = {}
             end
             """;
 
@@ -69,8 +101,11 @@ final class Lua {
             if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {-2} end
             if redis.call('EXISTS', KEYS[4]) == 1 then return {-4} end
             local curs, ins, newKeys = {}, {}, 0
+            local fields = {}
+            for i = 6, #ARGV, 4 do fields[#fields + 1] = ARGV[i] end
+            local got = mget(KEYS[2], fields)
             for i = 6, #ARGV, 4 do
-              local cur = redis.call('HGET', KEYS[2], ARGV[i])
+              local cur = got[(i - 6) / 4 + 1]
               local exp, upd = ARGV[i + 1], ARGV[i + 2]
               curs[i] = cur
               if exp == '?' then
@@ -86,13 +121,14 @@ final class Lua {
             local chunks, flags = {}, {}
             for i = 6, #ARGV, 4 do
               if ins[i] then
-                apply(KEYS[2], ARGV[i], curs[i], ARGV[i + 2], 0)
+                apply(KEYS[2], ARGV[i], cur_of(ARGV[i], curs[i]), ARGV[i + 2], 0)
                 chunks[#chunks + 1] = ARGV[i + 3]
                 flags[#flags + 1] = '1'
               else
                 flags[#flags + 1] = '0'
               end
             end
+            flush(KEYS[2])
             redis.call('SET', KEYS[4], ARGV[5] .. table.concat(chunks), 'PXAT', ARGV[3])
             redis.call('SADD', KEYS[3], ARGV[2])
             return {1, table.concat(flags)}
@@ -102,9 +138,12 @@ final class Lua {
     static final Script SESSION_READ = Script.of("session-read", """
             local s = redis.call('GET', KEYS[1])
             if not s then return false end
+            local fields = {}
+            for o = 17, #s, 16 do fields[#fields + 1] = string.sub(s, o, o + 7) end
             local out = {s}
-            for o = 17, #s, 16 do
-              out[#out + 1] = redis.call('HGET', KEYS[2], string.sub(s, o, o + 7))
+            for c = 1, #fields, 4000 do
+              local r = redis.call('HMGET', KEYS[2], unpack(fields, c, math.min(#fields, c + 3999)))
+              for j = 1, #r do out[#out + 1] = r[j] end
             end
             return out
             """);
@@ -115,14 +154,17 @@ final class Lua {
      */
     static final Script FINISH = Script.of("finish", COMMON + """
             if redis.call('GET', KEYS[3]) ~= ARGV[2] then return 0 end
-            local curs = {}
+            local fields = {}
+            for i = 4, #ARGV, 3 do fields[#fields + 1] = ARGV[i] end
+            local got = mget(KEYS[1], fields)
             for i = 4, #ARGV, 3 do
-              local cur = redis.call('HGET', KEYS[1], ARGV[i])
-              if not matches(cur, ARGV[i + 1]) then return -1 end
-              curs[i] = cur
+              if not matches(got[(i - 4) / 3 + 1], ARGV[i + 1]) then return -1 end
             end
             local wrel = tonumber(ARGV[3])
-            for i = 4, #ARGV, 3 do apply(KEYS[1], ARGV[i], curs[i], ARGV[i + 2], wrel) end
+            for i = 4, #ARGV, 3 do
+              apply(KEYS[1], ARGV[i], cur_of(ARGV[i], got[(i - 4) / 3 + 1]), ARGV[i + 2], wrel)
+            end
+            flush(KEYS[1])
             redis.call('DEL', KEYS[3])
             redis.call('SREM', KEYS[2], ARGV[1])
             return 1
@@ -130,14 +172,17 @@ final class Lua {
 
     /** markDeleting, purge. KEYS: blocks. ARGV: wrel, then (field, expectation, update). Returns 1 | -1. */
     static final Script CAS = Script.of("cas", COMMON + """
-            local curs = {}
+            local fields = {}
+            for i = 2, #ARGV, 3 do fields[#fields + 1] = ARGV[i] end
+            local got = mget(KEYS[1], fields)
             for i = 2, #ARGV, 3 do
-              local cur = redis.call('HGET', KEYS[1], ARGV[i])
-              if not matches(cur, ARGV[i + 1]) then return -1 end
-              curs[i] = cur
+              if not matches(got[(i - 2) / 3 + 1], ARGV[i + 1]) then return -1 end
             end
             local wrel = tonumber(ARGV[1])
-            for i = 2, #ARGV, 3 do apply(KEYS[1], ARGV[i], curs[i], ARGV[i + 2], wrel) end
+            for i = 2, #ARGV, 3 do
+              apply(KEYS[1], ARGV[i], cur_of(ARGV[i], got[(i - 2) / 3 + 1]), ARGV[i + 2], wrel)
+            end
+            flush(KEYS[1])
             return 1
             """);
 
@@ -148,15 +193,19 @@ final class Lua {
     static final Script TOUCH = Script.of("touch", COMMON + """
             local arel = tonumber(ARGV[1])
             local ahi, alo = math.floor(arel / 268435456), (arel % 268435456) * 16
+            local fields = {}
+            for i = 2, #ARGV, 2 do fields[#fields + 1] = ARGV[i] end
+            local got = mget(KEYS[1], fields)
             for i = 2, #ARGV, 2 do
-              local v = redis.call('HGET', KEYS[1], ARGV[i])
+              local v = cur_of(ARGV[i], got[(i - 2) / 2 + 1])
               if v then
                 local hi = u32(v, 1)
                 local f = u32(v, 5) % 16
                 if f < 15 and (f == 0 or tonumber(ARGV[i + 1]) % (2 ^ f) == 0) then f = f + 1 end
-                redis.call('HSET', KEYS[1], ARGV[i], p32(hi - hi % 4 + ahi) .. p32(alo + f) .. string.sub(v, 9))
+                pend[ARGV[i]] = p32(hi - hi % 4 + ahi) .. p32(alo + f) .. string.sub(v, 9)
               end
             end
+            flush(KEYS[1])
             return 0
             """);
 
