@@ -124,6 +124,26 @@ public class AccountService {
         outbox.record(ConfigEvent.ACCOUNT, name, ConfigEvent.DELETED, a.version + 1, null);
     }
 
+    /** Imports an account with an existing hash (config snapshots); an existing name is left as it is. */
+    @Transactional
+    public void importHashed(String name, String role, String passwordHash) {
+        if (name == null || name.isBlank() || passwordHash == null || !passwordHash.startsWith("pbkdf2-sha256$")) {
+            throw ApiException.invalid("accounts", "account '" + name + "' needs user_name and a pbkdf2-sha256 password_hash");
+        }
+        outbox.lock();
+        if (repo.byName(name).isPresent()) {
+            return;
+        }
+        AccountEntity a = new AccountEntity();
+        a.name = name;
+        a.passwordHash = passwordHash;
+        a.role = role(role);
+        a.version = 1;
+        a.createdAt = a.updatedAt = Instant.now();
+        repo.persist(a);
+        outbox.record(ConfigEvent.ACCOUNT, a.name, ConfigEvent.CREATED, a.version, Json.tree(view(a)));
+    }
+
     long admins() {
         return repo.count("role", BearerToken.ADMIN);
     }

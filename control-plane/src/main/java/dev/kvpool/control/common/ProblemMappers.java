@@ -58,6 +58,17 @@ public class ProblemMappers {
     }
 
     @ServerExceptionMapper
+    public Response unauthorized(io.quarkus.security.UnauthorizedException e) {
+        return problem(401, "Unauthorized", "send Authorization: Bearer <token> (POST /api/v1/tokens) or Basic "
+                + "credentials", null);
+    }
+
+    @ServerExceptionMapper
+    public Response forbidden(io.quarkus.security.ForbiddenException e) {
+        return problem(403, "Forbidden", "this account's role may not use this operation", null);
+    }
+
+    @ServerExceptionMapper
     public Response web(WebApplicationException e) {
         int s = e.getResponse().getStatus();
         return problem(s, title(s), e.getMessage(), null);

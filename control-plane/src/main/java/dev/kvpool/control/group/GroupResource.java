@@ -40,7 +40,8 @@ public class GroupResource {
                                              @QueryParam("page") @DefaultValue("0") int page,
                                              @QueryParam("size") @DefaultValue("50") int size) {
         Caller c = Caller.of(identity);
-        return Page.of(service.list().stream().filter(g -> c.canSeeGroup(g.name)).map(service::view).toList(),
+        return Page.of(service.list().stream().filter(g -> c.canSeeGroup(g.name)).map(g -> redact(c, service.view(g)))
+                        .toList(),
                 v -> (storage == null || v.storageCandidates().contains(storage))
                         && (policy == null || v.eviction().policy().equalsIgnoreCase(policy)), page, size);
     }
@@ -50,9 +51,19 @@ public class GroupResource {
     @RolesAllowed({"admin", "operator", "tenant"})
     @Operation(summary = "Get one group with its current usage and water levels; ETag = version")
     public Response get(@PathParam("name") String name) {
-        Caller.of(identity).requireGroup(name);
+        Caller c = Caller.of(identity);
+        c.requireGroup(name);
         GroupEntity g = service.get(name);
-        return Response.ok(service.view(g)).tag(Long.toString(g.version)).build();
+        return Response.ok(redact(c, service.view(g))).tag(Long.toString(g.version)).build();
+    }
+
+    /** Tenants do not see the metadata store URI (it may hold credentials). */
+    static GroupService.GroupView redact(Caller c, GroupService.GroupView v) {
+        if (c.isTenant() && v.kvcm().at("/cache_config/meta_indexer_config/meta_storage_backend_config")
+                instanceof com.fasterxml.jackson.databind.node.ObjectNode b && b.has("storage_uri")) {
+            b.put("storage_uri", "");
+        }
+        return v;
     }
 
     @POST

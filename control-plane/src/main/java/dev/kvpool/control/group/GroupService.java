@@ -52,7 +52,8 @@ public class GroupService {
     @Inject
     EntityManager em;
 
-    public record Usage(long usedBytes, double usedPercent, Map<String, Long> byType) {
+    /** Current usage against the quota; {@code level}: {@code ok}, {@code soft} (eviction runs) or {@code hard} (writes refused). */
+    public record Usage(long usedBytes, double usedPercent, String level, Map<String, Long> byType) {
     }
 
     public record GroupView(String name, long quotaBytes, Map<String, Long> storageTypeQuotas,
@@ -64,14 +65,15 @@ public class GroupService {
 
     public GroupView view(GroupEntity g) {
         UsageService.Current u = usage.current(g.name);
+        double pct = g.quotaBytes > 0 ? Math.round(10000.0 * u.usedBytes() / g.quotaBytes) / 100.0 : 0;
+        String level = pct >= g.hardWaterPct ? "hard" : pct >= g.softWaterPct ? "soft" : "ok";
         return new GroupView(g.name, g.quotaBytes, new TreeMap<>(g.typeQuotas),
                 new GroupSpec.WaterLevels(g.softWaterPct, g.hardWaterPct),
                 new GroupSpec.Eviction(g.evictionPolicy, g.triggerPeriodSeconds, g.stepSize, g.stepPercentage,
                         g.ttlSeconds, g.readerLeaseMs),
                 List.copyOf(g.storageCandidates), g.maxInstanceCount, g.quotaGroupName, g.allowAnonymousMeta,
                 g.userData, g.version, g.createdAt, g.updatedAt,
-                new Usage(u.usedBytes(), g.quotaBytes > 0 ? Math.round(10000.0 * u.usedBytes() / g.quotaBytes) / 100.0 : 0,
-                        u.byType()),
+                new Usage(u.usedBytes(), pct, level, u.byType()),
                 Json.read(g.kvcmJson));
     }
 
@@ -406,6 +408,7 @@ public class GroupService {
                 new GroupSpec.Eviction(policy, rs.getTriggerPeriodSeconds(), rs.getReclaimStepSize(),
                         Math.min(100, Math.max(0, rs.getReclaimStepPercentage())), ttl, (long) rs.getDelayBeforeDeleteMs()),
                 new ArrayList<>(g.getStorageCandidatesList()), g.getMaxInstanceCount(), g.getGlobalQuotaGroupName(),
-                null, g.getUserData());
+                // created by KVCM tooling for KVCM connectors, which send no token; an update keeps the flag
+                old == null ? Boolean.TRUE : null, g.getUserData());
     }
 }

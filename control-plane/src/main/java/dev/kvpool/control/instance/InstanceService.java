@@ -78,9 +78,10 @@ public class InstanceService {
     @Transactional
     public Registered register(RegisterInstanceRequest r, String hashScheme) {
         validate(r);
+        boolean schemeGiven = hashScheme != null && !hashScheme.isBlank();
         String scheme;
         try {
-            scheme = HashScheme.fromName(hashScheme == null || hashScheme.isBlank() ? "kvcm" : hashScheme).schemeName();
+            scheme = HashScheme.fromName(schemeGiven ? hashScheme : "kvcm").schemeName();
         } catch (IllegalArgumentException e) {
             throw ApiException.invalid("hashScheme", e.getMessage());
         }
@@ -94,7 +95,7 @@ public class InstanceService {
             String oldModel = Json.proto(ProtoJson.merge(e.modelJson, ModelDeployment.newBuilder()).clearUserData().build());
             if (e.blockSize != r.getBlockSize() || !Json.read(e.specsJson).equals(Json.read(specs))
                     || !oldModel.equals(model) || !Json.read(e.specGroupsJson).equals(Json.read(specGroups))
-                    || !e.hashScheme.equals(scheme)) {
+                    || (schemeGiven && !e.hashScheme.equals(scheme))) { // KVCM clients name no scheme
                 throw ApiException.duplicate("instanceId", "instance '" + r.getInstanceId() + "' is already registered "
                         + "with a different KV config (block size, location specs, model deployment or hash scheme); "
                         + "an instance's KV config is fixed");

@@ -21,6 +21,7 @@ import dev.kvpool.control.storage.StorageEntity;
 import dev.kvpool.control.storage.StorageService;
 import io.agroal.api.AgroalDataSource;
 import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.context.control.ActivateRequestContext;
 import jakarta.inject.Inject;
 import java.net.InetAddress;
 import java.security.SecureRandom;
@@ -98,6 +99,8 @@ public class KvcmAdmin {
         return Map.entry(Character.toLowerCase(r.name().charAt(0)) + r.name().substring(1), r);
     }
 
+    private static final org.jboss.logging.Logger LOG = org.jboss.logging.Logger.getLogger(KvcmAdmin.class);
+
     @Inject
     StorageService storages;
     @Inject
@@ -122,15 +125,21 @@ public class KvcmAdmin {
 
     /** Null when {@code caller} may call {@code rpc}; else the HTTP status to answer (401 or 403). */
     public static Integer denied(Rpc rpc, Caller caller) {
+        if (rpc.access() == Access.PUBLIC) {
+            return null;
+        }
+        if (caller == null) {
+            return 401;
+        }
         return switch (rpc.access()) {
-            case PUBLIC -> null;
-            case ANY -> caller == null ? 401 : null;
-            case OPERATOR -> caller == null ? 401 : caller.isTenant() ? 403 : null;
-            case ADMIN -> caller == null ? 401 : caller.isAdmin() ? null : 403;
+            case OPERATOR -> caller.isTenant() ? Integer.valueOf(403) : null;
+            case ADMIN -> caller.isAdmin() ? null : Integer.valueOf(403);
+            default -> null;
         };
     }
 
     /** Runs one RPC and always answers its response type with a header (§1.6-1.7). */
+    @ActivateRequestContext
     public Message call(Rpc rpc, Message request, Caller caller) {
         long t0 = System.nanoTime();
         String trace = traceId(request);
@@ -143,6 +152,9 @@ public class KvcmAdmin {
             out = withHeader(rpc.responseType().newBuilderForType(), e.kvcmCode, e.getMessage(), requestId);
         } catch (RuntimeException e) {
             ApiException api = unwrap(e);
+            if (api == null) {
+                LOG.warnf(e, "KVCM admin %s failed", rpc.name());
+            }
             out = api != null ? withHeader(rpc.responseType().newBuilderForType(), api.kvcmCode, api.getMessage(), requestId)
                     : withHeader(rpc.responseType().newBuilderForType(), ErrorCode.INTERNAL_ERROR,
                     String.valueOf(e.getMessage()), requestId);
@@ -238,7 +250,8 @@ public class KvcmAdmin {
     Message updateGroup(Call c) {
         UpdateInstanceGroupRequest q = c.q();
         InstanceGroup g = q.getInstanceGroup();
-        GroupEntity old = groups.get(g.getName().isBlank() ? "" : g.getName());
+        requireName(g.getName(), "instance_group.name");
+        GroupEntity old = groups.get(g.getName());
         groups.update(g.getName(), GroupService.fromKvcm(g, old), null, g, q.getCurrentVersion());
         return CommonResponse.getDefaultInstance();
     }
@@ -255,14 +268,23 @@ public class KvcmAdmin {
         requireName(q.getName(), "name");
         c.caller().requireGroup(q.getName());
         GroupEntity g = groups.get(q.getName());
-        return GetInstanceGroupResponse.newBuilder()
-                .setInstanceGroup(ProtoJson.merge(g.kvcmJson, InstanceGroup.newBuilder())).build();
+        return GetInstanceGroupResponse.newBuilder().setInstanceGroup(kvcmGroup(g, c.caller())).build();
     }
 
     Message listGroups(Call c) {
         ListInstanceGroupResponse.Builder b = ListInstanceGroupResponse.newBuilder();
         groups.list().stream().filter(g -> c.caller().canSeeGroup(g.name))
-                .forEach(g -> b.addInstanceGroup(ProtoJson.merge(g.kvcmJson, InstanceGroup.newBuilder())));
+                .forEach(g -> b.addInstanceGroup(kvcmGroup(g, c.caller())));
+        return b.build();
+    }
+
+    /** The stored KVCM group; tenants do not see the metadata store URI (it may hold credentials). */
+    private static InstanceGroup kvcmGroup(GroupEntity g, Caller caller) {
+        InstanceGroup.Builder b = ProtoJson.merge(g.kvcmJson, InstanceGroup.newBuilder());
+        if (caller.isTenant()
+                && !b.getCacheConfig().getMetaIndexerConfig().getMetaStorageBackendConfig().getStorageUri().isEmpty()) {
+            b.getCacheConfigBuilder().getMetaIndexerConfigBuilder().getMetaStorageBackendConfigBuilder().setStorageUri("");
+        }
         return b.build();
     }
 
@@ -435,9 +457,5 @@ public class KvcmAdmin {
         if (v == null || v.isBlank()) {
             throw ApiException.invalid(field, field + " must not be empty");
         }
-    }
-
-    static JsonNode unused(ArrayNode a, ObjectNode o) {
-        return Json.tree(a != null ? a : o);
     }
 }

@@ -4,7 +4,9 @@ import dev.kvpool.api.events.CloudEventHeaders;
 import dev.kvpool.api.events.Topics;
 import io.quarkus.narayana.jta.QuarkusTransaction;
 import io.quarkus.runtime.ShutdownEvent;
-import io.quarkus.scheduler.Scheduled;
+import io.quarkus.runtime.StartupEvent;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
@@ -60,7 +62,32 @@ public class OutboxRelay {
     /** Test hook: fail the next run after the sends were acked, before the rows are marked (a crash there). */
     volatile boolean failAfterSendOnce;
 
-    @Scheduled(every = "${kvpool.control.outbox.interval:200ms}", concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
+    @ConfigProperty(name = "kvpool.control.outbox.interval", defaultValue = "200ms")
+    String interval;
+    private ScheduledExecutorService timer;
+
+    /** A dedicated thread with a fixed delay: Quarkus' scheduler does not go below one second. */
+    void start(@Observes StartupEvent ev) {
+        long ms = parseMillis(interval);
+        timer = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "kvpool-outbox-relay");
+            t.setDaemon(true);
+            return t;
+        });
+        timer.scheduleWithFixedDelay(this::tick, ms, ms, TimeUnit.MILLISECONDS);
+    }
+
+    static long parseMillis(String v) {
+        String s = v.trim().toLowerCase();
+        if (s.endsWith("ms")) {
+            return Long.parseLong(s.substring(0, s.length() - 2).trim());
+        }
+        if (s.endsWith("s")) {
+            return Math.round(Double.parseDouble(s.substring(0, s.length() - 1).trim()) * 1000);
+        }
+        return Duration.parse(v.trim()).toMillis();
+    }
+
     void tick() {
         if (paused) {
             return;
@@ -75,7 +102,7 @@ public class OutboxRelay {
         }
         try {
             runOnce();
-        } catch (RuntimeException e) {
+        } catch (Throwable e) {
             dropProducer();
             long now = System.currentTimeMillis();
             if (now - lastFailureLog > 10_000) {
@@ -104,6 +131,7 @@ public class OutboxRelay {
             return 0;
         }
         KafkaProducer<String, byte[]> p = producer();
+        p.partitionsFor(Topics.CONFIG); // waits for metadata (max.block.ms) so no record is queued behind a missing one
         List<Future<RecordMetadata>> acks = new ArrayList<>(rows.size());
         for (OutboxEvent e : rows) {
             ProducerRecord<String, byte[]> r = new ProducerRecord<>(Topics.CONFIG, e.name,
@@ -111,7 +139,15 @@ public class OutboxRelay {
             CloudEventHeaders.of(e.eventId, SOURCE, CloudEventHeaders.TYPE_CONFIG_PREFIX
                     + e.kind.toLowerCase() + "." + e.action, e.createdAt).forEach((k, v) -> r.headers().add(k, v));
             r.headers().add(POSITION_HEADER, Long.toString(e.position).getBytes(StandardCharsets.US_ASCII));
-            acks.add(p.send(r));
+            Future<RecordMetadata> f = p.send(r);
+            if (f.isDone()) {
+                try {
+                    f.get(); // failed at once (e.g. metadata): send nothing after it, so the topic stays in order
+                } catch (Exception ex) {
+                    throw new IllegalStateException("send failed: " + rootMessage(ex), ex);
+                }
+            }
+            acks.add(f);
         }
         p.flush();
         try {
@@ -144,6 +180,8 @@ public class OutboxRelay {
             p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 3000);
             p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, (int) Math.max(3000, sendTimeout.toMillis()));
             p.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+            p.put(ProducerConfig.RECONNECT_BACKOFF_MS_CONFIG, 200);
+            p.put(ProducerConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, 2000);
             p.put(ProducerConfig.CLIENT_ID_CONFIG, "kvpool-control-plane-outbox");
             producer = new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer());
         }
@@ -161,6 +199,11 @@ public class OutboxRelay {
         }
     }
 
+    /** Test hook: the next batch is sent and acked, then its transaction fails as if the process died there. */
+    public void simulateCrashAfterNextSend() {
+        failAfterSendOnce = true;
+    }
+
     public void pause(boolean p) {
         paused = p;
     }
@@ -175,6 +218,9 @@ public class OutboxRelay {
 
     void shutdown(@Observes ShutdownEvent ev) {
         paused = true;
+        if (timer != null) {
+            timer.shutdownNow();
+        }
         dropProducer();
     }
 

@@ -4,6 +4,7 @@ import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.InstanceIndex;
 import dev.kvpool.meta.index.KeyHash;
 import dev.kvpool.meta.index.Loc;
+import dev.kvpool.meta.index.LocArrays;
 import dev.kvpool.meta.index.LocList;
 import dev.kvpool.meta.index.WriteSession;
 import java.nio.ByteBuffer;
@@ -247,29 +248,6 @@ final class EmbeddedIndex implements InstanceIndex {
         });
     }
 
-    private static long[] with(long[] locs, long a, long b) {
-        long[] out = java.util.Arrays.copyOf(locs, locs.length + 2);
-        out[locs.length] = a;
-        out[locs.length + 1] = b;
-        return out;
-    }
-
-    private static long[] without(long[] locs, int idx) {
-        long[] out = new long[locs.length - 2];
-        System.arraycopy(locs, 0, out, 0, idx * 2);
-        System.arraycopy(locs, idx * 2 + 2, out, idx * 2, locs.length - idx * 2 - 2);
-        return out;
-    }
-
-    private static int indexOfId(long[] locs, long id) {
-        for (int i = 0; i < locs.length; i += 2) {
-            if (Loc.id(locs[i]) == id) {
-                return i >> 1;
-            }
-        }
-        return -1;
-    }
-
     @Override
     public StartResult startWrite(long[] keys, long[] a, long[] b, int minReplicas, IntPredicate storageUsable,
                                   long maxKeys, String sessionId, long deadlineMs, int nowSec) {
@@ -342,7 +320,7 @@ final class EmbeddedIndex implements InstanceIndex {
                     }
                     long wa = Loc.withStatus(a[i], Loc.WRITING);
                     long meta = before[i] == null ? Loc.meta(nowSec, nowSec) : metaBefore[i];
-                    f.block(keys[i], before[i] == null ? new long[] {wa, b[i]} : with(before[i], wa, b[i]), meta);
+                    f.block(keys[i], before[i] == null ? new long[] {wa, b[i]} : LocArrays.with(before[i], wa, b[i]), meta);
                     sk[j] = keys[i];
                     sid[j++] = Loc.id(wa);
                 }
@@ -399,7 +377,7 @@ final class EmbeddedIndex implements InstanceIndex {
                     continue;
                 }
                 long[] locs = t.locs(slot);
-                int idx = indexOfId(locs, s.locIds()[i]);
+                int idx = LocArrays.indexOfId(locs, s.locIds()[i]);
                 // only a location still WRITING belongs to this session; a DELETING one belongs to its deleter
                 if (idx < 0 || Loc.status(locs[idx * 2]) != Loc.WRITING) {
                     continue;
@@ -410,7 +388,7 @@ final class EmbeddedIndex implements InstanceIndex {
                     f.block(key, locs, Loc.rewritten(t.meta(slot), nowSec));
                     served++;
                 } else {
-                    long[] rest = without(locs, idx);
+                    long[] rest = LocArrays.without(locs, idx);
                     failed.add(key, locs[idx * 2], locs[idx * 2 + 1], rest.length == 0);
                     f.block(key, rest, t.meta(slot));
                 }
@@ -485,11 +463,11 @@ final class EmbeddedIndex implements InstanceIndex {
                 return out;
             }
             long[] locs = t.locs(slot);
-            int idx = indexOfId(locs, locId);
+            int idx = LocArrays.indexOfId(locs, locId);
             if (idx < 0 || Loc.status(locs[idx * 2]) != Loc.DELETING) {
                 return out;
             }
-            long[] rest = without(locs, idx);
+            long[] rest = LocArrays.without(locs, idx);
             out.add(key, locs[idx * 2], locs[idx * 2 + 1], rest.length == 0);
             commit(new Frame(instanceId).block(key, rest, t.meta(slot)), false);
             return out;

@@ -3,6 +3,7 @@ package dev.kvpool.meta.store.redis;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.InstanceIndex;
 import dev.kvpool.meta.index.Loc;
+import dev.kvpool.meta.index.LocArrays;
 import dev.kvpool.meta.index.LocList;
 import dev.kvpool.meta.index.WriteSession;
 import io.vertx.redis.client.Command;
@@ -353,7 +354,7 @@ final class RedisIndex implements InstanceIndex {
                 }
                 long key = s.keys()[i];
                 long[] locs = Codec.locs(cur);
-                int idx = indexOfId(locs, s.locIds()[i]);
+                int idx = LocArrays.indexOfId(locs, s.locIds()[i]);
                 // only a location still WRITING belongs to this session; a DELETING one belongs to its deleter
                 if (idx < 0 || Loc.status(locs[idx * 2]) != Loc.WRITING) {
                     continue;
@@ -366,7 +367,7 @@ final class RedisIndex implements InstanceIndex {
                     args.add(Codec.locs(REWRITTEN, locs));
                     served++;
                 } else {
-                    long[] rest = without(locs, idx);
+                    long[] rest = LocArrays.without(locs, idx);
                     failed.add(key, locs[idx * 2], locs[idx * 2 + 1], rest.length == 0);
                     args.add(rest.length == 0 ? DELETE : Codec.locs(KEEP_META, rest));
                 }
@@ -381,22 +382,6 @@ final class RedisIndex implements InstanceIndex {
             // next read then finds it gone): either way read again
             backoff(attempt, "finishWrite");
         }
-    }
-
-    private static long[] without(long[] locs, int idx) {
-        long[] out = new long[locs.length - 2];
-        System.arraycopy(locs, 0, out, 0, idx * 2);
-        System.arraycopy(locs, idx * 2 + 2, out, idx * 2, locs.length - idx * 2 - 2);
-        return out;
-    }
-
-    private static int indexOfId(long[] locs, long id) {
-        for (int i = 0; i < locs.length; i += 2) {
-            if (Loc.id(locs[i]) == id) {
-                return i >> 1;
-            }
-        }
-        return -1;
     }
 
     @Override
@@ -485,11 +470,11 @@ final class RedisIndex implements InstanceIndex {
                 locs[i * 2] = b.a(i);
                 locs[i * 2 + 1] = b.b(i);
             }
-            int idx = indexOfId(locs, locId);
+            int idx = LocArrays.indexOfId(locs, locId);
             if (idx < 0 || Loc.status(locs[idx * 2]) != Loc.DELETING) {
                 return out;
             }
-            long[] rest = without(locs, idx);
+            long[] rest = LocArrays.without(locs, idx);
             out.add(key, locs[idx * 2], locs[idx * 2 + 1], rest.length == 0);
             List<Object> args = List.of(0L, Codec.field(key), expectLocs(locs),
                     rest.length == 0 ? DELETE : Codec.locs(KEEP_META, rest));
