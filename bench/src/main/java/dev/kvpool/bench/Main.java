@@ -47,9 +47,11 @@ public final class Main {
             case "prefix" -> prefix(opt);
             case "policies" -> PolicyBench.run(opt);
             case "writes" -> WriteBench.run(opt);
+            case "agent" -> dev.kvpool.bench.agent.AgentBench.run(opt,
+                    args.length > 1 && !args[1].startsWith("--") ? args[1] : "all");
             case "heap" -> HeapPerBlock.main(opt.containsKey("blocks") ? new String[] {opt.get("blocks")} : new String[0]);
             default -> System.out.println("""
-                    usage: ./kvpool bench <replay|prefix|writes|heap|policies> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
+                    usage: ./kvpool bench <replay|prefix|writes|heap|policies|agent> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
                       replay   [--trace ../shared/data/mooncake/conversation_trace.jsonl] [--limit N]
                       prefix   [--keys 1024] [--rounds 10] [--iters 200]
                       writes   [--threads 4] [--batch 64] [--batches 200] [--rounds 6]
@@ -57,12 +59,15 @@ public final class Main {
                       policies [--trace conversation|synthetic|both|<file.jsonl>] [--capacities 1M,3M,10M,30M]
                                [--policies LRU,LFU,TTL,PREFIX_LRU] [--water 0.9] [--step-percentage 5]
                                [--lfu-decay 60] [--limit N] [--svg-dir docs/img|none]
+                      agent    [nvme|pool|events|all] (data agent vs fio / summed bandwidth / Kafka's producer tool;
+                               see data-agent/README.md)
                     replay, prefix and writes need a running metadata plane (./kvpool up) and a local Redis;
                     heap and policies run in process.""");
         }
     }
 
-    static Map<String, String> options(String[] args) {
+    /** {@code --key value} and bare {@code --flag} (= "true") options. */
+    public static Map<String, String> options(String[] args) {
         Map<String, String> m = new HashMap<>();
         for (int i = 0; i < args.length; i++) {
             if (args[i].startsWith("--")) {

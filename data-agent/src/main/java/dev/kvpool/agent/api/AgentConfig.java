@@ -11,6 +11,10 @@ public interface AgentConfig {
     /** Agent name in events (defaults to the host name). */
     Optional<String> id();
 
+    /** HTTP control port (KVPool's agent port; %test 16390). */
+    @WithDefault("6390")
+    int httpPort();
+
     @WithDefault("262144")
     int blockBytes();
 

@@ -37,6 +37,14 @@ public final class PooledTier implements Tier {
         }
     }
 
+    /** Checksum verification of loads, off the device workers. */
+    private static final java.util.concurrent.ExecutorService VERIFY = java.util.concurrent.Executors.newFixedThreadPool(
+            Math.max(2, Runtime.getRuntime().availableProcessors()), r -> {
+                Thread t = new Thread(r, "kvpool-verify");
+                t.setDaemon(true);
+                return t;
+            });
+
     private final String name;
     private final String medium;
     private final int blockBytes;
@@ -148,6 +156,16 @@ public final class PooledTier implements Tier {
 
     @Override
     public CompletableFuture<boolean[]> put(long[] keys, MemorySegment[] src, boolean deferred) {
+        return put(keys, src, deferred, null);
+    }
+
+    /** The CRC32C of a block pinned by {@link #pinMemory} (so a write-behind need not checksum it again). */
+    public static int crcOf(Object handle) {
+        return ((Entry) handle).crc;
+    }
+
+    /** As {@link #put(long[], MemorySegment[], boolean)}, with the blocks' CRC32C already known (or null). */
+    public CompletableFuture<boolean[]> put(long[] keys, MemorySegment[] src, boolean deferred, int[] knownCrcs) {
         int n = keys.length;
         boolean[] ok = new boolean[n];
         int[] dev = new int[n];
@@ -185,7 +203,7 @@ public final class PooledTier implements Tier {
             for (int i = 0; i < n; i++) {
                 if (dev[i] == d) {
                     mine.add(i);
-                    crc[i] = Checksums.crc32c(src[i]);
+                    crc[i] = knownCrcs != null ? knownCrcs[i] : Checksums.crc32c(src[i]);
                 }
             }
             if (mine.isEmpty()) {
@@ -269,7 +287,8 @@ public final class PooledTier implements Tier {
                 s[j] = es[mine.get(j)].slot;
                 b[j] = dst[mine.get(j)].asSlice(0, blockBytes);
             }
-            parts.add(workers.get(d).read(s, b).handle((res, err) -> {
+            // checksums are verified off the device thread, so the device starts its next batch at once
+            parts.add(workers.get(d).read(s, b).handleAsync((res, err) -> {
                 for (int j = 0; j < s.length; j++) {
                     int i = mine.get(j);
                     boolean good = err == null && res[j] && Checksums.crc32c(b[j]) == es[i].crc;
@@ -280,7 +299,7 @@ public final class PooledTier implements Tier {
                     hit[i] = good;
                 }
                 return null;
-            }));
+            }, VERIFY));
         }
         return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).handle((v, err) -> {
             unpin(es);

@@ -126,7 +126,16 @@ public final class BlockStore implements AutoCloseable {
             host.release(handles);
             return;
         }
-        CompletableFuture<boolean[]> f = tier.put(k, m, true);
+        CompletableFuture<boolean[]> f;
+        if (tier instanceof PooledTier p) { // the host pool already has each block's CRC32C
+            int[] crcs = new int[k.length];
+            for (int j = 0; j < k.length; j++) {
+                crcs[j] = PooledTier.crcOf(handles[have.get(j)]);
+            }
+            f = p.put(k, m, true, crcs);
+        } else {
+            f = tier.put(k, m, true);
+        }
         CompletableFuture<?> done = f.whenComplete((res, err) -> {
             host.release(handles);
             if (err != null) {

@@ -18,7 +18,6 @@ import dev.kvpool.api.proto.meta.RemoveCacheRequest;
 import dev.kvpool.api.proto.meta.StartWriteCacheRequest;
 import dev.kvpool.api.proto.meta.StartWriteCacheResponse;
 import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -119,8 +118,12 @@ public final class GlobalPoolTier implements Tier {
         });
     }
 
-    /** Registers the agent's instance (idempotent for the same configuration). */
+    private volatile String model;
+    private volatile boolean registered;
+
+    /** Registers the agent's instance (idempotent for the same configuration); retried on use if it failed. */
     public void register(String modelName) {
+        this.model = modelName;
         RegisterInstanceResponse r = meta.registerInstance(RegisterInstanceRequest.newBuilder().setTraceId("agent-register")
                 .setInstanceGroup(instanceGroup).setInstanceId(instanceId).setBlockSize(blockTokens)
                 .addLocationSpecInfos(LocationSpecInfo.newBuilder().setName(spec).setSize(blockBytes))
@@ -128,6 +131,13 @@ public final class GlobalPoolTier implements Tier {
         ErrorCode c = r.getHeader().getStatus().getCode();
         if (c != ErrorCode.OK && c != ErrorCode.DUPLICATE_ENTITY) {
             throw new IllegalStateException("registerInstance " + instanceId + " failed: " + r.getHeader().getStatus());
+        }
+        registered = true;
+    }
+
+    private void ensureRegistered() {
+        if (!registered && model != null) {
+            register(model);
         }
     }
 
@@ -174,6 +184,7 @@ public final class GlobalPoolTier implements Tier {
     }
 
     private List<CacheLocation> locate(long[] keys) {
+        ensureRegistered();
         GetCacheLocationRequest.Builder b = GetCacheLocationRequest.newBuilder().setTraceId("agent-get")
                 .setInstanceId(instanceId).setQueryType(QueryType.QT_BATCH_GET);
         for (long k : keys) {
@@ -201,6 +212,7 @@ public final class GlobalPoolTier implements Tier {
     }
 
     boolean[] putNow(long[] keys, MemorySegment[] src) {
+        ensureRegistered();
         StartWriteCacheRequest.Builder sb = StartWriteCacheRequest.newBuilder().setTraceId("agent-put")
                 .setInstanceId(instanceId).setWriteTimeoutSeconds(writeTimeoutSeconds);
         for (long k : keys) {
@@ -411,10 +423,5 @@ public final class GlobalPoolTier implements Tier {
         } catch (IOException ignored) {
             // read/write channel we opened
         }
-    }
-
-    /** Scratch buffer helper for callers without one. */
-    public static MemorySegment buffer(Arena a, int bytes) {
-        return a.allocate(bytes, 4096);
     }
 }

@@ -70,9 +70,20 @@ public final class IoUring implements AutoCloseable {
      * @throws IoUringUnavailableException when the kernel or a seccomp filter refuses io_uring (ENOSYS, EPERM)
      */
     public static IoUring create(int entries) {
+        return create(entries, Integer.getInteger("kvpool.uring.setup-flags", SETUP_COOP_TASKRUN));
+    }
+
+    /** IORING_SETUP_COOP_TASKRUN: completions do not interrupt the submitting thread (5.19+); dropped if refused. */
+    public static final int SETUP_COOP_TASKRUN = 1 << 8;
+
+    public static IoUring create(int entries, int flags) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment params = a.allocate(PARAMS_SIZE, 8);
+            params.set(ValueLayout.JAVA_INT, 8, flags);
             long r = Libc.syscall(SYS_SETUP, entries, params.address(), 0, 0, 0, 0);
+            if (r == -22 && flags != 0) { // EINVAL: an older kernel without these flags
+                return create(entries, 0);
+            }
             if (r < 0) {
                 throw new IoUringUnavailableException("io_uring_setup(" + entries + ") failed: errno " + (-r)
                         + (r == -38 ? " (ENOSYS: kernel without io_uring)" : r == -1 ? " (EPERM: blocked by seccomp or sysctl)" : ""));

@@ -6,7 +6,6 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.logging.Logger;
 
@@ -127,9 +126,5 @@ public final class IoUringBlockIo implements BlockIo {
             LOG.warning("io_uring unavailable (" + why + "); using FileChannel + O_DIRECT");
         }
         return new dev.kvpool.agent.io.FileChannelBlockIo(queueDepth);
-    }
-
-    static List<MemorySegment> list(MemorySegment... s) {
-        return new ArrayList<>(List.of(s));
     }
 }

@@ -19,7 +19,7 @@ import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -30,8 +30,8 @@ class IoUringOracleTest {
     @TempDir
     Path dir;
 
-    @BeforeAll
-    static void uringHere() {
+    @BeforeEach
+    void uringHere() {
         String why = IoUring.unavailableReason();
         assumeTrue(why == null, () -> "io_uring not usable in this sandbox, test skipped: " + why);
     }

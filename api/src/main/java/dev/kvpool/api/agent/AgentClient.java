@@ -1,0 +1,175 @@
+package dev.kvpool.api.agent;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The engine-side client of the KVPool data agent: control over HTTP ({@code /v1/save}, {@code /v1/load},
+ * {@code /v1/query}), block bytes through the shared-memory segment the agent created in /dev/shm (mapped here
+ * too), so payloads never travel through JSON. The lower half of the segment is the engine's: put blocks there
+ * and pass their offsets; loads land at offsets the engine chooses, or in the agent's half when it passes none.
+ * Thread-safe.
+ */
+public final class AgentClient implements AutoCloseable {
+    private static final ObjectMapper M = new ObjectMapper();
+    private final HttpClient http;
+    private final URI base;
+    private final Duration timeout;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment shm;
+    private final int blockBytes;
+
+    /** Connects to an agent, reads its status and maps its shared segment. */
+    public AgentClient(URI base, Duration timeout) {
+        this.http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(timeout).build();
+        this.base = base;
+        this.timeout = timeout;
+        JsonNode st = get("/v1/status");
+        this.blockBytes = st.path("block_bytes").asInt();
+        Path path = Path.of(st.path("shm").path("path").asText());
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            this.shm = ch.map(FileChannel.MapMode.READ_WRITE, 0, ch.size(), arena);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot map the agent's shared segment " + path, e);
+        }
+    }
+
+    /** Bytes per block the agent stores. */
+    public int blockBytes() {
+        return blockBytes;
+    }
+
+    /** The whole shared segment; the engine owns [0, size/2). */
+    public MemorySegment sharedMemory() {
+        return shm;
+    }
+
+    /** The block at an offset of the shared segment. */
+    public MemorySegment block(long offset) {
+        return shm.asSlice(offset, blockBytes);
+    }
+
+    /** Result of a load: per key whether found, where its bytes are and which tier had it. */
+    public record Loaded(boolean[] found, long[] offsets, String[] tiers) {
+    }
+
+    /** Saves blocks already placed in the shared segment; per key whether it is safe in the agent's first tier. */
+    public boolean[] save(long[] keys, long[] offsets) {
+        return save(keys, offsets, null);
+    }
+
+    public boolean[] save(long[] keys, long[] offsets, Long parent) {
+        ObjectNode b = body(keys);
+        b.putPOJO("offsets", offsets);
+        if (parent != null) {
+            b.put("parent", parent);
+        }
+        return bools(post("/v1/save", b).path("stored"));
+    }
+
+    /** Loads blocks to the given offsets (or, with null, to offsets the agent picks in its half). */
+    public Loaded load(long[] keys, long[] offsets) {
+        ObjectNode b = body(keys);
+        if (offsets != null) {
+            b.putPOJO("offsets", offsets);
+        }
+        JsonNode r = post("/v1/load", b);
+        JsonNode o = r.path("offsets");
+        long[] offs = new long[o.size()];
+        for (int i = 0; i < offs.length; i++) {
+            offs[i] = o.get(i).asLong();
+        }
+        JsonNode t = r.path("tiers");
+        String[] tiers = new String[t.size()];
+        for (int i = 0; i < tiers.length; i++) {
+            tiers[i] = t.get(i).isNull() ? null : t.get(i).asText();
+        }
+        return new Loaded(bools(r.path("found")), offs, tiers);
+    }
+
+    /** Per key the tiers holding it (gpu, host, nvme, pool); empty when none. */
+    public List<List<String>> query(long[] keys) {
+        List<List<String>> out = new ArrayList<>();
+        for (JsonNode e : post("/v1/query", body(keys)).path("blocks")) {
+            List<String> l = new ArrayList<>();
+            e.path("tiers").forEach(x -> l.add(x.asText()));
+            out.add(l);
+        }
+        return out;
+    }
+
+    public boolean[] remove(long[] keys, boolean global) {
+        ObjectNode b = body(keys);
+        b.put("global", global);
+        return bools(post("/v1/remove", b).path("removed"));
+    }
+
+    public JsonNode status() {
+        return get("/v1/status");
+    }
+
+    private static ObjectNode body(long[] keys) {
+        ObjectNode b = M.createObjectNode();
+        b.putPOJO("keys", keys);
+        return b;
+    }
+
+    private static boolean[] bools(JsonNode a) {
+        boolean[] out = new boolean[a.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = a.get(i).asBoolean();
+        }
+        return out;
+    }
+
+    private JsonNode post(String route, ObjectNode body) {
+        try {
+            return send(HttpRequest.newBuilder(base.resolve(route)).timeout(timeout)
+                    .header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofByteArray(M.writeValueAsBytes(body))).build(), route);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private JsonNode get(String route) {
+        return send(HttpRequest.newBuilder(base.resolve(route)).timeout(timeout).GET().build(), route);
+    }
+
+    private JsonNode send(HttpRequest req, String route) {
+        try {
+            HttpResponse<byte[]> r = http.send(req, HttpResponse.BodyHandlers.ofByteArray());
+            if (r.statusCode() != 200) {
+                throw new IllegalArgumentException(route + " answered " + r.statusCode() + ": "
+                        + new String(r.body(), java.nio.charset.StandardCharsets.UTF_8));
+            }
+            return M.readTree(r.body());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new UncheckedIOException(new InterruptedIOException(route + " interrupted"));
+        } catch (IOException e) {
+            throw new UncheckedIOException(route + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public void close() {
+        arena.close();
+    }
+}

@@ -1,0 +1,187 @@
+package dev.kvpool.agent.api;
+
+import dev.kvpool.agent.pool.PooledTier;
+import dev.kvpool.agent.sched.DeviceWorker;
+import dev.kvpool.agent.store.BlockStore;
+import dev.kvpool.agent.tier.Tier;
+import jakarta.inject.Inject;
+import jakarta.ws.rs.BadRequestException;
+import jakarta.ws.rs.Consumes;
+import jakarta.ws.rs.GET;
+import jakarta.ws.rs.POST;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.Response;
+import jakarta.ws.rs.ext.ExceptionMapper;
+import jakarta.ws.rs.ext.Provider;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The engine-facing control API (port 6390). Block bytes never travel in JSON: they sit in the shared segment
+ * ({@link SharedMemory}) and requests carry offsets into it.
+ */
+@Path("/v1")
+@Produces(MediaType.APPLICATION_JSON)
+@Consumes(MediaType.APPLICATION_JSON)
+public class AgentResource {
+    @Inject
+    AgentService agent;
+
+    /** save / load / query / remove bodies. */
+    public record BlocksRequest(long[] keys, long[] offsets, Long parent, Boolean global) {
+    }
+
+    public record SaveResponse(boolean[] stored, int count, String tier) {
+    }
+
+    public record LoadResponse(boolean[] found, long[] offsets, String[] tiers, int hits) {
+    }
+
+    public record QueryEntry(long key, List<String> tiers) {
+    }
+
+    public record QueryResponse(List<QueryEntry> blocks) {
+    }
+
+    public record RemoveResponse(boolean[] removed) {
+    }
+
+    @POST
+    @Path("/save")
+    public SaveResponse save(BlocksRequest r) {
+        long[] keys = keys(r);
+        if (r.offsets() == null || r.offsets().length != keys.length) {
+            throw new BadRequestException("save: 'offsets' must give one shared-memory offset per key ("
+                    + keys.length + " keys)");
+        }
+        BlockStore s = agent.store();
+        MemorySegment[] src = new MemorySegment[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            src[i] = slice(r.offsets()[i], s.blockBytes(), "offsets[" + i + "]");
+        }
+        boolean[] ok = s.save(keys, src, r.parent());
+        int n = 0;
+        for (boolean b : ok) {
+            n += b ? 1 : 0;
+        }
+        return new SaveResponse(ok, n, s.host().name());
+    }
+
+    @POST
+    @Path("/load")
+    public LoadResponse load(BlocksRequest r) {
+        long[] keys = keys(r);
+        BlockStore s = agent.store();
+        long[] offsets = r.offsets();
+        if (offsets == null) {
+            offsets = agent.shm().ringOffsets(keys.length, s.blockBytes());
+        } else if (offsets.length != keys.length) {
+            throw new BadRequestException("load: 'offsets' has " + offsets.length + " entries for " + keys.length + " keys");
+        }
+        MemorySegment[] dst = new MemorySegment[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            dst[i] = slice(offsets[i], s.blockBytes(), "offsets[" + i + "]");
+        }
+        BlockStore.LoadResult res = s.load(keys, dst);
+        return new LoadResponse(res.found(), offsets, res.tier(), res.hits());
+    }
+
+    @POST
+    @Path("/query")
+    public QueryResponse query(BlocksRequest r) {
+        long[] keys = keys(r);
+        List<List<String>> where = agent.store().query(keys);
+        List<QueryEntry> out = new ArrayList<>(keys.length);
+        for (int i = 0; i < keys.length; i++) {
+            out.add(new QueryEntry(keys[i], where.get(i)));
+        }
+        return new QueryResponse(out);
+    }
+
+    @POST
+    @Path("/remove")
+    public RemoveResponse remove(BlocksRequest r) {
+        return new RemoveResponse(agent.store().remove(keys(r), Boolean.TRUE.equals(r.global())));
+    }
+
+    @GET
+    @Path("/status")
+    public Map<String, Object> status() {
+        BlockStore s = agent.store();
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("agent", agent.agentId());
+        m.put("block_bytes", s.blockBytes());
+        m.put("shm", Map.of("path", agent.shm().path().toString(), "bytes", agent.shm().size(),
+                "engine_area", List.of(0, agent.shm().size() / 2)));
+        m.put("nvme_io", agent.built().ioEngine());
+        m.put("gpu", agent.built().gpu());
+        List<Map<String, Object>> tiers = new ArrayList<>();
+        for (Tier t : s.tiers()) {
+            Map<String, Object> tm = new LinkedHashMap<>();
+            tm.put("name", t.name());
+            tm.put("medium", t.medium());
+            tm.put("blocks", t.size());
+            if (t instanceof PooledTier p) {
+                List<Map<String, Object>> devs = new ArrayList<>();
+                double[] bw = p.bandwidth();
+                long[] per = p.blocksPerDevice();
+                for (int i = 0; i < p.devices().size(); i++) {
+                    DeviceWorker w = p.workers().get(i);
+                    devs.add(Map.of("id", p.devices().get(i).id(), "bandwidth_mbps", Math.round(bw[i] / 1e6),
+                            "blocks", per[i], "read_bytes", w.readBytes(), "write_bytes", w.writeBytes(),
+                            "deferred_writes", w.pendingDeferredOps()));
+                }
+                tm.put("devices", devs);
+                tm.put("checksum_failures", p.checksumFailures());
+            }
+            tiers.add(tm);
+        }
+        m.put("tiers", tiers);
+        m.put("saved_blocks", s.savedBlocks());
+        m.put("load_hits", s.loadHits());
+        m.put("load_misses", s.loadMisses());
+        if (agent.publisher() != null) {
+            m.put("events", Map.of("next_seq", agent.publisher().nextSeq(), "sent_batches", agent.publisher().sentBatches(),
+                    "spooled", agent.publisher().spooled(), "dropped_batches", agent.publisher().droppedBatches()));
+        }
+        return m;
+    }
+
+    private static long[] keys(BlocksRequest r) {
+        if (r == null || r.keys() == null || r.keys().length == 0) {
+            throw new BadRequestException("the body needs 'keys': a non-empty array of int64 block keys");
+        }
+        return r.keys();
+    }
+
+    private MemorySegment slice(long offset, int len, String what) {
+        try {
+            return agent.shm().slice(offset, len);
+        } catch (IllegalArgumentException e) {
+            throw new BadRequestException(what + ": " + e.getMessage());
+        }
+    }
+
+    /** 400 with a JSON message for bad input. */
+    @Provider
+    public static class BadRequestMapper implements ExceptionMapper<BadRequestException> {
+        @Override
+        public Response toResponse(BadRequestException e) {
+            return Response.status(400).type(MediaType.APPLICATION_JSON).entity(Map.of("error", e.getMessage())).build();
+        }
+    }
+
+    /** 400 for a body that is not the JSON we expect. */
+    @Provider
+    public static class IllegalArgumentMapper implements ExceptionMapper<IllegalArgumentException> {
+        @Override
+        public Response toResponse(IllegalArgumentException e) {
+            return Response.status(400).type(MediaType.APPLICATION_JSON).entity(Map.of("error", e.getMessage())).build();
+        }
+    }
+}

@@ -1,0 +1,150 @@
+package dev.kvpool.agent.api;
+
+import dev.kvpool.agent.events.BlockEventPublisher;
+import dev.kvpool.agent.events.EventSink;
+import dev.kvpool.agent.pool.PooledTier;
+import dev.kvpool.agent.sched.DeviceWorker;
+import dev.kvpool.agent.store.AgentSetup;
+import dev.kvpool.agent.store.BlockStore;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.quarkus.runtime.ShutdownEvent;
+import io.quarkus.runtime.StartupEvent;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import jakarta.inject.Inject;
+import java.net.InetAddress;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.ToDoubleFunction;
+import java.util.logging.Logger;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+
+/** Builds the store, the shared segment and the event publisher from {@link AgentConfig} at start-up. */
+@ApplicationScoped
+public class AgentService {
+    private static final Logger LOG = Logger.getLogger(AgentService.class.getName());
+
+    @Inject
+    AgentConfig config;
+
+    @Inject
+    MeterRegistry registry;
+
+    @ConfigProperty(name = "quarkus.http.port", defaultValue = "6390")
+    int httpPort;
+
+    private BlockStore store;
+    private SharedMemory shm;
+    private BlockEventPublisher publisher;
+    private AgentSetup.Built built;
+    private String agentId;
+
+    void start(@Observes StartupEvent ev) {
+        long t0 = System.nanoTime();
+        agentId = config.id().orElseGet(AgentService::hostName);
+        Path data = Path.of(config.dataDir());
+        List<Path> dirs = new ArrayList<>();
+        if (config.nvme().enabled()) {
+            for (String d : config.nvme().dirs().orElse(List.of(data.resolve("nvme0").toString()))) {
+                dirs.add(Path.of(d));
+            }
+        }
+        var s = new AgentSetup.Settings(agentId, config.blockBytes(), config.blockTokens(), config.host().regions(),
+                config.host().regionMib() << 20, dirs, config.nvme().deviceMib() << 20, config.nvme().io(),
+                config.nvme().queueDepth(), config.nvme().bandwidthMbps().orElse(List.of()),
+                config.nvme().throttleMbps().orElse(List.of()), config.nvme().probeMib() << 20,
+                config.gpu().enabled(), config.gpu().mib() << 20, config.pool().enabled(), config.pool().metaUri(),
+                config.pool().instanceId(), config.pool().instanceGroup(), config.pool().spec(),
+                config.pool().writeTimeoutSeconds(), config.pool().model(), config.pool().requireChecksum(),
+                config.sched().chunkOps(), config.sched().highWaterOps(), config.sched().guardMicros());
+        EventSink sink = EventSink.NONE;
+        if (config.events().bootstrapServers().filter(x -> !x.isBlank()).isPresent()) {
+            publisher = new BlockEventPublisher(config.events().bootstrapServers().get(), agentId,
+                    config.pool().instanceId(), config.pool().instanceGroup(), config.events().maxEvents(),
+                    config.events().lingerMs(), config.events().spoolBatches(), 0);
+            sink = publisher;
+        }
+        built = AgentSetup.build(s, sink);
+        store = built.store();
+        shm = new SharedMemory(Path.of(config.shm().path().orElse("/dev/shm/kvpool-agent-" + httpPort)),
+                config.shm().mib() << 20);
+        metrics();
+        LOG.info(String.format("KVPool data agent %s ready in %d ms: HTTP :%d, shared memory %s (%d MiB), block %d KiB,"
+                        + " tiers %s, NVMe I/O %s, GPU %s, events %s", agentId, (System.nanoTime() - t0) / 1_000_000,
+                httpPort, shm.path(), shm.size() >> 20, config.blockBytes() / 1024, store, built.ioEngine(), built.gpu(),
+                publisher == null ? "off" : config.events().bootstrapServers().get()));
+    }
+
+    void stop(@Observes ShutdownEvent ev) {
+        if (store != null) {
+            store.close();
+        }
+        if (publisher != null) {
+            publisher.close();
+        }
+        if (shm != null) {
+            shm.close();
+        }
+    }
+
+    private void metrics() {
+        gauge("kvpool_agent_saved_blocks_total", store, BlockStore::savedBlocks);
+        gauge("kvpool_agent_load_hits_total", store, BlockStore::loadHits);
+        gauge("kvpool_agent_load_misses_total", store, BlockStore::loadMisses);
+        gauge("kvpool_agent_write_behind_failures_total", store, BlockStore::writeBehindFailures);
+        for (PooledTier t : new PooledTier[] {store.host(), store.nvme()}) {
+            if (t == null) {
+                continue;
+            }
+            Gauge.builder("kvpool_agent_tier_blocks", t, PooledTier::size).tag("tier", t.name()).register(registry);
+            Gauge.builder("kvpool_agent_checksum_failures_total", t, PooledTier::checksumFailures).tag("tier", t.name())
+                    .register(registry);
+            Gauge.builder("kvpool_agent_evictions_total", t, PooledTier::evictions).tag("tier", t.name()).register(registry);
+            for (DeviceWorker w : t.workers()) {
+                String dev = w.device().id();
+                Gauge.builder("kvpool_agent_device_read_bytes_total", w, DeviceWorker::readBytes).tag("device", dev).register(registry);
+                Gauge.builder("kvpool_agent_device_write_bytes_total", w, DeviceWorker::writeBytes).tag("device", dev).register(registry);
+                Gauge.builder("kvpool_agent_device_deferred_writes", w, DeviceWorker::pendingDeferredOps).tag("device", dev).register(registry);
+            }
+        }
+        if (publisher != null) {
+            gauge("kvpool_agent_events_sent_batches_total", publisher, BlockEventPublisher::sentBatches);
+            gauge("kvpool_agent_events_spooled_batches", publisher, BlockEventPublisher::spooled);
+            gauge("kvpool_agent_events_dropped_batches_total", publisher, BlockEventPublisher::droppedBatches);
+        }
+    }
+
+    private <T> void gauge(String name, T obj, ToDoubleFunction<T> f) {
+        Gauge.builder(name, obj, f).register(registry);
+    }
+
+    private static String hostName() {
+        try {
+            return InetAddress.getLocalHost().getHostName();
+        } catch (Exception e) {
+            return "agent";
+        }
+    }
+
+    public BlockStore store() {
+        return store;
+    }
+
+    public SharedMemory shm() {
+        return shm;
+    }
+
+    public BlockEventPublisher publisher() {
+        return publisher;
+    }
+
+    public AgentSetup.Built built() {
+        return built;
+    }
+
+    public String agentId() {
+        return agentId;
+    }
+}

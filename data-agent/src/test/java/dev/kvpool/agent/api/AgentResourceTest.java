@@ -1,0 +1,92 @@
+package dev.kvpool.agent.api;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.kvpool.api.agent.AgentClient;
+import io.quarkus.test.junit.QuarkusTest;
+import jakarta.inject.Inject;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/** The engine API over HTTP + shared memory, through the Java client in api/. */
+@QuarkusTest
+class AgentResourceTest {
+    static final URI BASE = URI.create("http://127.0.0.1:16390");
+
+    @Inject
+    AgentService agent;
+
+    @Test
+    void saveLoadQueryThroughSharedMemory() throws Exception {
+        try (AgentClient c = new AgentClient(BASE, Duration.ofSeconds(10))) {
+            int bb = c.blockBytes();
+            assertEquals(65536, bb);
+            Random r = new Random(3);
+            long[] keys = {11, 12, 13};
+            long[] offs = {0, bb, 2L * bb};
+            byte[][] data = new byte[3][bb];
+            for (int i = 0; i < 3; i++) {
+                r.nextBytes(data[i]);
+                MemorySegment.copy(data[i], 0, c.block(offs[i]), ValueLayout.JAVA_BYTE, 0, bb);
+            }
+            assertArrayEquals(new boolean[] {true, true, true}, c.save(keys, offs, 10L));
+            assertEquals(List.of("host"), c.query(new long[] {12}).get(0).subList(0, 1));
+            // load into the engine's area at other offsets
+            AgentClient.Loaded l = c.load(new long[] {13, 99, 11}, new long[] {8L * bb, 9L * bb, 10L * bb});
+            assertArrayEquals(new boolean[] {true, false, true}, l.found());
+            assertEquals("host", l.tiers()[0]);
+            assertArrayEquals(data[2], c.block(8L * bb).toArray(ValueLayout.JAVA_BYTE));
+            assertArrayEquals(data[0], c.block(10L * bb).toArray(ValueLayout.JAVA_BYTE));
+            // load into the agent's half
+            AgentClient.Loaded l2 = c.load(new long[] {12}, null);
+            assertTrue(l2.offsets()[0] >= c.sharedMemory().byteSize() / 2);
+            assertArrayEquals(data[1], c.block(l2.offsets()[0]).toArray(ValueLayout.JAVA_BYTE));
+            // the write-behind reaches the NVMe tier
+            agent.store().awaitWriteBehind();
+            assertTrue(c.query(new long[] {11}).get(0).contains("nvme"));
+            assertTrue(c.status().path("tiers").size() >= 2);
+            assertTrue(c.remove(new long[] {11}, false)[0]);
+            assertEquals(List.of(), c.query(new long[] {11}).get(0));
+            assertFalse(c.load(new long[] {11}, new long[] {0}).found()[0]);
+        }
+    }
+
+    @Test
+    void badInputIs400WithAMessage() throws Exception {
+        HttpClient h = HttpClient.newHttpClient();
+        HttpResponse<String> r = h.send(HttpRequest.newBuilder(BASE.resolve("/v1/save"))
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"keys\":[1],\"offsets\":[123]}")).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(400, r.statusCode());
+        assertTrue(r.body().contains("offsets[0]"), r.body());
+        r = h.send(HttpRequest.newBuilder(BASE.resolve("/v1/load")).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString("{}")).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(400, r.statusCode());
+        assertTrue(r.body().contains("keys"), r.body());
+        try (AgentClient c = new AgentClient(BASE, Duration.ofSeconds(10))) {
+            assertThrows(IllegalArgumentException.class, () -> c.save(new long[] {1, 2}, new long[] {0}));
+        }
+    }
+
+    @Test
+    void metricsAreExported() throws Exception {
+        HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(BASE.resolve("/q/metrics")).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode());
+        assertTrue(r.body().contains("kvpool_agent_saved_blocks_total"));
+        assertTrue(r.body().contains("kvpool_agent_device_read_bytes_total"));
+    }
+}

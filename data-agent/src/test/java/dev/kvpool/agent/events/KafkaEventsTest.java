@@ -1,0 +1,137 @@
+package dev.kvpool.agent.events;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.kvpool.agent.TestBlocks;
+import dev.kvpool.agent.store.AgentSetup;
+import dev.kvpool.agent.store.BlockStore;
+import dev.kvpool.api.events.BlockBatch;
+import dev.kvpool.api.events.CloudEventHeaders;
+import dev.kvpool.api.events.EventCodec;
+import dev.kvpool.api.events.Topics;
+import dev.kvpool.testing.KafkaBroker;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** kvpool.blocks on a real broker: batching, seq, CloudEvents headers, spool across a broker kill and restart. */
+class KafkaEventsTest {
+    static final int BLOCK = 16 * 1024;
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void kafkaKilledAndRestartedDuringASaveLoadLosesNoBatch() throws Exception {
+        try (KafkaBroker broker = new KafkaBroker(dir.resolve("kafka"))) {
+            broker.start();
+            broker.createTopics(Topics.BLOCKS);
+            var s = AgentSetup.Settings.defaults(dir).withBlock(BLOCK, 1, 64L << 20).withNvme(List.of(), 0);
+            BlockEventPublisher pub = new BlockEventPublisher(broker.bootstrapServers(), "agent-k", "inst-k", "grp", 64,
+                    20, 100_000, 0);
+            AtomicBoolean run = new AtomicBoolean(true);
+            AtomicInteger saves = new AtomicInteger();
+            int maxSpooled = 0;
+            try (BlockStore store = AgentSetup.build(s, pub).store(); Arena a = Arena.ofShared()) {
+                MemorySegment[] src = TestBlocks.random(a, 4, BLOCK, 1);
+                Thread load = Thread.ofPlatform().start(() -> {
+                    long k = 0;
+                    while (run.get()) {
+                        store.save(new long[] {k, k + 1, k + 2, k + 3}, src, null);
+                        k += 4;
+                        saves.incrementAndGet();
+                        try {
+                            Thread.sleep(2);
+                        } catch (InterruptedException e) {
+                            return;
+                        }
+                    }
+                });
+                Thread.sleep(2000);
+                broker.stop(); // kill -9 under the producer
+                long until = System.currentTimeMillis() + 4000;
+                while (System.currentTimeMillis() < until) {
+                    maxSpooled = Math.max(maxSpooled, pub.spooled());
+                    Thread.sleep(50);
+                }
+                broker.start(); // same port, same data
+                Thread.sleep(2000);
+                run.set(false);
+                load.join();
+                assertTrue(pub.flush(60_000), "spool drained after the broker came back; spooled " + pub.spooled());
+            }
+            long batches = pub.nextSeq();
+            assertTrue(maxSpooled > 10, "batches were spooled while Kafka was down: " + maxSpooled);
+            assertEquals(0, pub.droppedBatches());
+            pub.close();
+
+            Properties p = new Properties();
+            p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+            p.put(ConsumerConfig.GROUP_ID_CONFIG, "verify");
+            p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+            TreeMap<Long, BlockBatch> bySeq = new TreeMap<>();
+            int records = 0;
+            long events = 0;
+            try (KafkaConsumer<String, byte[]> c = new KafkaConsumer<>(p, new StringDeserializer(), new ByteArrayDeserializer())) {
+                c.assign(List.of(new TopicPartition(Topics.BLOCKS, 0)));
+                c.seekToBeginning(List.of(new TopicPartition(Topics.BLOCKS, 0)));
+                long end = System.currentTimeMillis() + 60_000;
+                while (bySeq.size() < batches && System.currentTimeMillis() < end) {
+                    for (ConsumerRecord<String, byte[]> r : c.poll(Duration.ofMillis(500))) {
+                        records++;
+                        assertEquals("inst-k", r.key());
+                        assertNotNull(r.headers().lastHeader(CloudEventHeaders.ID));
+                        assertEquals(CloudEventHeaders.TYPE_BLOCKS,
+                                new String(r.headers().lastHeader(CloudEventHeaders.TYPE).value(), StandardCharsets.UTF_8));
+                        BlockBatch b = EventCodec.fromJson(r.value(), BlockBatch.class);
+                        assertEquals("agent-k-" + b.seq(),
+                                new String(r.headers().lastHeader(CloudEventHeaders.ID).value(), StandardCharsets.UTF_8));
+                        if (bySeq.put(b.seq(), b) == null) {
+                            events += b.events().stream().filter(e -> e.eventType().equals("stored")).count();
+                        }
+                    }
+                }
+            }
+            assertEquals(batches, bySeq.size(), "every batch arrived (duplicates allowed, deduped on ce_id)");
+            assertEquals(0L, bySeq.firstKey());
+            assertEquals(batches - 1, bySeq.lastKey(), "seq without gaps");
+            assertEquals(saves.get(), events, "one stored event per save (the rest are evictions)");
+            assertTrue(batches < saves.get(), "events are batched, not one record per block: " + batches);
+            System.out.printf("[KafkaEventsTest] %d saves, %d batches, %d records (%d duplicates), max spooled %d%n",
+                    saves.get(), batches, records, records - batches, maxSpooled);
+        }
+    }
+
+    @Test
+    void fullSpoolDropsTheOldestAndCountsIt() throws Exception {
+        try (BlockEventPublisher pub = new BlockEventPublisher("127.0.0.1:1", "agent-x", "i", "g", 1, 5, 5, 0)) {
+            for (int i = 0; i < 20; i++) {
+                pub.publish(BlockBatch.BlockEvent.removed(new long[] {i}, "cpu"));
+            }
+            long end = System.currentTimeMillis() + 5000;
+            while (pub.droppedBatches() < 15 && System.currentTimeMillis() < end) {
+                Thread.sleep(20);
+            }
+            assertEquals(15, pub.droppedBatches());
+            assertEquals(5, pub.spooled());
+            assertEquals(20, pub.nextSeq());
+        }
+    }
+}

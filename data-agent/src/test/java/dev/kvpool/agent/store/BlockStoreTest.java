@@ -1,0 +1,70 @@
+package dev.kvpool.agent.store;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.kvpool.agent.TestBlocks;
+import dev.kvpool.agent.pool.PooledTier;
+import dev.kvpool.agent.sched.DeviceWorker;
+import dev.kvpool.agent.tier.FileDevice;
+import dev.kvpool.agent.tier.MemoryDevice;
+import dev.kvpool.agent.io.FileChannelBlockIo;
+import dev.kvpool.api.events.BlockBatch.BlockEvent;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Save returns when the bytes are in the host pool; NVMe gets them later; loads fall through the tiers. */
+class BlockStoreTest {
+    static final int BLOCK = 64 * 1024;
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void saveReturnsBeforeTheNvmeWriteAndLoadsFallThrough() throws Exception {
+        List<BlockEvent> events = new CopyOnWriteArrayList<>();
+        MemoryDevice h = new MemoryDevice("host0", 8, BLOCK);
+        PooledTier host = PooledTier.of("host", BlockEvent.CPU, BLOCK, List.of(h), new double[] {1});
+        FileDevice f = new FileDevice("nvme0", dir, 64, BLOCK, new FileChannelBlockIo(2));
+        // the NVMe worker holds deferred writes for 300 ms of read silence
+        DeviceWorker w = new DeviceWorker(f, 4, 10_000, 300_000_000L, 64);
+        PooledTier nvme = new PooledTier("nvme", BlockEvent.DISK, BLOCK, List.of(f), new double[] {1}, List.of(w));
+        try (Arena a = Arena.ofShared(); BlockStore store = new BlockStore(BLOCK, 16, null, host, nvme, null, events::add)) {
+            w.read(new long[] {63}, TestBlocks.empty(a, 1, BLOCK)).join(); // a device read: the idle window starts now
+            MemorySegment[] src = TestBlocks.random(a, 8, BLOCK, 5);
+            long[] keys = TestBlocks.keys(40, 8);
+            boolean[] ok = store.save(keys, src, 39L);
+            for (boolean b : ok) {
+                assertTrue(b);
+            }
+            assertEquals(List.of("host"), store.query(new long[] {40}).get(0), "saved to the first tier only, so far");
+            assertTrue(w.pendingDeferredOps() > 0);
+            store.awaitWriteBehind();
+            assertEquals(List.of("host", "nvme"), store.query(new long[] {40}).get(0));
+            // 8 more blocks evict the first 8 from the 8-slot host pool: loads then come from NVMe
+            store.save(TestBlocks.keys(100, 8), TestBlocks.random(a, 8, BLOCK, 6), null);
+            store.awaitWriteBehind();
+            assertFalse(host.contains(40));
+            MemorySegment[] dst = TestBlocks.empty(a, 8, BLOCK);
+            BlockStore.LoadResult r = store.load(keys, dst);
+            for (int i = 0; i < 8; i++) {
+                assertTrue(r.found()[i]);
+                assertEquals("nvme", r.tier()[i]);
+                assertEquals(-1, dst[i].mismatch(src[i]));
+            }
+            BlockEvent first = events.get(0);
+            assertEquals("stored", first.eventType());
+            assertEquals("cpu", first.medium());
+            assertEquals(39L, first.parentBlockHash());
+            assertEquals(16, first.blockSize());
+            assertTrue(events.stream().anyMatch(e -> e.eventType().equals("removed") && e.medium().equals("cpu")));
+            assertTrue(events.stream().anyMatch(e -> e.eventType().equals("onboarded") && e.medium().equals("disk")));
+        }
+    }
+}

@@ -1,0 +1,159 @@
+package dev.kvpool.agent.store;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.kvpool.agent.MetaPlaneProcess;
+import dev.kvpool.agent.TestBlocks;
+import dev.kvpool.agent.tier.GlobalPoolTier;
+import dev.kvpool.api.client.KvcmHttpClient;
+import dev.kvpool.api.events.BlockBatch.BlockEvent;
+import dev.kvpool.api.proto.meta.GetCacheLocationRequest;
+import dev.kvpool.api.proto.meta.QueryType;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.URI;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** agent → real metadata plane → file storage → agent (a second agent reads what the first one wrote). */
+class FullPathTest {
+    static final int BLOCK = 64 * 1024;
+    static MetaPlaneProcess meta;
+
+    @TempDir
+    static Path dir;
+
+    @BeforeAll
+    static void startMeta() throws Exception {
+        assumeTrue(Files.isRegularFile(MetaPlaneProcess.runnerJar()),
+                "metadata plane not packaged (" + MetaPlaneProcess.runnerJar() + "); run the reactor build");
+        meta = new MetaPlaneProcess(dir.resolve("meta"), 8);
+    }
+
+    @AfterAll
+    static void stopMeta() throws Exception {
+        if (meta != null) {
+            meta.close();
+        }
+    }
+
+    AgentSetup.Built agent(String name, String instance) {
+        var s = AgentSetup.Settings.defaults(dir.resolve(name)).withBlock(BLOCK, 1, 4L << 20)
+                .withNvme(List.of(dir.resolve(name).resolve("nvme0")), 8L << 20).withPool(meta.uri(), instance)
+                .withIo("auto", 4, List.of(1000.0), List.of());
+        return AgentSetup.build(s, events::add);
+    }
+
+    final List<BlockEvent> events = new CopyOnWriteArrayList<>();
+
+    @Test
+    void savedOnOneAgentLoadedOnAnother() throws Exception {
+        long[] keys = TestBlocks.keys(1_000, 20);
+        try (Arena a = Arena.ofShared()) {
+            MemorySegment[] src = TestBlocks.random(a, 20, BLOCK, 11);
+            try (BlockStore writer = agent("w", "fullpath").store()) {
+                boolean[] ok = writer.save(keys, src, null);
+                for (boolean b : ok) {
+                    assertTrue(b);
+                }
+                writer.awaitWriteBehind();
+                assertTrue(events.stream().anyMatch(e -> e.eventType().equals("stored") && "remote".equals(e.medium())
+                        && e.blockHashes().length == 20), "stored/remote event: " + events);
+                assertTrue(events.stream().anyMatch(e -> e.eventType().equals("stored") && "disk".equals(e.medium())));
+            }
+            // the bytes are in slab files with slots under the storage root, not a file per block
+            try (Stream<Path> files = Files.walk(meta.storageRoot)) {
+                List<Path> slabs = files.filter(p -> p.getFileName().toString().matches("slab_[0-9a-f]+")).toList();
+                assertEquals(3, slabs.size(), "20 blocks in slabs of 8: " + slabs);
+            }
+            try (BlockStore reader = agent("r", "fullpath").store()) {
+                assertEquals(List.of("pool"), reader.query(new long[] {1_005}).get(0));
+                MemorySegment[] dst = TestBlocks.empty(a, 20, BLOCK);
+                BlockStore.LoadResult r = reader.load(keys, dst);
+                for (int i = 0; i < 20; i++) {
+                    assertTrue(r.found()[i], "block " + i);
+                    assertEquals("pool", r.tier()[i]);
+                    assertEquals(-1, dst[i].mismatch(src[i]), "bytes of block " + i);
+                }
+                // promoted into the reader's host pool
+                assertEquals(List.of("host", "pool"), reader.query(new long[] {1_005}).get(0));
+                assertTrue(events.stream().anyMatch(e -> e.eventType().equals("onboarded") && "remote".equals(e.medium())));
+            }
+        }
+    }
+
+    @Test
+    void aBlockWhoseWriteFailedMidwayIsNeverServed() throws Exception {
+        long[] keys = TestBlocks.keys(5_000, 6);
+        try (Arena a = Arena.ofShared()) {
+            MemorySegment[] src = TestBlocks.random(a, 6, BLOCK, 12);
+            AgentSetup.Built w = agent("w2", "partial");
+            try (BlockStore writer = w.store()) {
+                writer.pool().faults(k -> k == 5_002 || k == 5_004);
+                writer.save(keys, src, null);
+                writer.awaitWriteBehind();
+                assertEquals(2, writer.pool().writeFailures());
+            }
+            // the metadata plane serves exactly the 4 good ones
+            var client = new KvcmHttpClient(URI.create(meta.uri()), Duration.ofSeconds(5));
+            var locs = client.getCacheLocation(GetCacheLocationRequest.newBuilder().setTraceId("t")
+                    .setInstanceId("partial").setQueryType(QueryType.QT_BATCH_GET)
+                    .addAllBlockKeys(java.util.Arrays.stream(keys).boxed().toList()).build()).getLocationsList();
+            for (int i = 0; i < 6; i++) {
+                boolean served = !locs.get(i).getLocationSpecs(0).getUri().isEmpty();
+                assertEquals(i != 2 && i != 4, served, "key " + keys[i]);
+            }
+            try (BlockStore reader = agent("r2", "partial").store()) {
+                MemorySegment[] dst = TestBlocks.empty(a, 6, BLOCK);
+                BlockStore.LoadResult r = reader.load(keys, dst);
+                for (int i = 0; i < 6; i++) {
+                    assertEquals(i != 2 && i != 4, r.found()[i], "key " + keys[i]);
+                    if (r.found()[i]) {
+                        assertEquals(-1, dst[i].mismatch(src[i]));
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void aPoolBlockCorruptedOnDiskIsAMiss() throws Exception {
+        long key = 9_000;
+        try (Arena a = Arena.ofShared()) {
+            MemorySegment[] src = TestBlocks.random(a, 1, BLOCK, 13);
+            try (BlockStore writer = agent("w3", "corrupt").store()) {
+                writer.save(new long[] {key}, src, null);
+                writer.awaitWriteBehind();
+            }
+            var client = new KvcmHttpClient(URI.create(meta.uri()), Duration.ofSeconds(5));
+            String uri = client.getCacheLocation(GetCacheLocationRequest.newBuilder().setTraceId("t")
+                    .setInstanceId("corrupt").setQueryType(QueryType.QT_BATCH_GET).addBlockKeys(key).build())
+                    .getLocations(0).getLocationSpecs(0).getUri();
+            GlobalPoolTier.FileLocation fl = GlobalPoolTier.FileLocation.parse(uri);
+            try (FileChannel ch = FileChannel.open(fl.path(), StandardOpenOption.WRITE)) {
+                ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3, 4}), fl.offset() + 100);
+            }
+            try (BlockStore reader = agent("r3", "corrupt").store()) {
+                BlockStore.LoadResult r = reader.load(new long[] {key}, TestBlocks.empty(a, 1, BLOCK));
+                assertFalse(r.found()[0]);
+                assertEquals(1, reader.pool().checksumFailures());
+                assertNotNull(reader.pool());
+            }
+        }
+    }
+}

@@ -1,0 +1,188 @@
+package dev.kvpool.agent.tier;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.kvpool.agent.TestBlocks;
+import dev.kvpool.agent.io.BlockIo;
+import dev.kvpool.agent.io.FileChannelBlockIo;
+import dev.kvpool.agent.io.uring.IoUring;
+import dev.kvpool.agent.io.uring.IoUringBlockIo;
+import dev.kvpool.agent.pool.Device;
+import dev.kvpool.agent.pool.PooledTier;
+import dev.kvpool.api.events.BlockBatch.BlockEvent;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** Host pool and NVMe tiers: round trips, checksums, eviction, failed writes. */
+class TiersTest {
+    static final int BLOCK = 64 * 1024;
+
+    @TempDir
+    Path dir;
+
+    static BlockIo io(String engine) {
+        return engine.equals("io_uring") && IoUring.unavailableReason() == null ? new IoUringBlockIo(8)
+                : new FileChannelBlockIo(4);
+    }
+
+    @Test
+    void hostPoolRoundTripAndEviction() {
+        List<long[]> evicted = new ArrayList<>();
+        try (Arena a = Arena.ofShared();
+             PooledTier host = PooledTier.of("host", BlockEvent.CPU, BLOCK,
+                     List.of(new MemoryDevice("h0", 8, BLOCK), new MemoryDevice("h1", 8, BLOCK)), new double[] {1, 1})) {
+            host.onEvict(evicted::add);
+            MemorySegment[] src = TestBlocks.random(a, 16, BLOCK, 1);
+            long[] keys = TestBlocks.keys(100, 16);
+            boolean[] ok = host.put(keys, src, false).join();
+            for (boolean b : ok) {
+                assertTrue(b);
+            }
+            assertArrayEquals(new long[] {8, 8}, host.blocksPerDevice());
+            MemorySegment[] dst = TestBlocks.empty(a, 16, BLOCK);
+            boolean[] hit = host.get(keys, dst).join();
+            for (int i = 0; i < 16; i++) {
+                assertTrue(hit[i]);
+                assertEquals(-1, dst[i].mismatch(src[i]));
+            }
+            // full: 4 more evict the 4 least recently used
+            host.get(TestBlocks.keys(104, 12), TestBlocks.empty(a, 12, BLOCK)).join(); // 100..103 are now oldest
+            assertTrue(host.put(TestBlocks.keys(500, 4), TestBlocks.random(a, 4, BLOCK, 2), false).join()[3]);
+            assertEquals(4, evicted.stream().mapToInt(e -> e.length).sum());
+            for (long k = 100; k < 104; k++) {
+                assertFalse(host.contains(k));
+            }
+            assertTrue(host.contains(104));
+        }
+    }
+
+    @Test
+    void corruptedHostBlockIsAMissNeverReturned() {
+        try (Arena a = Arena.ofShared()) {
+            MemoryDevice d = new MemoryDevice("h0", 4, BLOCK);
+            try (PooledTier host = PooledTier.of("host", BlockEvent.CPU, BLOCK, List.of(d), new double[] {1})) {
+                MemorySegment[] src = TestBlocks.random(a, 2, BLOCK, 3);
+                host.put(new long[] {1, 2}, src, false).join();
+                d.region().set(java.lang.foreign.ValueLayout.JAVA_BYTE, 100, (byte) (d.region().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 100) ^ 1));
+                d.region().set(java.lang.foreign.ValueLayout.JAVA_BYTE, BLOCK + 5, (byte) ~d.region().get(java.lang.foreign.ValueLayout.JAVA_BYTE, BLOCK + 5));
+                boolean[] hit = host.get(new long[] {1, 2}, TestBlocks.empty(a, 2, BLOCK)).join();
+                assertFalse(hit[0]);
+                assertFalse(hit[1]);
+                assertEquals(2, host.checksumFailures());
+                assertFalse(host.contains(1), "a corrupt block is dropped from the index");
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"io_uring", "filechannel"})
+    void nvmeRoundTripAndOnDiskCorruption(String engine) throws Exception {
+        try (Arena a = Arena.ofShared()) {
+            FileDevice d0 = new FileDevice("n0", dir.resolve("d0"), 32, BLOCK, io(engine));
+            FileDevice d1 = new FileDevice("n1", dir.resolve("d1"), 32, BLOCK, io(engine));
+            try (PooledTier nvme = PooledTier.of("nvme", BlockEvent.DISK, BLOCK, List.of(d0, d1), new double[] {1, 3})) {
+                MemorySegment[] src = TestBlocks.random(a, 20, BLOCK, 4);
+                long[] keys = TestBlocks.keys(1, 20);
+                boolean[] ok = nvme.put(keys, src, true).join();
+                for (boolean b : ok) {
+                    assertTrue(b);
+                }
+                assertArrayEquals(new long[] {5, 15}, nvme.blocksPerDevice(), "placed 1:3 by bandwidth");
+                MemorySegment[] dst = TestBlocks.empty(a, 20, BLOCK);
+                boolean[] hit = nvme.get(keys, dst).join();
+                for (int i = 0; i < 20; i++) {
+                    assertTrue(hit[i]);
+                    assertEquals(-1, dst[i].mismatch(src[i]), "block " + i);
+                }
+                // flip one byte of every block in device 0's slot file behind the agent's back
+                try (FileChannel ch = FileChannel.open(d0.path(), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                    for (long s = 0; s < 32; s++) {
+                        ByteBuffer b = ByteBuffer.allocate(1);
+                        ch.read(b, s * BLOCK + 7);
+                        b.flip();
+                        byte v = b.get();
+                        ch.write(ByteBuffer.wrap(new byte[] {(byte) (v ^ 0x40)}), s * BLOCK + 7);
+                    }
+                }
+                hit = nvme.get(keys, TestBlocks.empty(a, 20, BLOCK)).join();
+                int hits = 0;
+                for (boolean h : hit) {
+                    hits += h ? 1 : 0;
+                }
+                assertEquals(15, hits, "the 5 blocks on the corrupted device are misses");
+                assertEquals(5, nvme.checksumFailures());
+            }
+        }
+    }
+
+    /** A device whose writes fail for some slots after writing half the bytes. */
+    static final class HalfFailingDevice implements Device {
+        final MemoryDevice inner = new MemoryDevice("bad", 16, BLOCK);
+        volatile boolean fail = true;
+
+        @Override
+        public String id() {
+            return "bad";
+        }
+
+        @Override
+        public long slotCount() {
+            return 16;
+        }
+
+        @Override
+        public int slotBytes() {
+            return BLOCK;
+        }
+
+        @Override
+        public boolean[] io(boolean write, long[] slots, MemorySegment[] bufs) {
+            if (write && fail) {
+                MemorySegment[] half = new MemorySegment[bufs.length];
+                for (int i = 0; i < bufs.length; i++) {
+                    half[i] = bufs[i].asSlice(0, BLOCK / 2);
+                }
+                inner.io(true, slots, half);
+                return new boolean[slots.length];
+            }
+            return inner.io(write, slots, bufs);
+        }
+    }
+
+    @Test
+    void aWriteThatFailsMidwayIsNeverVisible() {
+        HalfFailingDevice dev = new HalfFailingDevice();
+        try (Arena a = Arena.ofShared();
+             PooledTier t = PooledTier.of("nvme", BlockEvent.DISK, BLOCK, List.of(dev), new double[] {1})) {
+            boolean[] ok = t.put(new long[] {9}, TestBlocks.random(a, 1, BLOCK, 5), false).join();
+            assertFalse(ok[0]);
+            assertFalse(t.contains(9));
+            assertFalse(t.get(new long[] {9}, TestBlocks.empty(a, 1, BLOCK)).join()[0]);
+            dev.fail = false;
+            assertTrue(t.put(new long[] {9}, TestBlocks.random(a, 1, BLOCK, 6), false).join()[0]);
+            assertTrue(t.get(new long[] {9}, TestBlocks.empty(a, 1, BLOCK)).join()[0]);
+        }
+    }
+
+    @Test
+    void fileLocationParsesMetadataPlaneUris() {
+        var l = GlobalPoolTier.FileLocation.parse("file://nfs_01/tmp/nfs/inst/tp0/slab_0000000a?blkid=3&size=65536");
+        assertEquals(Path.of("/tmp/nfs/inst/tp0/slab_0000000a"), l.path());
+        assertEquals(3 * 65536L, l.offset());
+        var one = GlobalPoolTier.FileLocation.parse("file://nfs_01/data/x/slab_00000001?size=4096");
+        assertEquals(0, one.offset());
+    }
+}
