@@ -59,7 +59,7 @@ public final class Main {
                       policies [--trace conversation|synthetic|both|<file.jsonl>] [--capacities 1M,3M,10M,30M]
                                [--policies LRU,LFU,TTL,PREFIX_LRU] [--water 0.9] [--step-percentage 5]
                                [--lfu-decay 60] [--limit N] [--svg-dir docs/img|none]
-                      agent    [nvme|pool|events|all] (data agent vs fio / summed bandwidth / Kafka's producer tool;
+                      agent    [disk|pool|events|all] (data agent vs fio / summed bandwidth / Kafka's producer tool;
                                see data-agent/README.md)
                     replay, prefix and writes need a running metadata plane (./kvpool up) and a local Redis;
                     heap and policies run in process.""");
