@@ -40,6 +40,11 @@ public final class StartupConfig {
         this.groups = groups;
     }
 
+    /** A configuration built elsewhere (the control plane's snapshot). */
+    static StartupConfig of(List<StorageDef> storages, List<GroupConfig> groups) {
+        return new StartupConfig(List.copyOf(storages), List.copyOf(groups));
+    }
+
     /** KVPool's built-in default: KVCM's default group and file storage, rooted under the data directory. */
     public static StartupConfig defaults(Path dataDir) {
         ObjectNode spec = JSON.createObjectNode();

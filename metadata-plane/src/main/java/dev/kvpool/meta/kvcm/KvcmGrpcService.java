@@ -9,6 +9,7 @@ import jakarta.inject.Inject;
 
 /** KVCM MetaService over gRPC (package kv_cache_manager.proto.meta); the gRPC status is always OK (§1.2). */
 @GrpcService
+@io.quarkus.grpc.RegisterInterceptor(MetaAuthInterceptor.class)
 public class KvcmGrpcService implements MetaService {
     @Inject
     MetaRuntime runtime;

@@ -106,6 +106,48 @@ public class KvcmHttpRoutes {
                     .putHeader("X-KVPool-Error", sanitize(e.getMessage())).end(EMPTY_JSON);
             return;
         }
+        dev.kvpool.meta.auth.MetaAuth auth = runtime.auth();
+        String authorization = ctx.request().getHeader("Authorization");
+        if (auth != null && runtime.remoteStore()) {
+            // the check may read the shared store: off the event loop, then the call itself
+            ctx.vertx().executeBlocking(() -> auth.checkMeta(authorization, request), false)
+                    .onSuccess(refusal -> {
+                        if (refusal != null) {
+                            refuse(ctx, request, refusal);
+                        } else {
+                            call(ctx, rpc, request);
+                        }
+                    })
+                    .onFailure(ctx::fail);
+            return;
+        }
+        if (auth != null) {
+            var refusal = auth.checkMeta(authorization, request);
+            if (refusal != null) {
+                refuse(ctx, request, refusal);
+                return;
+            }
+        }
+        call(ctx, rpc, request);
+    }
+
+    /**
+     * A refused call keeps KVCM's envelope (§1.5: HTTP 200, the outcome in header.status); the headers say why
+     * for people and tools that look.
+     */
+    private static void refuse(RoutingContext ctx, Message request, dev.kvpool.meta.auth.MetaAuth.Refusal r) {
+        var trace = request.getDescriptorForType().findFieldByName("trace_id");
+        var header = dev.kvpool.meta.auth.MetaAuth.header(trace == null ? "" : String.valueOf(request.getField(trace)), r);
+        byte[] h = ProtoJson.print(header);
+        Buffer out = Buffer.buffer(h.length + 16).appendString("{\"header\":").appendBytes(h).appendString("}");
+        if (r.unauthenticated()) {
+            ctx.response().putHeader("WWW-Authenticate", "Bearer realm=\"kvpool\"");
+        }
+        ctx.response().setStatusCode(200).putHeader("Content-Type", "application/json")
+                .putHeader("X-KVPool-Error", sanitize(r.message())).end(out);
+    }
+
+    private void call(RoutingContext ctx, Rpc rpc, Message request) {
         if (runtime.remoteStore()) {
             // a remote store (Redis) blocks on the network: never on the event loop
             ctx.vertx().executeBlocking(() -> request instanceof GetCacheLocationRequest q

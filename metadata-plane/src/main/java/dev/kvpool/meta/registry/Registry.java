@@ -49,26 +49,8 @@ public final class Registry {
                     Function<String, dev.kvpool.meta.index.InstanceIndex> indexFactory) {
         this.store = store;
         this.indexFactory = indexFactory;
-        Map<String, byte[]> numbers = store.records(STORAGE_NUMBERS);
-        int next = numbers.values().stream().mapToInt(v -> Integer.parseInt(new String(v, StandardCharsets.UTF_8)))
-                .max().orElse(0) + 1;
         for (StartupConfig.StorageDef def : config.storagesByName().values()) {
-            byte[] n = numbers.get(def.name());
-            int number;
-            if (n != null) {
-                number = Integer.parseInt(new String(n, StandardCharsets.UTF_8));
-            } else {
-                number = next++;
-                if (number > Loc.MAX_STORAGE) {
-                    throw new IllegalStateException("too many storages (max " + Loc.MAX_STORAGE + ")");
-                }
-                store.putRecord(STORAGE_NUMBERS, def.name(), Integer.toString(number).getBytes(StandardCharsets.UTF_8));
-            }
-            Storage st = def.toStorage(number);
-            storages.put(st.name, st);
-            Storage[] grown = java.util.Arrays.copyOf(byNumber, Math.max(byNumber.length, number + 1));
-            grown[number] = st;
-            byNumber = grown;
+            install(def.toStorage(numberOf(def.name())));
         }
         for (GroupConfig g : config.groups) {
             if (groups.put(g.name(), g) != null) {
@@ -76,6 +58,119 @@ public final class Registry {
             }
         }
         refresh();
+    }
+
+    /** The persisted number of a storage name, assigning and persisting the next free one for a new name. */
+    private synchronized int numberOf(String name) {
+        Map<String, byte[]> numbers = store.records(STORAGE_NUMBERS);
+        byte[] n = numbers.get(name);
+        if (n != null) {
+            return Integer.parseInt(new String(n, StandardCharsets.UTF_8));
+        }
+        int number = numbers.values().stream().mapToInt(v -> Integer.parseInt(new String(v, StandardCharsets.UTF_8)))
+                .max().orElse(0) + 1;
+        if (number > Loc.MAX_STORAGE) {
+            throw new IllegalStateException("too many storages (max " + Loc.MAX_STORAGE + ")");
+        }
+        store.putRecord(STORAGE_NUMBERS, name, Integer.toString(number).getBytes(StandardCharsets.UTF_8));
+        return number;
+    }
+
+    private synchronized void install(Storage st) {
+        storages.put(st.name, st);
+        Storage[] grown = java.util.Arrays.copyOf(byNumber, Math.max(byNumber.length, st.number + 1));
+        grown[st.number] = st;
+        byNumber = grown;
+    }
+
+    // ---- runtime configuration (the control plane) ---------------------------------------------------------
+
+    /** Set when the control plane owns the configuration: local reclaim overrides are then ignored. */
+    private volatile boolean managed;
+
+    public void managed(boolean m) {
+        this.managed = m;
+    }
+
+    public boolean managed() {
+        return managed;
+    }
+
+    /**
+     * Adds or replaces a storage; {@code enabled = false} keeps it known (existing locations still resolve) but it
+     * is neither chosen for writes nor served.
+     */
+    public synchronized void putStorage(StartupConfig.StorageDef def, boolean enabled) {
+        Storage have = storages.get(def.name());
+        if (have != null && have.kind == def.kind() && have.basePath.equals(def.basePath())
+                && have.keyCountPerFile == Math.max(1, def.keyCountPerFile()) && have.spec().equals(def.spec())) {
+            if (have.available() != enabled) {
+                have.setAvailable(enabled);
+                LOG.infof("storage %s %s", def.name(), enabled ? "enabled" : "disabled");
+            }
+            return;
+        }
+        Storage st = new Storage(def.name(), def.kind(), have != null ? have.number : numberOf(def.name()),
+                def.basePath(), def.keyCountPerFile(), def.spec(), enabled);
+        install(st);
+        LOG.infof("storage %s %s (%s, %s)%s", st.name, have == null ? "added" : "updated", st.kind.scheme,
+                st.basePath, enabled ? "" : ", disabled");
+    }
+
+    /** A storage removed from the configuration: unavailable from now on; its number stays reserved. */
+    public synchronized void disableStorage(String name) {
+        Storage st = storages.get(name);
+        if (st != null && st.available()) {
+            st.setAvailable(false);
+            LOG.infof("storage %s removed from the configuration: no longer used", name);
+        }
+    }
+
+    /** Adds or replaces an instance group (quota, water levels, candidates ...); the reclaimer reads it next round. */
+    public synchronized void putGroup(GroupConfig g) {
+        GroupConfig old = groups.put(g.name(), g);
+        if (old == null) {
+            LOG.infof("instance group %s added (capacity %d, candidates %s, %s)", g.name(), g.capacity(),
+                    g.storageCandidates(), g.reclaim());
+        } else if (!old.equals(g)) {
+            LOG.infof("instance group %s updated to version %d (capacity %d, candidates %s, %s)", g.name(),
+                    g.version(), g.capacity(), g.storageCandidates(), g.reclaim());
+        }
+    }
+
+    public synchronized void removeGroup(String name) {
+        if (groups.remove(name) != null) {
+            LOG.infof("instance group %s removed", name);
+        }
+    }
+
+    /** Registers an instance the control plane knows, unless it is registered already. */
+    public synchronized boolean adopt(InstanceInfo info) {
+        if (instances.containsKey(info.getInstanceId())) {
+            return false;
+        }
+        Instance inst = new Instance(info, indexFactory.apply(info.getInstanceId()));
+        inst.slotsFactory(slots);
+        store.putRecord(INSTANCES, info.getInstanceId(), info.toByteArray());
+        instances.put(inst.id, inst);
+        LOG.infof("instance %s of group %s taken from the control plane", inst.id, inst.group);
+        return true;
+    }
+
+    /** Called before an instance is created locally (the control plane registers it first); throws to refuse. */
+    public interface RegistrationHook {
+        /** Runs under the registry's lock: must not wait for anything that waits for the registry. */
+        void beforeCreate(RegisterInstanceRequest req, InstanceInfo info);
+
+        /** The requested group is not known here (yet): a chance to re-read the configuration. */
+        default void groupMissing(String group) {
+        }
+    }
+
+    private volatile RegistrationHook registrationHook;
+
+    public void registrationHook(RegistrationHook h) {
+        this.registrationHook = h;
     }
 
     /**
@@ -96,7 +191,8 @@ public final class Registry {
                 LOG.errorf(ex, "skipping unreadable instance record '%s'", e.getKey());
             }
         }
-        for (Map.Entry<String, byte[]> e : store.records(GROUP_RECLAIM).entrySet()) {
+        for (Map.Entry<String, byte[]> e : managed ? Map.<String, byte[]>of().entrySet()
+                : store.records(GROUP_RECLAIM).entrySet()) {
             GroupConfig g = groups.get(e.getKey());
             if (g == null) {
                 continue;
@@ -200,7 +296,16 @@ public final class Registry {
     }
 
     /** RegisterInstance after the validation of §3.1.1: idempotent, DUPLICATE_ENTITY on a different identity. */
-    public synchronized Registration register(RegisterInstanceRequest req) {
+    public Registration register(RegisterInstanceRequest req) {
+        RegistrationHook hook = registrationHook;
+        if (hook != null && !req.getInstanceGroup().isEmpty() && !groups.containsKey(req.getInstanceGroup())
+                && !instances.containsKey(req.getInstanceId())) {
+            hook.groupMissing(req.getInstanceGroup()); // outside the lock: it may re-read the whole configuration
+        }
+        return registerLocked(req);
+    }
+
+    private synchronized Registration registerLocked(RegisterInstanceRequest req) {
         validate(req);
         Instance existing = instances.get(req.getInstanceId());
         List<LocationSpecGroup> groupsSorted = normalisedGroups(req.getLocationSpecGroupsList());
@@ -230,6 +335,10 @@ public final class Registry {
                 .addAllLocationSpecGroups(groupsSorted)
                 .setDefaultQueryType(req.getDefaultQueryType())
                 .build();
+        RegistrationHook hook = registrationHook;
+        if (hook != null) {
+            hook.beforeCreate(req, info);
+        }
         Instance inst = new Instance(info, indexFactory.apply(info.getInstanceId()));
         inst.slotsFactory(slots);
         store.putRecord(INSTANCES, info.getInstanceId(), info.toByteArray());
@@ -289,7 +398,7 @@ public final class Registry {
         }
     }
 
-    static List<LocationSpecGroup> normalisedGroups(List<LocationSpecGroup> in) {
+    public static List<LocationSpecGroup> normalisedGroups(List<LocationSpecGroup> in) {
         List<LocationSpecGroup> out = new ArrayList<>();
         for (LocationSpecGroup g : in) {
             out.add(LocationSpecGroup.newBuilder().setName(g.getName())

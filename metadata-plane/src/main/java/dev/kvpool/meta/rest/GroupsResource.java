@@ -69,6 +69,10 @@ public class GroupsResource {
             + "the next reclaimer round, no restart. If-Match: the version you read, to refuse a concurrent change.")
     public Response putReclaim(@PathParam("name") String name, @HeaderParam("If-Match") String ifMatch,
                                JsonNode body) {
+        if (runtime.controlPlane() != null) {
+            throw BlockKeysResource.problem(409, "instance group '" + name + "' is managed by the control plane at "
+                    + runtime.controlPlane().url() + ": change it there (PUT /api/v1/instance-groups/" + name + ")");
+        }
         group(name);
         if (body == null || !body.isObject()) {
             throw BlockKeysResource.problem(400, "body must be a reclaim_strategy JSON object");

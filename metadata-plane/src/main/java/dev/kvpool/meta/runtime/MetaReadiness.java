@@ -25,6 +25,12 @@ public class MetaReadiness implements HealthCheck {
                     .withData("leader_id", runtime.leadership().leaderId());
             b.withData("index_store", runtime.store().kind())
                     .withData("instances", runtime.registry().instances().size());
+            var cp = runtime.controlPlane();
+            if (cp != null) {
+                // config_synced false: serving with the persisted configuration until the control plane answers
+                b.withData("control_plane", cp.url()).withData("config_position", cp.position())
+                        .withData("config_synced", cp.synced());
+            }
             if (!runtime.remoteStore()) { // health checks may run on the event loop: no network calls here
                 b.withData("keys", runtime.registry().instances().stream().mapToLong(i -> i.index.keyCount()).sum());
             }

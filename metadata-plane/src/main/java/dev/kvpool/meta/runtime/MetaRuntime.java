@@ -1,6 +1,9 @@
 package dev.kvpool.meta.runtime;
 
 import dev.kvpool.api.events.CacheEvent;
+import dev.kvpool.meta.auth.MetaAuth;
+import dev.kvpool.meta.config.ControlPlaneClient;
+import dev.kvpool.meta.config.ControlPlaneSync;
 import dev.kvpool.meta.config.StartupConfig;
 import dev.kvpool.meta.events.CacheEvents;
 import dev.kvpool.meta.ha.Leadership;
@@ -66,6 +69,8 @@ public class MetaRuntime {
     private DeferredTouchIndex.Toucher toucher;
     private final java.util.Map<String, Counter> evictionCounters = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile boolean ready;
+    private volatile ControlPlaneSync controlPlane;
+    private volatile MetaAuth auth;
     private final Set<String> gauged = new HashSet<>();
 
     void start(@Observes StartupEvent ev) {
@@ -86,6 +91,7 @@ public class MetaRuntime {
                 store = new EmbeddedStore(new EmbeddedStore.Options(cfg.index().persist() ? dataDir.resolve("index") : null,
                         cfg.index().shards(), cfg.index().fsync().equals("always"), cfg.index().syncInterval(),
                         cfg.index().snapshotBytes()));
+                startup = configure(startup);
                 int searchCache = cfg.index().searchCache();
                 // the embedded store is itself in memory, so its search cache is off unless configured
                 registry = new Registry(store, startup, id -> searchCache > 0
@@ -108,6 +114,7 @@ public class MetaRuntime {
                 toucher = new DeferredTouchIndex.Toucher(4096);
                 var t = toucher;
                 var shared = store;
+                startup = configure(startup);
                 registry = new Registry(store, startup, id -> new DeferredTouchIndex(shared.index(id), t));
                 registry.slotsFactory((id, st) -> new RedisSlots(redis, p, id, st.number, st.keyCountPerFile, rc.timeout()));
                 ledger = new RedisQuotaLedger(redis, p, rc.timeout());
@@ -133,6 +140,10 @@ public class MetaRuntime {
         }
         reclaimer = new Reclaimer(registry, ledger, write, leadership::isLeader, this::evicted,
                 new Reclaimer.Settings(cfg.reclaim().exactLimit(), cfg.reclaim().sampleSize()));
+        if (controlPlane != null) {
+            controlPlane.start(registry, ledger, leadership::isLeader, this::dropInstance);
+        }
+        setUpAuth();
         registerGauges();
         ready = true;
         if (cfg.reclaim().enabled()) {
@@ -151,8 +162,92 @@ public class MetaRuntime {
                 registry.instances().size(), cfg.httpPort(), cfg.grpcPort());
     }
 
+    /** With kvpool.meta.control-plane.url: the configuration comes from the control plane (or its persisted copy). */
+    private StartupConfig configure(StartupConfig fromFile) {
+        var cp = cfg.controlPlane();
+        if (cp.url().filter(u -> !u.isBlank()).isEmpty()) {
+            return fromFile;
+        }
+        if (cfg.startupConfig().filter(x -> !x.isBlank()).isPresent()) {
+            LOG.warnf("kvpool.meta.startup-config is ignored: the configuration comes from the control plane %s",
+                    cp.url().get());
+        }
+        ControlPlaneClient client = new ControlPlaneClient(cp.url().get(), cp.user().orElse(null),
+                cp.password().orElse(null), cp.token().orElse(null), cp.timeout());
+        String kafka = cp.kafkaBootstrap().filter(b -> !b.isBlank())
+                .or(() -> cfg.events().bootstrapServers().filter(b -> !b.isBlank())).orElse(null);
+        controlPlane = new ControlPlaneSync(client, store,
+                new ControlPlaneSync.Settings(kafka, cp.resync(), cp.usagePeriod()));
+        return controlPlane.initial();
+    }
+
+    /** An instance deleted in the control plane: its blocks are freed (bytes, slots, usage), then it is forgotten. */
+    private boolean dropInstance(String id) {
+        Instance inst = registry.instance(id);
+        if (inst == null) {
+            return false;
+        }
+        try {
+            write.trim(inst, dev.kvpool.api.proto.meta.TrimStrategy.TS_REMOVE_ALL_CACHE, 0, 0);
+            write.drain();
+        } catch (RuntimeException e) {
+            LOG.warnf("instance %s: freeing its blocks failed (%s); forgetting it anyway", id, e.toString());
+        }
+        return registry.remove(id) != null;
+    }
+
+    /** Tokens are checked when the control plane manages this plane or a public key is configured. */
+    private void setUpAuth() {
+        var configured = cfg.auth().publicKey().filter(k -> !k.isBlank());
+        if (controlPlane == null && configured.isEmpty()) {
+            return;
+        }
+        java.security.PublicKey key = configured.map(dev.kvpool.api.auth.BearerToken::publicKey).orElse(null);
+        MetaAuth.KeySource source = null;
+        if (configured.isEmpty()) {
+            ControlPlaneClient client = controlPlane.client();
+            IndexStore st = store;
+            source = () -> {
+                try {
+                    var r = client.get("/api/v1/auth/public-key");
+                    if (r.ok() && r.body().hasNonNull("key")) {
+                        String k = r.body().get("key").asText();
+                        st.putRecord("control-plane", "public-key", k.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                        return dev.kvpool.api.auth.BearerToken.publicKey(k);
+                    }
+                    LOG.warnf("GET %s/api/v1/auth/public-key answered HTTP %d", client.url, r.status());
+                } catch (java.io.IOException | RuntimeException e) {
+                    LOG.warnf("cannot fetch the token signing key from %s: %s", client.url, e.toString());
+                }
+                return null;
+            };
+            byte[] saved = store.records("control-plane").get("public-key");
+            if (saved != null) {
+                key = dev.kvpool.api.auth.BearerToken.publicKey(new String(saved, java.nio.charset.StandardCharsets.UTF_8));
+            }
+        }
+        MetaAuth a = new MetaAuth(registry, controlPlane == null ? g -> false : controlPlane::allowAnonymous, key, source);
+        if (source != null && !a.refreshKey() && key == null) {
+            LOG.warn("token signing key unknown: calls with tokens are refused until the control plane answers");
+        }
+        auth = a;
+        LOG.infof("bearer tokens checked on KVCM meta calls and /api/v1 (key from %s)",
+                configured.isPresent() ? "kvpool.meta.auth.public-key" : controlPlane.url());
+    }
+
+    public MetaAuth auth() {
+        return auth;
+    }
+
+    public ControlPlaneSync controlPlane() {
+        return controlPlane;
+    }
+
     void stop(@Observes ShutdownEvent ev) {
         ready = false;
+        if (controlPlane != null) {
+            controlPlane.close();
+        }
         expiry.shutdownNow();
         if (reclaimer != null) {
             reclaimer.close();
@@ -231,8 +326,11 @@ public class MetaRuntime {
             if (gauged.add("g:" + g.name())) {
                 Gauge.builder("kvpool.meta.group.used.bytes", ledger, l -> l.usage(g.name()).total())
                         .tag("group", g.name()).register(meters);
-                Gauge.builder("kvpool.meta.group.quota.bytes", g, GroupConfig -> g.capacity())
-                        .tag("group", g.name()).register(meters);
+                String name = g.name();
+                Gauge.builder("kvpool.meta.group.quota.bytes", registry, r -> {
+                    var now = r.group(name); // the control plane may change or remove it at runtime
+                    return now == null ? 0 : now.capacity();
+                }).tag("group", name).register(meters);
             }
         }
         for (Instance inst : registry.instances()) {

@@ -70,6 +70,46 @@ public interface MetaSettings {
     @WithName("meta.events")
     Events events();
 
+    @WithName("meta.control-plane")
+    ControlPlane controlPlane();
+
+    @WithName("meta.auth")
+    Auth auth();
+
+    /** Where configuration comes from: the control plane's snapshot and its kvpool.config topic. */
+    interface ControlPlane {
+        /** Base URL, e.g. http://127.0.0.1:6492; unset: configuration from the startup file, no sync. */
+        Optional<String> url();
+
+        /** Operator (or admin) credentials used to obtain bearer tokens. */
+        Optional<String> user();
+
+        Optional<String> password();
+
+        /** A ready-made bearer token instead of user/password (not refreshed). */
+        Optional<String> token();
+
+        /** Kafka for kvpool.config; default: kvpool.meta.events.bootstrap-servers. */
+        Optional<String> kafkaBootstrap();
+
+        /** Full re-read of the snapshot. */
+        @WithDefault("5m")
+        Duration resync();
+
+        /** How often the leader posts usage samples. */
+        @WithDefault("30s")
+        Duration usagePeriod();
+
+        /** Per HTTP call to the control plane. */
+        @WithDefault("10s")
+        Duration timeout();
+    }
+
+    interface Auth {
+        /** Base64 X.509 Ed25519 public key that verifies tokens; default: fetched from the control plane. */
+        Optional<String> publicKey();
+    }
+
     interface Reclaim {
         /** Run the reclaimer (on the leader). */
         @WithDefault("true")

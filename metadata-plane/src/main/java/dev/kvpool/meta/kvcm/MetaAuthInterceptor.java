@@ -1,0 +1,73 @@
+package dev.kvpool.meta.kvcm;
+
+import com.google.protobuf.Message;
+import dev.kvpool.meta.auth.MetaAuth;
+import dev.kvpool.meta.runtime.MetaRuntime;
+import io.grpc.ForwardingServerCallListener;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
+
+/**
+ * Token checks for the KVCM meta gRPC service (metadata {@code authorization: Bearer <token>}). A refused call
+ * never reaches the service: it is answered here with a response of the method's type whose header carries the
+ * KVCM error, and gRPC status OK (§1.2: logical outcomes travel in the header).
+ */
+@ApplicationScoped
+public class MetaAuthInterceptor implements ServerInterceptor {
+    static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
+
+    @Inject
+    MetaRuntime runtime;
+
+    @Override
+    public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
+                                                       ServerCallHandler<Q, R> next) {
+        MetaAuth auth = runtime.auth();
+        if (auth == null) {
+            return next.startCall(call, headers);
+        }
+        String authorization = headers.get(AUTHORIZATION);
+        ServerCall.Listener<Q> delegate = next.startCall(call, headers);
+        return new ForwardingServerCallListener.SimpleForwardingServerCallListener<>(delegate) {
+            private boolean refused;
+
+            @Override
+            public void onMessage(Q message) {
+                if (message instanceof Message m) {
+                    MetaAuth.Refusal r = auth.checkMeta(authorization, m);
+                    if (r != null) {
+                        refused = true;
+                        respond(call, m, r);
+                        return;
+                    }
+                }
+                super.onMessage(message);
+            }
+
+            @Override
+            public void onHalfClose() {
+                if (!refused) {
+                    super.onHalfClose();
+                }
+            }
+        };
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <Q, R> void respond(ServerCall<Q, R> call, Message req, MetaAuth.Refusal r) {
+        MethodDescriptor.Marshaller<R> m = call.getMethodDescriptor().getResponseMarshaller();
+        if (m instanceof MethodDescriptor.PrototypeMarshaller<R> pm && pm.getMessagePrototype() instanceof Message proto) {
+            call.sendHeaders(new Metadata());
+            call.sendMessage((R) MetaAuth.refusedResponse(proto, req, r));
+            call.close(io.grpc.Status.OK, new Metadata());
+        } else {
+            call.close((r.unauthenticated() ? io.grpc.Status.UNAUTHENTICATED : io.grpc.Status.PERMISSION_DENIED)
+                    .withDescription(r.message()), new Metadata());
+        }
+    }
+}
