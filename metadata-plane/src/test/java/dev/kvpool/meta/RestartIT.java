@@ -1,5 +1,7 @@
 package dev.kvpool.meta;
 
+import dev.kvpool.meta.support.MetaProcess;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -8,11 +10,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -47,10 +45,7 @@ class RestartIT {
     @TempDir
     Path dir;
 
-    private Process process;
-    private int httpPort;
-    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(5)).build();
+    private MetaProcess process;
 
     private static void log(String fmt, Object... args) {
         System.out.printf("[RestartIT] " + fmt + "%n", args);
@@ -59,72 +54,18 @@ class RestartIT {
 
     // ---- process -------------------------------------------------------------------------------------------
 
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            s.setReuseAddress(true);
-            return s.getLocalPort();
-        }
-    }
-
     private void startServer(String name) throws Exception {
-        String jar = System.getProperty("kvpool.runner.jar", "target/quarkus-app/quarkus-run.jar");
-        assertTrue(Files.isRegularFile(Path.of(jar)), "packaged application missing: " + jar);
-        httpPort = freePort();
-        int grpcPort = freePort();
-        Path out = dir.resolve(name + ".log");
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        ProcessBuilder pb = new ProcessBuilder(java, "-Xmx384m", "-XX:+UseSerialGC",
-                "-Dkvpool.data-dir=" + dir.resolve("data"), "-Dkvpool.meta.http-port=" + httpPort,
-                "-Dkvpool.meta.grpc-port=" + grpcPort, "-Dquarkus.log.console.level=INFO",
-                "-jar", jar).redirectErrorStream(true).redirectOutput(out.toFile());
-        long t0 = System.nanoTime();
-        process = pb.start();
-        log("%s: started pid %d (HTTP :%d, gRPC :%d), log %s", name, process.pid(), httpPort, grpcPort, out);
-        long end = System.nanoTime() + Duration.ofSeconds(90).toNanos();
-        while (true) {
-            if (!process.isAlive()) {
-                fail(name + " exited with " + process.exitValue() + ":\n" + tail(out));
-            }
-            try {
-                JsonNode r = rpc("getClusterInfo", "{\"trace_id\":\"health-check\"}");
-                if (r.path("header").path("status").path("code").asText().equals("OK") && r.has("leader_endpoint")) {
-                    break;
-                }
-            } catch (IOException e) {
-                // not listening yet
-            }
-            if (System.nanoTime() > end) {
-                fail(name + " not ready within 90 s:\n" + tail(out));
-            }
-            Thread.sleep(100);
-        }
-        log("%s: ready in %d ms", name, (System.nanoTime() - t0) / 1_000_000);
-    }
-
-    private static String tail(Path log) {
-        try {
-            List<String> lines = Files.readAllLines(log);
-            return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
-        } catch (IOException e) {
-            return "(no log: " + e + ")";
-        }
+        process = MetaProcess.start(name, dir, List.of("kvpool.data-dir=" + dir.resolve("data")));
     }
 
     private void kill() throws InterruptedException {
-        if (process != null && process.isAlive()) {
-            process.destroyForcibly(); // SIGKILL: no shutdown hook, no flush beyond what already reached the OS
-            assertTrue(process.waitFor(30, java.util.concurrent.TimeUnit.SECONDS), "killed process did not exit");
-        }
+        process.kill();
     }
 
     @AfterEach
     void stop() throws Exception {
-        if (process != null && process.isAlive()) {
-            process.destroy();
-            if (!process.waitFor(20, java.util.concurrent.TimeUnit.SECONDS)) {
-                process.destroyForcibly();
-                process.waitFor(10, java.util.concurrent.TimeUnit.SECONDS);
-            }
+        if (process != null) {
+            process.close();
         }
         // what the metadata plane complained about, for the build log (the temp dir goes away)
         try (var logs = Files.list(dir)) {
@@ -139,19 +80,7 @@ class RestartIT {
     // ---- RPC -----------------------------------------------------------------------------------------------
 
     private JsonNode rpc(String route, String body) throws IOException {
-        HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/api/" + route))
-                .timeout(Duration.ofSeconds(15)).header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(body)).build();
-        try {
-            HttpResponse<String> res = http.send(req, HttpResponse.BodyHandlers.ofString());
-            if (res.statusCode() != 200) {
-                throw new IOException(route + " answered HTTP " + res.statusCode() + ": " + res.body());
-            }
-            return M.readTree(res.body());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IOException(e);
-        }
+        return process.rpc(route, body);
     }
 
     private static String code(JsonNode r) {

@@ -54,6 +54,23 @@ public final class RedisLeadership implements Leadership {
         return true;
     }
 
+    /**
+     * {@link #alone()}, once stale entries had time to lapse: a replica killed just before this one started is
+     * still listed until its entry's ttl passes, and must not make a restart skip the rebuild. Live members
+     * renew every ttl/3, so they are still there after the wait.
+     */
+    public boolean aloneAfterSettling() {
+        if (alone()) {
+            return true;
+        }
+        try {
+            Thread.sleep(ttlMs + 250);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return alone();
+    }
+
     public RedisLeadership start() {
         tick();
         loop.start();

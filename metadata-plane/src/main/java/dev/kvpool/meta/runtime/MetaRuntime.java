@@ -107,7 +107,7 @@ public class MetaRuntime {
                 String p = rc.prefix() + ":";
                 var lead = new RedisLeadership(redis, p, nodeId, rc.leaseTtl(), rc.timeout());
                 // alone: a cold start of the whole cluster, so usage and slots are rebuilt from the index
-                rebuild = lead.alone();
+                rebuild = lead.aloneAfterSettling();
                 leadership = lead;
                 // no search cache (other replicas change the index under it); access times are recorded off the
                 // read path: a touch is a round trip and a script, and it is only eviction input
