@@ -313,10 +313,12 @@ public class GroupService {
         b.setQuota(q);
         CacheConfig.Builder cc = b.getCacheConfig().toBuilder();
         CacheReclaimStrategy.Builder rs = cc.getReclaimStrategy().toBuilder();
-        rs.setReclaimPolicy(switch (g.evictionPolicy) {
-            case "LFU" -> ReclaimPolicy.POLICY_LFU;
-            case "TTL" -> ReclaimPolicy.POLICY_TTL;
-            default -> ReclaimPolicy.POLICY_LRU;
+        // PREFIX_LRU is KVPool's value 4 of KVCM's open enum (the metadata plane reads it back as such)
+        rs.setReclaimPolicyValue(switch (g.evictionPolicy) {
+            case "LFU" -> ReclaimPolicy.POLICY_LFU_VALUE;
+            case "TTL" -> ReclaimPolicy.POLICY_TTL_VALUE;
+            case "PREFIX_LRU" -> 4;
+            default -> ReclaimPolicy.POLICY_LRU_VALUE;
         });
         double p = rs.getTriggerStrategy().getUsedPercentage();
         // keep KVCM's fraction when it maps to the same percentage (values above 1 mean "never by percentage")
@@ -398,7 +400,7 @@ public class GroupService {
         int soft = p <= 0 ? 100 : (int) Math.min(100, Math.round(p * 100));
         int hard = Math.max(soft, old != null ? old.hardWaterPct : 95);
         CacheReclaimStrategy rs = cc.getReclaimStrategy();
-        String policy = switch (rs.getReclaimPolicy()) {
+        String policy = rs.getReclaimPolicyValue() == 4 ? "PREFIX_LRU" : switch (rs.getReclaimPolicy()) {
             case POLICY_LFU -> "LFU";
             case POLICY_TTL -> "TTL";
             default -> old != null && old.evictionPolicy.equals("PREFIX_LRU") ? "PREFIX_LRU" : "LRU";
