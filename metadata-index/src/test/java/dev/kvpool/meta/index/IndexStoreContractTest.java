@@ -798,7 +798,8 @@ public abstract class IndexStoreContractTest {
         return Long.reverse(i) ^ 0x5DEECE66DL; // spread, negative ones included, distinct
     }
 
-    private static void race(int threads, IntConsumerEx body) throws InterruptedException {
+    /** Runs {@code body(t)} on {@code threads} threads released at once; the first failure fails the caller. */
+    public static void race(int threads, IntConsumerEx body) throws InterruptedException {
         CountDownLatch go = new CountDownLatch(1);
         AtomicReference<Throwable> err = new AtomicReference<>();
         List<Thread> ts = new ArrayList<>();
@@ -826,7 +827,7 @@ public abstract class IndexStoreContractTest {
     }
 
     @FunctionalInterface
-    private interface IntConsumerEx {
+    public interface IntConsumerEx {
         void accept(int t) throws Exception;
     }
 

@@ -13,6 +13,7 @@ import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.InstanceIndex;
 import dev.kvpool.meta.index.InstanceIndex.FinishResult;
 import dev.kvpool.meta.index.InstanceIndex.StartResult;
+import dev.kvpool.meta.index.IndexStoreContractTest;
 import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.index.WriteSession;
 import io.vertx.redis.client.Command;
@@ -25,7 +26,6 @@ import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
@@ -100,36 +100,8 @@ class RedisStoreReplicasTest {
         return ix.startWrite(keys, wa, wb, minReplicas, s -> true, 0, sid, System.currentTimeMillis() + 60_000, NOW);
     }
 
-    private static void race(int threads, ThrowingIntConsumer body) throws Exception {
-        CountDownLatch go = new CountDownLatch(1);
-        AtomicReference<Throwable> err = new AtomicReference<>();
-        List<Thread> ts = new ArrayList<>();
-        for (int t = 0; t < threads; t++) {
-            int tt = t;
-            Thread th = new Thread(() -> {
-                try {
-                    go.await();
-                    body.accept(tt);
-                } catch (Throwable e) {
-                    err.compareAndSet(null, e);
-                }
-            }, "replica-race-" + t);
-            th.start();
-            ts.add(th);
-        }
-        go.countDown();
-        for (Thread th : ts) {
-            th.join(TimeUnit.SECONDS.toMillis(50));
-            assertFalse(th.isAlive(), th.getName() + " still running");
-        }
-        if (err.get() != null) {
-            throw new AssertionError("a racing thread failed", err.get());
-        }
-    }
-
-    @FunctionalInterface
-    interface ThrowingIntConsumer {
-        void accept(int t) throws Exception;
+    private static void race(int threads, IndexStoreContractTest.IntConsumerEx body) throws Exception {
+        IndexStoreContractTest.race(threads, body); // the contract suite's racing harness
     }
 
     @Test
