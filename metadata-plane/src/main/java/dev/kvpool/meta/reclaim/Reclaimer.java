@@ -50,8 +50,16 @@ public final class Reclaimer implements AutoCloseable {
         void evicted(Instance inst, ReclaimPolicy policy, Reason reason, long[] keys, int blocks, long bytes);
     }
 
-    public record Settings(int exactLimit, int sampleSize) {
-        public static final Settings DEFAULT = new Settings(262_144, 4096);
+    /**
+     * @param orphanAfterSec a WRITING location older than this that no open session names is an orphan (its
+     *                       session expired in a shared store while no replica was alive to close it); 0 = never
+     */
+    public record Settings(int exactLimit, int sampleSize, long orphanAfterSec) {
+        public static final Settings DEFAULT = new Settings(262_144, 4096, 0);
+
+        public Settings(int exactLimit, int sampleSize) {
+            this(exactLimit, sampleSize, 0);
+        }
     }
 
     private final Registry registry;
@@ -64,6 +72,8 @@ public final class Reclaimer implements AutoCloseable {
     /** Epoch ms since which each group has been over its water level (absent: under). */
     private final Map<String, Long> overSince = new ConcurrentHashMap<>();
     public final AtomicLong rounds = new AtomicLong();
+    public final AtomicLong orphansRemoved = new AtomicLong();
+    private volatile long nextOrphanSweepMs;
     private volatile Thread thread;
     private volatile boolean closed;
 
@@ -113,6 +123,10 @@ public final class Reclaimer implements AutoCloseable {
     public boolean tick(long nowMs) {
         if (registry.sharedStore()) {
             registry.refresh(); // water levels changed on another replica take effect here too
+        }
+        if (settings.orphanAfterSec() > 0 && nowMs >= nextOrphanSweepMs) {
+            nextOrphanSweepMs = nowMs + 60_000;
+            sweepOrphans(nowMs);
         }
         boolean any = false;
         for (GroupConfig g : registry.groups()) {
@@ -209,6 +223,49 @@ public final class Reclaimer implements AutoCloseable {
             evicted += evictFrom(insts.get(i), r, t, (int) Math.min(share, Integer.MAX_VALUE - 8), nowSec);
         }
         return evicted;
+    }
+
+    /**
+     * Removes blocks whose only locations are WRITING, older than {@code orphanAfterSec}, and named by no open
+     * session: a shared store (Redis) expires a session by itself after its grace, and if no replica was alive to
+     * close it first, its locations would otherwise stay WRITING for ever (never served, never evicted).
+     */
+    public int sweepOrphans(long nowMs) {
+        long cutoff = nowMs / 1000 - settings.orphanAfterSec();
+        int removed = 0;
+        for (Instance inst : registry.instances()) {
+            java.util.Set<Long> open = new java.util.HashSet<>();
+            for (var s : inst.index.sessions()) {
+                for (long id : s.locIds()) {
+                    open.add(id);
+                }
+            }
+            List<Long> orphans = new ArrayList<>();
+            inst.index.forEach(b -> {
+                if (b.size() == 0 || b.writeSec() >= cutoff) {
+                    return;
+                }
+                for (int i = 0; i < b.size(); i++) {
+                    if (Loc.status(b.a(i)) != Loc.WRITING || open.contains(Loc.id(b.a(i)))) {
+                        return;
+                    }
+                }
+                orphans.add(b.key());
+            });
+            if (orphans.isEmpty()) {
+                continue;
+            }
+            long[] keys = orphans.stream().mapToLong(Long::longValue).toArray();
+            for (int off = 0; off < keys.length; off += 1024) {
+                LocList moved = inst.index.markDeleting(keys, off, Math.min(1024, keys.length - off), null);
+                write.submitDelete(inst, moved, 0);
+                removed += moved.size();
+            }
+            LOG.warnf("instance %s: removed %d orphaned WRITING locations (their sessions expired unclosed)",
+                    inst.id, keys.length);
+        }
+        orphansRemoved.addAndGet(removed);
+        return removed;
     }
 
     /** Epoch ms since when the group has been over its water level, or 0. */

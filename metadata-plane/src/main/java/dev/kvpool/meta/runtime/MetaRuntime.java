@@ -139,7 +139,10 @@ public class MetaRuntime {
             LOG.infof("publishing operations to Kafka topic kvpool.cache at %s", cfg.events().bootstrapServers().get());
         }
         reclaimer = new Reclaimer(registry, ledger, write, leadership::isLeader, this::evicted,
-                new Reclaimer.Settings(cfg.reclaim().exactLimit(), cfg.reclaim().sampleSize()));
+                new Reclaimer.Settings(cfg.reclaim().exactLimit(), cfg.reclaim().sampleSize(),
+                        // a Redis session outlives its deadline by the grace, then expires by itself: after that a
+                        // WRITING location nobody names is an orphan (embedded sessions are journaled: never)
+                        remoteStore() ? cfg.write().maxTimeoutSeconds() + cfg.redis().sessionGrace().toSeconds() + 60 : 0));
         if (controlPlane != null) {
             controlPlane.start(registry, ledger, leadership::isLeader, this::dropInstance);
         }
@@ -309,6 +312,8 @@ public class MetaRuntime {
             Gauge.builder("kvpool.meta.leader", this, r -> r.leadership.isLeader() ? 1 : 0)
                     .tag("node", leadership.selfId())
                     .description("1 on the replica that runs background work (reclaimer, expiry)").register(meters);
+            Gauge.builder("kvpool.meta.reclaim.orphans.removed", this, r -> r.reclaimer.orphansRemoved.get())
+                    .description("WRITING locations removed because their session expired unclosed").register(meters);
             Gauge.builder("kvpool.meta.touch.dropped", this, r -> r.toucher == null ? 0 : r.toucher.dropped.get())
                     .description("access-time updates dropped because the store was too slow to take them").register(meters);
             Gauge.builder("kvpool.meta.events.published", this, r -> r.events.published.get()).register(meters);
