@@ -3,36 +3,24 @@ package dev.kvpool.control.account;
 import jakarta.persistence.CollectionTable;
 import jakarta.persistence.Column;
 import jakarta.persistence.ElementCollection;
+import dev.kvpool.control.common.VersionedEntity;
 import jakarta.persistence.Entity;
 import jakarta.persistence.FetchType;
-import jakarta.persistence.GeneratedValue;
-import jakarta.persistence.GenerationType;
-import jakarta.persistence.Id;
 import jakarta.persistence.JoinColumn;
 import jakarta.persistence.Table;
-import java.time.Instant;
 import java.util.Set;
 import java.util.TreeSet;
 
 /** An account: a salted PBKDF2 hash (never the password), a role, and for a tenant the groups it is bound to. */
 @Entity
 @Table(name = "account")
-public class AccountEntity {
-    @Id
-    @GeneratedValue(strategy = GenerationType.IDENTITY)
-    public Long id;
+public class AccountEntity extends VersionedEntity {
     @Column(nullable = false)
     public String name;
     @Column(name = "password_hash", nullable = false)
     public String passwordHash;
     @Column(nullable = false)
     public String role;
-    @Column(nullable = false)
-    public long version;
-    @Column(name = "created_at", nullable = false)
-    public Instant createdAt;
-    @Column(name = "updated_at", nullable = false)
-    public Instant updatedAt;
 
     @ElementCollection(fetch = FetchType.EAGER)
     @CollectionTable(name = "account_group", joinColumns = @JoinColumn(name = "account_id"))

@@ -78,8 +78,7 @@ public class AccountService {
         a.passwordHash = PasswordHasher.hash(password);
         a.role = r;
         a.groups.addAll(gs);
-        a.version = 1;
-        a.createdAt = a.updatedAt = Instant.now();
+        a.created();
         repo.persist(a);
         outbox.record(ConfigEvent.ACCOUNT, a.name, ConfigEvent.CREATED, a.version, Json.tree(view(a)));
         return a;
@@ -106,8 +105,7 @@ public class AccountService {
         a.role = r;
         a.groups.clear();
         a.groups.addAll(gs);
-        a.version++;
-        a.updatedAt = Instant.now();
+        a.changed();
         outbox.record(ConfigEvent.ACCOUNT, a.name, ConfigEvent.UPDATED, a.version, Json.tree(view(a)));
         return a;
     }
@@ -138,8 +136,7 @@ public class AccountService {
         a.name = name;
         a.passwordHash = passwordHash;
         a.role = role(role);
-        a.version = 1;
-        a.createdAt = a.updatedAt = Instant.now();
+        a.created();
         repo.persist(a);
         outbox.record(ConfigEvent.ACCOUNT, a.name, ConfigEvent.CREATED, a.version, Json.tree(view(a)));
     }

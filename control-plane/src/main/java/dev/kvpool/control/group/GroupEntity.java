@@ -3,16 +3,13 @@ package dev.kvpool.control.group;
 import jakarta.persistence.CollectionTable;
 import jakarta.persistence.Column;
 import jakarta.persistence.ElementCollection;
+import dev.kvpool.control.common.VersionedEntity;
 import jakarta.persistence.Entity;
 import jakarta.persistence.FetchType;
-import jakarta.persistence.GeneratedValue;
-import jakarta.persistence.GenerationType;
-import jakarta.persistence.Id;
 import jakarta.persistence.JoinColumn;
 import jakarta.persistence.MapKeyColumn;
 import jakarta.persistence.OrderColumn;
 import jakarta.persistence.Table;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -24,10 +21,7 @@ import java.util.TreeMap;
  */
 @Entity
 @Table(name = "instance_group")
-public class GroupEntity {
-    @Id
-    @GeneratedValue(strategy = GenerationType.IDENTITY)
-    public Long id;
+public class GroupEntity extends VersionedEntity {
     @Column(nullable = false)
     public String name;
     @Column(name = "quota_bytes", nullable = false)
@@ -58,12 +52,6 @@ public class GroupEntity {
     public String userData;
     @Column(name = "kvcm_json", nullable = false, length = 1000000)
     public String kvcmJson;
-    @Column(nullable = false)
-    public long version;
-    @Column(name = "created_at", nullable = false)
-    public Instant createdAt;
-    @Column(name = "updated_at", nullable = false)
-    public Instant updatedAt;
 
     @ElementCollection(fetch = FetchType.EAGER)
     @CollectionTable(name = "group_storage_candidate", joinColumns = @JoinColumn(name = "group_id"))

@@ -2,23 +2,17 @@ package dev.kvpool.control.instance;
 
 import dev.kvpool.control.group.GroupEntity;
 import jakarta.persistence.Column;
+import dev.kvpool.control.common.VersionedEntity;
 import jakarta.persistence.Entity;
 import jakarta.persistence.FetchType;
-import jakarta.persistence.GeneratedValue;
-import jakarta.persistence.GenerationType;
-import jakarta.persistence.Id;
 import jakarta.persistence.JoinColumn;
 import jakarta.persistence.ManyToOne;
 import jakarta.persistence.Table;
-import java.time.Instant;
 
 /** One KV cache namespace with its fixed KV config; the JSON columns hold KVCM proto3 JSON. */
 @Entity
 @Table(name = "instance")
-public class InstanceEntity {
-    @Id
-    @GeneratedValue(strategy = GenerationType.IDENTITY)
-    public Long id;
+public class InstanceEntity extends VersionedEntity {
     @Column(name = "instance_id", nullable = false)
     public String instanceId;
     @ManyToOne(fetch = FetchType.EAGER, optional = false)
@@ -36,10 +30,4 @@ public class InstanceEntity {
     public String specsJson;
     @Column(name = "spec_groups_json", nullable = false, length = 1000000)
     public String specGroupsJson;
-    @Column(nullable = false)
-    public long version;
-    @Column(name = "created_at", nullable = false)
-    public Instant createdAt;
-    @Column(name = "updated_at", nullable = false)
-    public Instant updatedAt;
 }

@@ -117,8 +117,7 @@ public class InstanceService {
         e.modelJson = Json.proto(r.getModelDeployment());
         e.specsJson = specs;
         e.specGroupsJson = specGroups;
-        e.version = 1;
-        e.createdAt = e.updatedAt = Instant.now();
+        e.created();
         repo.persist(e);
         outbox.record(ConfigEvent.INSTANCE, e.instanceId, ConfigEvent.CREATED, e.version, Json.tree(view(e)));
         return new Registered(e, true);

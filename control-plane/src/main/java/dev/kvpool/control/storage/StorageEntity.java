@@ -1,20 +1,14 @@
 package dev.kvpool.control.storage;
 
 import jakarta.persistence.Column;
+import dev.kvpool.control.common.VersionedEntity;
 import jakarta.persistence.Entity;
-import jakarta.persistence.GeneratedValue;
-import jakarta.persistence.GenerationType;
-import jakarta.persistence.Id;
 import jakarta.persistence.Table;
-import java.time.Instant;
 
 /** A storage backend. {@code specJson} is the KVCM admin StorageConfig in proto3 JSON (the exact KVCM shape). */
 @Entity
 @Table(name = "storage")
-public class StorageEntity {
-    @Id
-    @GeneratedValue(strategy = GenerationType.IDENTITY)
-    public Long id;
+public class StorageEntity extends VersionedEntity {
     @Column(nullable = false)
     public String name;
     @Column(nullable = false)
@@ -25,10 +19,4 @@ public class StorageEntity {
     public boolean checkAvailable;
     @Column(name = "spec_json", nullable = false, length = 1000000)
     public String specJson;
-    @Column(nullable = false)
-    public long version;
-    @Column(name = "created_at", nullable = false)
-    public Instant createdAt;
-    @Column(name = "updated_at", nullable = false)
-    public Instant updatedAt;
 }

@@ -88,8 +88,7 @@ public class StorageService {
         e.enabled = enabled;
         e.checkAvailable = c.getCheckStorageAvailableWhenOpen();
         e.specJson = Json.proto(c);
-        e.version = 1;
-        e.createdAt = e.updatedAt = Instant.now();
+        e.created();
         repo.persist(e);
         outbox.record(ConfigEvent.STORAGE, e.name, ConfigEvent.CREATED, e.version, Json.tree(view(e)));
         return e;
@@ -121,8 +120,7 @@ public class StorageService {
     }
 
     private StorageEntity touched(StorageEntity e) {
-        e.version++;
-        e.updatedAt = Instant.now();
+        e.changed();
         outbox.record(ConfigEvent.STORAGE, e.name, ConfigEvent.UPDATED, e.version, Json.tree(view(e)));
         return e;
     }

@@ -28,8 +28,7 @@ import java.util.random.RandomGenerator;
  * of the cached copies in place. A read racing with a touch may still cache the access time from just before it;
  * access time is advisory, and eviction reads it from {@link #sample}/{@link #forEach}, which go to the delegate.
  */
-public final class CachedIndex implements InstanceIndex {
-    private final InstanceIndex delegate;
+public final class CachedIndex extends ForwardingIndex {
     private final Shard[] shards; // empty when the cache is disabled
     private final int shardShift;
     private final LongAdder hits = new LongAdder();
@@ -40,16 +39,13 @@ public final class CachedIndex implements InstanceIndex {
      * @param shardCount power of two; lowered to the largest power of two ≤ capacity so that no shard is empty
      */
     public CachedIndex(InstanceIndex delegate, long capacity, int shardCount) {
-        if (delegate == null) {
-            throw new IllegalArgumentException("delegate is null");
-        }
+        super(delegate);
         if (capacity < 0) {
             throw new IllegalArgumentException("cache capacity must be ≥ 0: " + capacity);
         }
         if (shardCount <= 0 || Integer.bitCount(shardCount) != 1) {
             throw new IllegalArgumentException("cache shard count must be a power of two: " + shardCount);
         }
-        this.delegate = delegate;
         if (capacity == 0) {
             shards = new Shard[0];
             shardShift = 64;
@@ -88,10 +84,6 @@ public final class CachedIndex implements InstanceIndex {
 
     private Shard shardOf(long key) {
         return shards[KeyHash.shard(key, shardShift)];
-    }
-
-    public InstanceIndex delegate() {
-        return delegate;
     }
 
     public long hits() {
@@ -305,16 +297,6 @@ public final class CachedIndex implements InstanceIndex {
     // ---- pass-through --------------------------------------------------------------------------------------
 
     @Override
-    public String instanceId() {
-        return delegate.instanceId();
-    }
-
-    @Override
-    public long keyCount() {
-        return delegate.keyCount();
-    }
-
-    @Override
     public void touch(long[] keys, int off, int len, int nowSec) {
         delegate.touch(keys, off, len, nowSec);
         if (shards.length == 0) {
@@ -329,36 +311,6 @@ public final class CachedIndex implements InstanceIndex {
                 }
             }
         }
-    }
-
-    @Override
-    public WriteSession session(String sessionId) {
-        return delegate.session(sessionId);
-    }
-
-    @Override
-    public List<WriteSession> sessions() {
-        return delegate.sessions();
-    }
-
-    @Override
-    public long scan(long cursor, int max, LongConsumer sink) {
-        return delegate.scan(cursor, max, sink);
-    }
-
-    @Override
-    public long[] sample(int n, RandomGenerator random) {
-        return delegate.sample(n, random);
-    }
-
-    @Override
-    public void forEach(Consumer<Block> visitor) {
-        delegate.forEach(visitor);
-    }
-
-    @Override
-    public long[] keysWhere(LongPredicate metaPredicate) {
-        return delegate.keysWhere(metaPredicate);
     }
 
     @Override

@@ -1,15 +1,9 @@
 package dev.kvpool.meta.index;
 
-import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Consumer;
-import java.util.function.IntPredicate;
-import java.util.function.LongConsumer;
-import java.util.function.LongPredicate;
-import java.util.random.RandomGenerator;
 
 /**
  * An index whose {@link #touch} does not wait: over a remote store a touch is a round trip plus a script, and a
@@ -17,7 +11,7 @@ import java.util.random.RandomGenerator;
  * background thread shortly after; when the queue is full (the store is slow) a touch is dropped and counted
  * rather than slowing reads. Everything else goes straight to the delegate.
  */
-public final class DeferredTouchIndex implements InstanceIndex {
+public final class DeferredTouchIndex extends ForwardingIndex {
     /** One touch thread per store: touches from all its indexes share it. */
     public static final class Toucher implements AutoCloseable {
         private final ThreadPoolExecutor pool;
@@ -62,16 +56,11 @@ public final class DeferredTouchIndex implements InstanceIndex {
         }
     }
 
-    private final InstanceIndex delegate;
     private final Toucher toucher;
 
     public DeferredTouchIndex(InstanceIndex delegate, Toucher toucher) {
-        this.delegate = delegate;
+        super(delegate);
         this.toucher = toucher;
-    }
-
-    public InstanceIndex delegate() {
-        return delegate;
     }
 
     @Override
@@ -81,82 +70,6 @@ public final class DeferredTouchIndex implements InstanceIndex {
         }
         long[] copy = java.util.Arrays.copyOfRange(keys, off, off + len); // the caller may reuse its array
         toucher.submit(() -> delegate.touch(copy, 0, copy.length, nowSec));
-    }
-
-    @Override
-    public String instanceId() {
-        return delegate.instanceId();
-    }
-
-    @Override
-    public long keyCount() {
-        return delegate.keyCount();
-    }
-
-    @Override
-    public Block get(long key) {
-        return delegate.get(key);
-    }
-
-    @Override
-    public void getAll(long[] keys, int off, int len, Block[] out) {
-        delegate.getAll(keys, off, len, out);
-    }
-
-    @Override
-    public StartResult startWrite(long[] keys, long[] a, long[] b, int minReplicas, IntPredicate storageUsable,
-                                  long maxKeys, String sessionId, long deadlineMs, int nowSec) {
-        return delegate.startWrite(keys, a, b, minReplicas, storageUsable, maxKeys, sessionId, deadlineMs, nowSec);
-    }
-
-    @Override
-    public FinishResult finishWrite(String sessionId, boolean[] success, int nowSec) {
-        return delegate.finishWrite(sessionId, success, nowSec);
-    }
-
-    @Override
-    public WriteSession session(String sessionId) {
-        return delegate.session(sessionId);
-    }
-
-    @Override
-    public List<WriteSession> sessions() {
-        return delegate.sessions();
-    }
-
-    @Override
-    public LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition) {
-        return delegate.markDeleting(keys, off, len, skipPosition);
-    }
-
-    @Override
-    public LocList purge(long key, long locId) {
-        return delegate.purge(key, locId);
-    }
-
-    @Override
-    public void clear() {
-        delegate.clear();
-    }
-
-    @Override
-    public long scan(long cursor, int max, LongConsumer sink) {
-        return delegate.scan(cursor, max, sink);
-    }
-
-    @Override
-    public long[] sample(int n, RandomGenerator random) {
-        return delegate.sample(n, random);
-    }
-
-    @Override
-    public void forEach(Consumer<Block> visitor) {
-        delegate.forEach(visitor);
-    }
-
-    @Override
-    public long[] keysWhere(LongPredicate metaPredicate) {
-        return delegate.keysWhere(metaPredicate);
     }
 
     @Override

@@ -133,11 +133,7 @@ public final class MetaAuth {
         if (id.isEmpty()) {
             return null;
         }
-        Instance inst = registry.instance(id);
-        if (inst == null && registry.sharedStore()) {
-            registry.refresh();
-            inst = registry.instance(id);
-        }
+        Instance inst = registry.lookup(id);
         return inst == null ? null : inst.group;
     }
 

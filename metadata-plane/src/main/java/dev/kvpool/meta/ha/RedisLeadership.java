@@ -1,12 +1,12 @@
 package dev.kvpool.meta.ha;
 
+import dev.kvpool.meta.store.redis.Calls;
 import dev.kvpool.meta.store.redis.RedisLease;
 import io.vertx.redis.client.Command;
 import io.vertx.redis.client.Redis;
 import io.vertx.redis.client.Request;
 import io.vertx.redis.client.Response;
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
 import org.jboss.logging.Logger;
 
 /**
@@ -19,7 +19,7 @@ public final class RedisLeadership implements Leadership {
     private static final Logger LOG = Logger.getLogger(RedisLeadership.class);
 
     private final RedisLease lease;
-    private final Redis redis;
+    private final Calls calls;
     private final String selfId;
     private final String membersKey;
     private final long ttlMs;
@@ -31,7 +31,7 @@ public final class RedisLeadership implements Leadership {
     private volatile boolean closed;
 
     public RedisLeadership(Redis redis, String prefix, String selfId, Duration ttl, Duration timeout) {
-        this.redis = redis;
+        this.calls = new Calls(redis, timeout);
         this.selfId = selfId;
         this.ttlMs = ttl.toMillis();
         this.membersKey = prefix + "members";
@@ -111,11 +111,7 @@ public final class RedisLeadership implements Leadership {
     }
 
     private Response send(Request r) {
-        try {
-            return redis.send(r).toCompletionStage().toCompletableFuture().get(5, TimeUnit.SECONDS);
-        } catch (Exception e) {
-            throw new IllegalStateException("Redis: " + e.getMessage(), e);
-        }
+        return calls.send(r, "leader election");
     }
 
     @Override

@@ -108,17 +108,18 @@ public class KvcmHttpRoutes {
         }
         dev.kvpool.meta.auth.MetaAuth auth = runtime.auth();
         String authorization = ctx.request().getHeader("Authorization");
-        if (auth != null && runtime.remoteStore()) {
-            // the check may read the shared store: off the event loop, then the call itself
-            ctx.vertx().executeBlocking(() -> auth.checkMeta(authorization, request), false)
-                    .onSuccess(refusal -> {
-                        if (refusal != null) {
-                            refuse(ctx, request, refusal);
-                        } else {
-                            call(ctx, rpc, request);
-                        }
-                    })
-                    .onFailure(ctx::fail);
+        if (runtime.remoteStore()) {
+            // the check may read the shared store and the call does: one hop off the event loop for both
+            ctx.vertx().executeBlocking(() -> {
+                var refusal = auth == null ? null : auth.checkMeta(authorization, request);
+                return refusal != null ? refusal : answer(rpc, request);
+            }, false).onSuccess(out -> {
+                if (out instanceof dev.kvpool.meta.auth.MetaAuth.Refusal r) {
+                    refuse(ctx, request, r);
+                } else {
+                    respond(ctx, (byte[]) out);
+                }
+            }).onFailure(ctx::fail);
             return;
         }
         if (auth != null) {
@@ -129,6 +130,11 @@ public class KvcmHttpRoutes {
             }
         }
         call(ctx, rpc, request);
+    }
+
+    private byte[] answer(Rpc rpc, Message request) {
+        return request instanceof GetCacheLocationRequest q ? runtime.kvcm().getCacheLocationJson(q)
+                : ProtoJson.print(rpc.call().apply(runtime.kvcm(), request));
     }
 
     /**
@@ -147,15 +153,9 @@ public class KvcmHttpRoutes {
                 .putHeader("X-KVPool-Error", sanitize(r.message())).end(out);
     }
 
+    /** The embedded store: in-process reads answer on the event loop; writes move to a worker. */
     private void call(RoutingContext ctx, Rpc rpc, Message request) {
-        if (runtime.remoteStore()) {
-            // a remote store (Redis) blocks on the network: never on the event loop
-            ctx.vertx().executeBlocking(() -> request instanceof GetCacheLocationRequest q
-                            ? runtime.kvcm().getCacheLocationJson(q)
-                            : ProtoJson.print(rpc.call().apply(runtime.kvcm(), request)), false)
-                    .onSuccess(bytes -> respond(ctx, bytes))
-                    .onFailure(ctx::fail);
-        } else if (request instanceof GetCacheLocationRequest q) {
+        if (request instanceof GetCacheLocationRequest q) {
             respond(ctx, runtime.kvcm().getCacheLocationJson(q)); // the hot path skips building messages
         } else if (rpc.blocking()) {
             ctx.vertx().executeBlocking(() -> ProtoJson.print(rpc.call().apply(runtime.kvcm(), request)), false)

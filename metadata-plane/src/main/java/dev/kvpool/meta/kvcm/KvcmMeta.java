@@ -62,19 +62,13 @@ public final class KvcmMeta {
         this.events = events;
     }
 
+    /** The mask as the event carries it: the bool vector, or the offset (decoded once, by {@link Mask}). */
     private static Object maskOf(boolean has, BlockMask m) {
         if (!has) {
             return null;
         }
-        if (m.hasBoolMasks()) {
-            var v = m.getBoolMasks().getValuesList();
-            boolean[] out = new boolean[v.size()];
-            for (int i = 0; i < out.length; i++) {
-                out[i] = v.get(i);
-            }
-            return out;
-        }
-        return m.getOffset();
+        Mask d = Mask.of(m);
+        return d.bools() != null ? d.bools() : (Object) d.offset();
     }
 
     // ---- plumbing ------------------------------------------------------------------------------------------
@@ -124,12 +118,7 @@ public final class KvcmMeta {
 
     /** The §1.9 pre-check (after the leader gate): an unknown or empty instance id is INSTANCE_NOT_EXIST. */
     private Instance instance(String id) {
-        Instance inst = registry.instance(id);
-        if (inst == null && !id.isEmpty() && registry.sharedStore()) {
-            // another replica over the same store may have registered it since we loaded
-            registry.refresh();
-            inst = registry.instance(id);
-        }
+        Instance inst = registry.lookup(id);
         if (inst == null) {
             throw new KvcmError(ErrorCode.INSTANCE_NOT_EXIST, id.isEmpty() ? "instance_id is empty"
                     : "instance '" + id + "' is not registered");

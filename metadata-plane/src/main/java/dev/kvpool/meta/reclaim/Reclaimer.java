@@ -122,7 +122,7 @@ public final class Reclaimer implements AutoCloseable {
      */
     public boolean tick(long nowMs) {
         if (registry.sharedStore()) {
-            registry.refresh(); // water levels changed on another replica take effect here too
+            registry.refreshIfOlderThan(1000); // water levels changed on another replica take effect here too
         }
         if (settings.orphanAfterSec() > 0 && nowMs >= nextOrphanSweepMs) {
             nextOrphanSweepMs = nowMs + 60_000;

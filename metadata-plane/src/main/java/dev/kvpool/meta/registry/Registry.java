@@ -178,6 +178,7 @@ public final class Registry {
      * changed at runtime (a newer version wins). Cheap: two small record sections.
      */
     public synchronized void refresh() {
+        lastRefreshNanos = System.nanoTime();
         for (Map.Entry<String, byte[]> e : store.records(INSTANCES).entrySet()) {
             if (instances.containsKey(e.getKey())) {
                 continue;
@@ -240,6 +241,31 @@ public final class Registry {
         for (Instance i : instances.values()) {
             i.slotsFactory(f);
         }
+    }
+
+    private volatile long lastRefreshNanos;
+
+    /**
+     * {@link #refresh()} unless one ran within {@code minIntervalMs}: misses on unknown instance ids and the
+     * reclaimer's rounds must not turn into a stream of store reads.
+     */
+    public void refreshIfOlderThan(long minIntervalMs) {
+        if (System.nanoTime() - lastRefreshNanos >= minIntervalMs * 1_000_000L) {
+            refresh();
+        }
+    }
+
+    /**
+     * The instance, looking again in a shared store on a miss: another replica may have registered it since this
+     * one loaded (re-reads at most 4 times a second, whatever clients ask for).
+     */
+    public Instance lookup(String id) {
+        Instance inst = instances.get(id);
+        if (inst == null && !id.isEmpty() && sharedStore()) {
+            refreshIfOlderThan(250);
+            inst = instances.get(id);
+        }
+        return inst;
     }
 
     /** True when other processes may write the same store (Redis): lookups that miss re-read it. */

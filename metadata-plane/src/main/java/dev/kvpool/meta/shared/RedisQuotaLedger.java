@@ -2,6 +2,8 @@ package dev.kvpool.meta.shared;
 
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.storage.StorageKind;
+import dev.kvpool.meta.store.redis.Calls;
+import dev.kvpool.meta.store.redis.Lua;
 import io.vertx.redis.client.Command;
 import io.vertx.redis.client.Redis;
 import io.vertx.redis.client.Request;
@@ -16,7 +18,7 @@ import java.util.List;
  * and the hard quota holds cluster-wide. Each group is one key: one slot in Redis Cluster.
  */
 public final class RedisQuotaLedger implements QuotaLedger {
-    private static final String RESERVE = """
+    private static final Lua.Script RESERVE = Lua.Script.of("reserve", """
             local total = tonumber(redis.call('HGET', KEYS[1], 'total') or '0')
             local add = tonumber(ARGV[1])
             local cap = tonumber(ARGV[2])
@@ -26,9 +28,9 @@ public final class RedisQuotaLedger implements QuotaLedger {
             if ARGV[5] ~= '' and t + tonumber(ARGV[4]) > tonumber(ARGV[5]) then return 0 end
             redis.call('HINCRBY', KEYS[1], 'total', add)
             redis.call('HINCRBY', KEYS[1], tf, ARGV[4])
-            return 1""";
+            return 1""");
     // never below zero, like the in-process ledger
-    private static final String ADD = """
+    private static final Lua.Script ADD = Lua.Script.of("add", """
             local total = tonumber(redis.call('HGET', KEYS[1], 'total') or '0') + tonumber(ARGV[1])
             if total < 0 then total = 0 end
             redis.call('HSET', KEYS[1], 'total', string.format('%.0f', total))
@@ -38,13 +40,13 @@ public final class RedisQuotaLedger implements QuotaLedger {
               if t < 0 then t = 0 end
               redis.call('HSET', KEYS[1], tf, string.format('%.0f', t))
             end
-            return 1""";
+            return 1""");
 
-    private final RedisScripts redis;
+    private final Calls redis;
     private final String prefix;
 
     public RedisQuotaLedger(Redis redis, String prefix, Duration timeout) {
-        this.redis = new RedisScripts(redis, timeout);
+        this.redis = new Calls(redis, timeout);
         this.prefix = prefix;
     }
 

@@ -2,6 +2,8 @@ package dev.kvpool.meta.shared;
 
 import dev.kvpool.meta.storage.SlotAllocator;
 import dev.kvpool.meta.storage.Slots;
+import dev.kvpool.meta.store.redis.Calls;
+import dev.kvpool.meta.store.redis.Lua;
 import io.vertx.redis.client.Command;
 import io.vertx.redis.client.Redis;
 import io.vertx.redis.client.Request;
@@ -23,7 +25,7 @@ import java.util.Set;
  */
 public final class RedisSlots implements Slots {
     // addresses are below 2^53, so Lua's doubles hold them exactly; %.0f avoids exponent notation
-    private static final String ALLOCATE = """
+    private static final Lua.Script ALLOCATE = Lua.Script.of("allocate", """
             local n = tonumber(ARGV[1])
             local spf = tonumber(ARGV[2])
             local out, perFile = {}, {}
@@ -46,20 +48,20 @@ public final class RedisSlots implements Slots {
             end
             -- one counter update per file, not per slot
             for f, c in pairs(perFile) do redis.call('HINCRBY', KEYS[3], f, c) end
-            return out""";
-    private static final String FREE = """
+            return out""");
+    private static final Lua.Script FREE = Lua.Script.of("free", """
             if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then return -1 end
             local c = redis.call('HINCRBY', KEYS[3], ARGV[2], -1)
             if c <= 0 then redis.call('HDEL', KEYS[3], ARGV[2]) return 1 end
-            return 0""";
+            return 0""");
 
-    private final RedisScripts redis;
+    private final Calls redis;
     private final String kNext, kFree, kFiles;
     private final int slotsPerFile;
 
     public RedisSlots(Redis redis, String prefix, String instanceId, int storageNumber, int slotsPerFile,
                       Duration timeout) {
-        this.redis = new RedisScripts(redis, timeout);
+        this.redis = new Calls(redis, timeout);
         String base = prefix + "slots:{" + instanceId + "}:" + storageNumber;
         this.kNext = base + ":next";
         this.kFree = base + ":free";

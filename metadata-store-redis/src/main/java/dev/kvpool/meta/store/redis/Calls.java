@@ -17,14 +17,16 @@ import java.util.concurrent.atomic.LongAdder;
 /**
  * Blocking calls over the asynchronous Vert.x client: every call is one round trip (a pipelined batch counts as
  * one), waits at most the configured timeout and turns failures into {@link RedisStoreException}s naming the call.
+ * Public so the metadata plane's other shared state in Redis (usage ledger, file slots, leader election) goes
+ * through the same guard, timeout and EVALSHA handling.
  */
-final class Calls {
+public final class Calls {
     private final Redis redis;
     private final long timeoutMs;
     private final LongAdder roundTrips = new LongAdder();
     private volatile boolean closed;
 
-    Calls(Redis redis, Duration timeout) {
+    public Calls(Redis redis, Duration timeout) {
         this.redis = redis;
         this.timeoutMs = Math.max(1, timeout.toMillis());
     }
@@ -38,7 +40,7 @@ final class Calls {
         return roundTrips.sum();
     }
 
-    Response send(Request r, String what) {
+    public Response send(Request r, String what) {
         guard(what);
         roundTrips.increment();
         return await(redis.send(r), what);
@@ -73,7 +75,7 @@ final class Calls {
      * EVALSHA, falling back to EVAL when the server lacks the script (first use, SCRIPT FLUSH, a failover or a
      * cluster node that has not seen it yet); EVAL also caches it there. Args are byte[], String or Long.
      */
-    Response eval(Lua.Script s, List<?> keys, List<?> args, String what) {
+    public Response eval(Lua.Script s, List<?> keys, List<?> args, String what) {
         try {
             return send(script(Command.EVALSHA, s.sha(), keys, args), what);
         } catch (RedisStoreException e) {

@@ -14,13 +14,13 @@ import java.util.HexFormat;
  * each). Compare-and-set scripts check only the location part, so a concurrent {@code touch} (which rewrites the
  * meta word in place) never makes a write retry.
  */
-final class Lua {
+public final class Lua {
     private Lua() {
     }
 
     /** A script and its SHA1, for EVALSHA with an EVAL fallback when the server does not know it (yet). */
-    record Script(String name, String body, String sha) {
-        static Script of(String name, String body) {
+    public record Script(String name, String body, String sha) {
+        public static Script of(String name, String body) {
             try {
                 byte[] d = MessageDigest.getInstance("SHA-1").digest(body.getBytes(StandardCharsets.UTF_8));
                 return new Script(name, body, HexFormat.of().formatHex(d));
@@ -88,6 +88,20 @@ final class Lua {
               for s = 1, #dels, 4000 do redis.call('HDEL', h, unpack(dels, s, math.min(#dels, s + 3999))) end
               pend = {}
             end
+            -- compare-and-set over (field, expectation, update) triples of ARGV from index first: all or nothing
+            local function cas(h, first, wrel)
+              local fields = {}
+              for i = first, #ARGV, 3 do fields[#fields + 1] = ARGV[i] end
+              local got = mget(h, fields)
+              for i = first, #ARGV, 3 do
+                if not matches(got[(i - first) / 3 + 1], ARGV[i + 1]) then return false end
+              end
+              for i = first, #ARGV, 3 do
+                apply(h, ARGV[i], cur_of(ARGV[i], got[(i - first) / 3 + 1]), ARGV[i + 2], wrel)
+              end
+              flush(h)
+              return true
+            end
             """;
 
     /**
@@ -154,17 +168,7 @@ final class Lua {
      */
     static final Script FINISH = Script.of("finish", COMMON + """
             if redis.call('GET', KEYS[3]) ~= ARGV[2] then return 0 end
-            local fields = {}
-            for i = 4, #ARGV, 3 do fields[#fields + 1] = ARGV[i] end
-            local got = mget(KEYS[1], fields)
-            for i = 4, #ARGV, 3 do
-              if not matches(got[(i - 4) / 3 + 1], ARGV[i + 1]) then return -1 end
-            end
-            local wrel = tonumber(ARGV[3])
-            for i = 4, #ARGV, 3 do
-              apply(KEYS[1], ARGV[i], cur_of(ARGV[i], got[(i - 4) / 3 + 1]), ARGV[i + 2], wrel)
-            end
-            flush(KEYS[1])
+            if not cas(KEYS[1], 4, tonumber(ARGV[3])) then return -1 end
             redis.call('DEL', KEYS[3])
             redis.call('SREM', KEYS[2], ARGV[1])
             return 1
@@ -172,17 +176,7 @@ final class Lua {
 
     /** markDeleting, purge. KEYS: blocks. ARGV: wrel, then (field, expectation, update). Returns 1 | -1. */
     static final Script CAS = Script.of("cas", COMMON + """
-            local fields = {}
-            for i = 2, #ARGV, 3 do fields[#fields + 1] = ARGV[i] end
-            local got = mget(KEYS[1], fields)
-            for i = 2, #ARGV, 3 do
-              if not matches(got[(i - 2) / 3 + 1], ARGV[i + 1]) then return -1 end
-            end
-            local wrel = tonumber(ARGV[1])
-            for i = 2, #ARGV, 3 do
-              apply(KEYS[1], ARGV[i], cur_of(ARGV[i], got[(i - 2) / 3 + 1]), ARGV[i + 2], wrel)
-            end
-            flush(KEYS[1])
+            if not cas(KEYS[1], 2, tonumber(ARGV[1])) then return -1 end
             return 1
             """);
 
