@@ -257,16 +257,28 @@ public final class Registry {
 
     /**
      * The instance, looking again in a shared store on a miss: another replica may have registered it since this
-     * one loaded (re-reads at most 4 times a second, whatever clients ask for).
+     * one loaded.
      */
     public Instance lookup(String id) {
         Instance inst = instances.get(id);
         if (inst == null && !id.isEmpty() && sharedStore()) {
-            refreshIfOlderThan(250);
-            inst = instances.get(id);
+            // per id: the first miss always looks again (it may have been registered a moment ago elsewhere);
+            // a client repeating an unknown id costs one store read per 250 ms, not one per call
+            long now = System.nanoTime();
+            Long last = missedAt.get(id);
+            if (last == null || now - last >= 250_000_000L) {
+                if (missedAt.size() > 10_000) {
+                    missedAt.clear();
+                }
+                missedAt.put(id, now);
+                refresh();
+                inst = instances.get(id);
+            }
         }
         return inst;
     }
+
+    private final Map<String, Long> missedAt = new ConcurrentHashMap<>();
 
     /** True when other processes may write the same store (Redis): lookups that miss re-read it. */
     public boolean sharedStore() {
