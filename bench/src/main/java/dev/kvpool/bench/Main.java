@@ -49,9 +49,10 @@ public final class Main {
             case "writes" -> WriteBench.run(opt);
             case "agent" -> dev.kvpool.bench.agent.AgentBench.run(opt,
                     args.length > 1 && !args[1].startsWith("--") ? args[1] : "all");
+            case "gpu" -> dev.kvpool.bench.agent.GpuBench.run(opt);
             case "heap" -> HeapPerBlock.main(opt.containsKey("blocks") ? new String[] {opt.get("blocks")} : new String[0]);
             default -> System.out.println("""
-                    usage: ./kvpool bench <replay|prefix|writes|heap|policies|agent> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
+                    usage: ./kvpool bench <replay|prefix|writes|heap|policies|agent|gpu> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
                       replay   [--trace ../shared/data/mooncake/conversation_trace.jsonl] [--limit N]
                       prefix   [--keys 1024] [--rounds 10] [--iters 200]
                       writes   [--threads 4] [--batch 64] [--batches 200] [--rounds 6]
@@ -61,6 +62,8 @@ public final class Main {
                                [--lfu-decay 60] [--limit N] [--svg-dir docs/img|none]
                       agent    [disk|pool|events|all] (data agent vs fio / summed bandwidth / Kafka's producer tool;
                                see data-agent/README.md)
+                      gpu      [--blocks 256K,2M] [--batch-mib 256] [--rounds 7] (GPU tier vs PyTorch's copies and
+                               one contiguous copy; needs a CUDA device)
                     replay, prefix and writes need a running metadata plane (./kvpool up) and a local Redis;
                     heap and policies run in process.""");
         }

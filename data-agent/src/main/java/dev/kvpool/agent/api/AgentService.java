@@ -6,6 +6,7 @@ import dev.kvpool.agent.pool.PooledTier;
 import dev.kvpool.agent.sched.DeviceWorker;
 import dev.kvpool.agent.store.AgentSetup;
 import dev.kvpool.agent.store.BlockStore;
+import dev.kvpool.agent.tier.GpuDevice;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.runtime.ShutdownEvent;
@@ -70,6 +71,7 @@ public class AgentService {
         store = built.store();
         shm = new SharedMemory(Path.of(config.shm().path().orElse("/dev/shm/kvpool-agent-" + httpPort)),
                 config.shm().mib() << 20);
+        built.pinForGpu(shm.segment()); // engine buffers: GPU-tier copies DMA straight from/to them
         metrics();
         LOG.info(String.format("KVPool data agent %s ready in %d ms: HTTP :%d, shared memory %s (%d MiB), block %d KiB,"
                         + " tiers %s, NVMe I/O %s, GPU %s, events %s", agentId, (System.nanoTime() - t0) / 1_000_000,
@@ -85,6 +87,9 @@ public class AgentService {
             publisher.close();
         }
         if (shm != null) {
+            if (built != null && built.cuda()) {
+                GpuDevice.unpin(shm.segment());
+            }
             shm.close();
         }
     }

@@ -74,8 +74,17 @@ public final class AgentSetup {
         }
     }
 
-    /** The built store and what was chosen on the way. */
-    public record Built(BlockStore store, String ioEngine, String gpu, List<String> devices) {
+    /** The built store and what was chosen on the way; {@code cuda}: the GPU tier is on real devices. */
+    public record Built(BlockStore store, String ioEngine, String gpu, List<String> devices, boolean cuda) {
+        /**
+         * Pins host memory the GPU tier copies from or to (the engine's shared segment), where the tier is on
+         * CUDA; elsewhere nothing to do.
+         */
+        public void pinForGpu(MemorySegment region) {
+            if (cuda) {
+                GpuDevice.pin(region);
+            }
+        }
     }
 
     private AgentSetup() {
@@ -134,15 +143,22 @@ public final class AgentSetup {
         // G1: GPU through JCuda, or a host-memory stand-in
         PooledTier gpu = null;
         String gpuMode = "off";
+        boolean cuda = false;
         if (s.gpuEnabled()) {
             int n = GpuDevice.deviceCount();
             List<Device> gs = new ArrayList<>();
             long slots = Math.max(1, s.gpuBytes() / s.blockBytes());
             if (n > 0) {
+                // write-behinds copy from host slots and loads may land in them: pinned, the copy engines DMA
+                // them directly instead of CUDA's synchronous pageable path
+                for (MemoryDevice r : regions) {
+                    GpuDevice.pin(r.region());
+                }
                 for (int i = 0; i < n; i++) {
                     gs.add(new GpuDevice("gpu" + i, i, slots, s.blockBytes()));
                 }
                 gpuMode = n + " CUDA device(s) via JCuda";
+                cuda = true;
             } else {
                 gs.add(new MemoryDevice("gpu0-host", slots, s.blockBytes()));
                 gpuMode = "no CUDA device: host-memory implementation";
@@ -163,7 +179,7 @@ public final class AgentSetup {
             }
         }
         return new Built(new BlockStore(s.blockBytes(), s.blockTokens(), gpu, host, nvme, pool, events), engine,
-                gpuMode, described);
+                gpuMode, described, cuda);
     }
 
     private static PooledTier withWorkers(String name, String medium, Settings s, List<? extends Device> ds,

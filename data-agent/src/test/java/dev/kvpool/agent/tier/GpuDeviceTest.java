@@ -1,17 +1,25 @@
 package dev.kvpool.agent.tier;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.kvpool.agent.TestBlocks;
+import dev.kvpool.agent.events.EventSink;
 import dev.kvpool.agent.pool.PooledTier;
+import dev.kvpool.agent.store.AgentSetup;
+import dev.kvpool.agent.store.BlockStore;
 import dev.kvpool.api.events.BlockBatch.BlockEvent;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
 import java.util.List;
+import java.util.Random;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** G1 through JCuda: runs only where a CUDA device exists (skipped on the build machines). */
 class GpuDeviceTest {
@@ -40,7 +48,118 @@ class GpuDeviceTest {
                 assertTrue(hit[i]);
                 assertEquals(-1, dst[i].mismatch(src[i]));
             }
-            System.out.printf("[GpuDeviceTest] D2H %.1f GB/s (unpinned host buffers)%n", gbs);
+            System.out.printf("[GpuDeviceTest] PooledTier D2H %.1f GB/s (pageable host buffers: staged, CRC32C checked)%n", gbs);
+        }
+    }
+
+    /**
+     * Pinned buffers go straight to the copy engines, pageable ones through the staging halves; both byte for byte,
+     * with partial blocks, scattered slots and more ops than one staging half holds (so the halves alternate).
+     */
+    @Test
+    void pinnedDirectAndPageableStagedAgree() {
+        int slotBytes = 256 << 10;
+        int n = 3 * (int) (GpuDevice.STAGE_HALF / slotBytes) + 5; // > 2 halves: both reuse paths run
+        Random r = new Random(7);
+        try (Arena a = Arena.ofShared(); GpuDevice dev = new GpuDevice("gpu0", 0, 2L * n, slotBytes)) {
+            long[] slots = new long[n];
+            MemorySegment[] src = new MemorySegment[n];
+            for (int i = 0; i < n; i++) {
+                slots[i] = (i * 7L) % (2L * n); // scattered, distinct (7 is coprime with 2n for these n)
+                int len = (1 + r.nextInt(slotBytes / 4096)) * 4096;
+                src[i] = TestBlocks.random(a, 1, len, i)[0];
+            }
+            // pageable → GPU (staged), GPU → pinned (direct)
+            assertAll(dev.io(true, slots, src));
+            MemorySegment pinnedRegion = a.allocate((long) n * slotBytes, 4096);
+            assertTrue(GpuDevice.pin(pinnedRegion));
+            try {
+                MemorySegment[] pinnedDst = new MemorySegment[n];
+                for (int i = 0; i < n; i++) {
+                    pinnedDst[i] = pinnedRegion.asSlice((long) i * slotBytes, src[i].byteSize());
+                }
+                long[] before = dev.opCounts();
+                assertAll(dev.io(false, slots, pinnedDst));
+                assertEquals(before[0] + n, dev.opCounts()[0], "pinned buffers are copied directly");
+                for (int i = 0; i < n; i++) {
+                    assertEquals(-1, pinnedDst[i].mismatch(src[i]), "block " + i);
+                }
+                // pinned → GPU (direct) at other slots, GPU → pageable (staged)
+                long[] other = new long[n];
+                for (int i = 0; i < n; i++) {
+                    other[i] = (slots[i] + 1) % (2L * n);
+                }
+                long[] shifted = new long[n];
+                for (int i = 0; i < n; i++) {
+                    shifted[i] = other[(i + 1) % n];
+                }
+                assertAll(dev.io(true, shifted, pinnedDst));
+                MemorySegment[] back = new MemorySegment[n];
+                for (int i = 0; i < n; i++) {
+                    back[i] = a.allocate(src[i].byteSize(), 4096);
+                }
+                before = dev.opCounts();
+                assertAll(dev.io(false, shifted, back));
+                assertEquals(before[1] + n, dev.opCounts()[1], "pageable buffers are staged");
+                for (int i = 0; i < n; i++) {
+                    assertEquals(-1, back[i].mismatch(src[i]), "block " + i);
+                }
+            } finally {
+                GpuDevice.unpin(pinnedRegion);
+            }
+            assertFalse(GpuDevice.isPinned(pinnedRegion));
+        }
+    }
+
+    @Test
+    void outOfRangeOpsFailAloneAndOthersComplete() {
+        try (Arena a = Arena.ofShared(); GpuDevice dev = new GpuDevice("gpu0", 0, 4, BLOCK)) {
+            MemorySegment[] src = TestBlocks.random(a, 3, BLOCK, 3);
+            MemorySegment[] bufs = {src[0], a.allocate(BLOCK + 4096L, 4096), src[2]};
+            boolean[] ok = dev.io(true, new long[] {0, 1, 9}, bufs);
+            assertArrayEquals(new boolean[] {true, false, false}, ok);
+            MemorySegment[] dst = TestBlocks.empty(a, 1, BLOCK);
+            assertTrue(dev.io(false, new long[] {0}, dst)[0]);
+            assertEquals(-1, dst[0].mismatch(src[0]));
+        }
+    }
+
+    /** The agent's own setup with the GPU tier on: host regions pinned, a saved block written behind to the GPU. */
+    @Test
+    void agentSetupPutsTheGpuTierOnCuda(@TempDir Path dir) throws Exception {
+        AgentSetup.Settings s = AgentSetup.Settings.defaults(dir).withNvme(List.of(), 0);
+        s = new AgentSetup.Settings(s.agentId(), s.blockBytes(), s.blockTokens(), s.hostRegions(), s.hostRegionBytes(),
+                s.nvmeDirs(), s.nvmeDeviceBytes(), s.ioEngine(), s.queueDepth(), s.nvmeBandwidthMBps(), s.nvmeThrottleMBps(),
+                s.probeBytes(), true, 64L << 20, false, s.metaUri(), s.instanceId(), s.instanceGroup(), s.spec(),
+                s.writeTimeoutSeconds(), s.model(), s.requireChecksum(), s.chunkOps(), s.highWaterOps(), s.guardMicros());
+        AgentSetup.Built built = AgentSetup.build(s, EventSink.NONE);
+        try (BlockStore store = built.store(); Arena a = Arena.ofShared()) {
+            assertTrue(built.cuda(), built.gpu());
+            MemorySegment[] src = TestBlocks.random(a, 8, s.blockBytes(), 11);
+            long[] keys = TestBlocks.keys(100, 8);
+            for (boolean b : store.save(keys, src, null)) {
+                assertTrue(b);
+            }
+            PooledTier gpu = (PooledTier) store.tiers().get(0);
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (gpu.size() < 8 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertEquals(8, gpu.size(), "write-behind reached the GPU tier");
+            MemorySegment[] dst = TestBlocks.empty(a, 8, s.blockBytes());
+            boolean[] hit = gpu.get(keys, dst).join();
+            for (int i = 0; i < 8; i++) {
+                assertTrue(hit[i]);
+                assertEquals(-1, dst[i].mismatch(src[i]));
+            }
+            GpuDevice g = (GpuDevice) gpu.devices().get(0);
+            assertTrue(g.opCounts()[0] >= 8, "write-behinds from pinned host slots are direct: " + g.opCounts()[0]);
+        }
+    }
+
+    private static void assertAll(boolean[] ok) {
+        for (int i = 0; i < ok.length; i++) {
+            assertTrue(ok[i], "op " + i);
         }
     }
 }

@@ -1,0 +1,285 @@
+package dev.kvpool.bench.agent;
+
+import dev.kvpool.agent.pool.PooledTier;
+import dev.kvpool.agent.tier.GpuDevice;
+import dev.kvpool.api.events.BlockBatch.BlockEvent;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import jcuda.Pointer;
+import jcuda.runtime.JCuda;
+import jcuda.runtime.cudaMemcpyKind;
+import jcuda.runtime.cudaStream_t;
+
+/**
+ * The GPU tier (G1) against the copy engines, in one run: host → GPU and GPU → host bandwidth of a batch of blocks
+ * through {@link GpuDevice} (pinned host buffers: direct DMA; pageable buffers: our staging) and through the agent's
+ * {@link PooledTier} (device worker + CRC32C + placement), against the same per-block copies made by PyTorch
+ * ({@code tensor.copy_(non_blocking=True)} from pinned memory, where python3 with torch exists) and against one
+ * contiguous {@code cudaMemcpyAsync} of the whole batch (the link's ceiling). Every mode's round trip is checked
+ * byte for byte; a mismatch exits non-zero. Needs a CUDA device; elsewhere it says so and exits 0.
+ */
+public final class GpuBench {
+    private static final String TORCH = """
+            import sys, time, statistics, torch
+            bs, n, rounds = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+            host = torch.empty(n * bs, dtype=torch.uint8).pin_memory()
+            dev = torch.empty(n * bs, dtype=torch.uint8, device='cuda')
+            hs = [host[i * bs:(i + 1) * bs] for i in range(n)]
+            ds = [dev[i * bs:(i + 1) * bs] for i in range(n)]
+            def run(h2d):
+                torch.cuda.synchronize(); t = time.perf_counter()
+                for i in range(n):
+                    (ds[i].copy_(hs[i], non_blocking=True) if h2d else hs[i].copy_(ds[i], non_blocking=True))
+                torch.cuda.synchronize(); return n * bs / (time.perf_counter() - t) / 1e9
+            for h2d in (True, False):
+                run(h2d)
+                print('torch', 'h2d' if h2d else 'd2h', statistics.median([run(h2d) for _ in range(rounds)]), flush=True)
+            """;
+
+    private GpuBench() {
+    }
+
+    public static void run(Map<String, String> opt) throws Exception {
+        int n = GpuDevice.deviceCount();
+        if (n == 0) {
+            System.out.println("gpu: no CUDA device here (JCuda natives, driver or GPU missing): nothing measured");
+            return;
+        }
+        long batchBytes = Long.parseLong(opt.getOrDefault("batch-mib", "256")) << 20;
+        int rounds = Integer.parseInt(opt.getOrDefault("rounds", "7"));
+        List<String> rows = new ArrayList<>();
+        boolean allOk = true;
+        for (String b : opt.getOrDefault("blocks", "256K,2M").split(",")) {
+            int bs = b.endsWith("M") ? Integer.parseInt(b.substring(0, b.length() - 1)) << 20
+                    : Integer.parseInt(b.substring(0, b.length() - 1)) << 10;
+            int blocks = (int) (batchBytes / bs);
+            Result r = one(bs, blocks, rounds);
+            allOk &= r.ok;
+            rows.addAll(r.rows);
+        }
+        System.out.println();
+        System.out.printf(Locale.ROOT, "GPU: %d device(s); batch %d MiB; median of %d rounds%n", n, batchBytes >> 20, rounds);
+        System.out.println("| block | mode | H2D GB/s | D2H GB/s | vs torch H2D / D2H | vs one big copy H2D / D2H | CPU s/GB | bytes checked |");
+        System.out.println("|---|---|--:|--:|--:|--:|--:|---|");
+        rows.forEach(System.out::println);
+        if (!allOk) {
+            System.out.println("gpu: BYTE MISMATCH in a round trip (see above)");
+            System.exit(1);
+        }
+    }
+
+    record Result(List<String> rows, boolean ok) {
+    }
+
+    interface Copy {
+        void run(boolean h2d);
+    }
+
+    static Result one(int bs, int blocks, int rounds) throws Exception {
+        long total = (long) bs * blocks;
+        List<String> rows = new ArrayList<>();
+        boolean ok = true;
+        String label = bs >= (1 << 20) ? (bs >> 20) + " MiB" : (bs >> 10) + " KiB";
+        double[] torch = torch(bs, blocks, rounds);
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment pinned = arena.allocate(total, 4096);
+            MemorySegment pageable = arena.allocate(total, 4096);
+            MemorySegment back = arena.allocate(total, 4096);
+            byte[] rnd = new byte[bs];
+            Random r = new Random(bs);
+            for (int i = 0; i < blocks; i++) {
+                r.nextBytes(rnd);
+                MemorySegment.copy(MemorySegment.ofArray(rnd), 0, pinned, (long) i * bs, bs);
+            }
+            MemorySegment.copy(pinned, 0, pageable, 0, total);
+            if (!GpuDevice.pin(pinned) || !GpuDevice.pin(back)) {
+                throw new IllegalStateException("cannot pin the benchmark's host buffers");
+            }
+            MemorySegment[] src = slices(pinned, bs, blocks), dst = slices(back, bs, blocks);
+            MemorySegment[] pageSrc = slices(pageable, bs, blocks);
+            long[] slotNos = new long[blocks];
+            for (int i = 0; i < blocks; i++) {
+                slotNos[i] = i;
+            }
+
+            // ceiling: one contiguous copy of the whole batch, pinned both ends
+            Pointer devBuf = new Pointer();
+            cudaStream_t s = new cudaStream_t();
+            JCuda.setExceptionsEnabled(true);
+            JCuda.cudaMalloc(devBuf, total);
+            JCuda.cudaStreamCreateWithFlags(s, JCuda.cudaStreamNonBlocking);
+            Pointer hp = Pointer.to(pinned.asByteBuffer());
+            double[] big = measure(rounds, total, h2d -> {
+                if (h2d) {
+                    JCuda.cudaMemcpyAsync(devBuf, hp, total, cudaMemcpyKind.cudaMemcpyHostToDevice, s);
+                } else {
+                    JCuda.cudaMemcpyAsync(Pointer.to(back.asByteBuffer()), devBuf, total, cudaMemcpyKind.cudaMemcpyDeviceToHost, s);
+                }
+                JCuda.cudaStreamSynchronize(s);
+            });
+            // what the agent did before staging: cudaMemcpyAsync per block straight from pageable memory
+            double[] pageableRaw = measure(rounds, total, h2d -> {
+                for (int i = 0; i < blocks; i++) {
+                    Pointer d = devBuf.withByteOffset((long) i * bs);
+                    if (h2d) {
+                        JCuda.cudaMemcpyAsync(d, Pointer.to(pageSrc[i].asByteBuffer()), bs, cudaMemcpyKind.cudaMemcpyHostToDevice, s);
+                    } else {
+                        JCuda.cudaMemcpyAsync(Pointer.to(pageSrc[i].asByteBuffer()), d, bs, cudaMemcpyKind.cudaMemcpyDeviceToHost, s);
+                    }
+                }
+                JCuda.cudaStreamSynchronize(s);
+            });
+            JCuda.cudaStreamDestroy(s);
+            JCuda.cudaFree(devBuf);
+            rows.add(row(label, "one contiguous cudaMemcpyAsync (ceiling)", big, torch, big, Double.NaN, "-"));
+            rows.add(row(label, "per block cudaMemcpyAsync from pageable memory (no staging)", pageableRaw, torch, big,
+                    Double.NaN, "-"));
+
+            try (GpuDevice dev = new GpuDevice("gpu0", 0, blocks, bs)) {
+                long cpu0 = cpu();
+                double[] direct = measure(rounds, total, h2d -> check(dev.io(h2d, slotNos, h2d ? src : dst)));
+                double cpuDirect = (cpu() - cpu0) / 1e9 / ((2.0 * rounds + 2) * total / 1e9);
+                String c1 = verify(src, dst);
+                ok &= c1.startsWith("ok");
+                rows.add(row(label, "GpuDevice, pinned host buffers (direct DMA)", direct, torch, big, cpuDirect, c1));
+
+                fill(dst);
+                MemorySegment[] pageDst = slices(arena.allocate(total, 4096), bs, blocks);
+                cpu0 = cpu();
+                double[] staged = measure(rounds, total, h2d -> check(dev.io(h2d, slotNos, h2d ? pageSrc : pageDst)));
+                double cpuStaged = (cpu() - cpu0) / 1e9 / ((2.0 * rounds + 2) * total / 1e9);
+                String c2 = verify(pageSrc, pageDst);
+                ok &= c2.startsWith("ok");
+                rows.add(row(label, "GpuDevice, pageable host buffers (pinned staging, double-buffered)", staged, torch, big,
+                        cpuStaged, c2));
+            }
+
+            // the agent's tier: placement + device worker + CRC32C on put and on every load
+            GpuDevice tierDev = new GpuDevice("gpu0", 0, 2L * blocks, bs);
+            try (PooledTier tier = PooledTier.of("gpu", BlockEvent.GPU, bs, List.of(tierDev), new double[] {1})) {
+                long[][] keys = new long[1][];
+                long[] next = {1};
+                fill(dst);
+                long cpu0 = cpu();
+                double[] pooled = measure(rounds, total, h2d -> {
+                    if (h2d) {
+                        keys[0] = new long[blocks];
+                        for (int i = 0; i < blocks; i++) {
+                            keys[0][i] = next[0]++;
+                        }
+                        check(tier.put(keys[0], src, false).join());
+                    } else {
+                        check(tier.get(keys[0], dst).join());
+                    }
+                });
+                double cpuPooled = (cpu() - cpu0) / 1e9 / ((2.0 * rounds + 2) * total / 1e9);
+                String c3 = verify(src, dst);
+                ok &= c3.startsWith("ok") && tier.checksumFailures() == 0;
+                rows.add(row(label, "agent GPU tier (PooledTier: worker + CRC32C), pinned buffers", pooled, torch, big,
+                        cpuPooled, c3 + (tier.checksumFailures() == 0 ? "" : ", " + tier.checksumFailures() + " checksum failures")));
+            }
+            GpuDevice.unpin(pinned);
+            GpuDevice.unpin(back);
+        }
+        return new Result(rows, ok);
+    }
+
+    /** Median H2D and D2H bandwidth (GB/s) over rounds, after one warm-up of each; H2D runs before D2H per round. */
+    static double[] measure(int rounds, long bytes, Copy c) {
+        c.run(true);
+        c.run(false);
+        double[] h = new double[rounds], d = new double[rounds];
+        for (int i = 0; i < rounds; i++) {
+            long t0 = System.nanoTime();
+            c.run(true);
+            long t1 = System.nanoTime();
+            c.run(false);
+            long t2 = System.nanoTime();
+            h[i] = bytes / ((t1 - t0) / 1e9) / 1e9;
+            d[i] = bytes / ((t2 - t1) / 1e9) / 1e9;
+        }
+        return new double[] {AgentBench.median(h), AgentBench.median(d)};
+    }
+
+    static double[] torch(int bs, int blocks, int rounds) {
+        try {
+            Process p = new ProcessBuilder("python3", "-c", TORCH, "" + bs, "" + blocks, "" + rounds).redirectErrorStream(true).start();
+            double[] out = {Double.NaN, Double.NaN};
+            StringBuilder log = new StringBuilder();
+            try (BufferedReader rd = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line; (line = rd.readLine()) != null; ) {
+                    log.append(line).append('\n');
+                    String[] f = line.trim().split(" ");
+                    if (f.length == 3 && f[0].equals("torch")) {
+                        out[f[1].equals("h2d") ? 0 : 1] = Double.parseDouble(f[2]);
+                    }
+                }
+            }
+            if (!p.waitFor(300, TimeUnit.SECONDS) || p.exitValue() != 0) {
+                System.out.println("gpu: torch baseline failed:\n" + log);
+            }
+            return out;
+        } catch (Exception e) {
+            System.out.println("gpu: no torch baseline (" + e.getMessage() + ")");
+            return new double[] {Double.NaN, Double.NaN};
+        }
+    }
+
+    static MemorySegment[] slices(MemorySegment m, int bs, int n) {
+        MemorySegment[] out = new MemorySegment[n];
+        for (int i = 0; i < n; i++) {
+            out[i] = m.asSlice((long) i * bs, bs);
+        }
+        return out;
+    }
+
+    static void fill(MemorySegment[] s) {
+        for (MemorySegment x : s) {
+            x.fill((byte) 0);
+        }
+    }
+
+    static void check(boolean[] ok) {
+        for (boolean b : ok) {
+            if (!b) {
+                throw new IllegalStateException("a GPU copy reported failure");
+            }
+        }
+    }
+
+    static String verify(MemorySegment[] a, MemorySegment[] b) {
+        long bytes = 0;
+        for (int i = 0; i < a.length; i++) {
+            long m = a[i].mismatch(b[i]);
+            if (m != -1) {
+                return "MISMATCH block " + i + " byte " + m;
+            }
+            bytes += a[i].byteSize();
+        }
+        return "ok, " + (bytes >> 20) + " MiB";
+    }
+
+    static long cpu() {
+        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
+    }
+
+    static String row(String block, String mode, double[] bw, double[] torch, double[] big, double cpuPerGb, String checked) {
+        return String.format(Locale.ROOT, "| %s | %s | %.1f | %.1f | %s / %s | %.2f / %.2f | %s | %s |", block, mode, bw[0], bw[1],
+                ratio(bw[0], torch[0]), ratio(bw[1], torch[1]), bw[0] / big[0], bw[1] / big[1],
+                Double.isNaN(cpuPerGb) ? "-" : String.format(Locale.ROOT, "%.3f", cpuPerGb), checked);
+    }
+
+    static String ratio(double a, double b) {
+        return Double.isNaN(b) ? "n/a" : String.format(Locale.ROOT, "%.2f×", a / b);
+    }
+}
