@@ -196,14 +196,22 @@ public final class PooledTier implements Tier {
         if (!evicted.isEmpty()) {
             evictListener.accept(evicted.stream().mapToLong(Long::longValue).toArray());
         }
-        int[] crc = new int[n];
+        int[] crc;
+        if (knownCrcs != null) {
+            crc = knownCrcs;
+        } else {
+            boolean[] placed = new boolean[n];
+            for (int i = 0; i < n; i++) {
+                placed[i] = dev[i] >= 0;
+            }
+            crc = Checksums.crc32c(src, placed);
+        }
         List<CompletableFuture<Void>> parts = new ArrayList<>();
         for (int d = 0; d < devices.size(); d++) {
             List<Integer> mine = new ArrayList<>();
             for (int i = 0; i < n; i++) {
                 if (dev[i] == d) {
                     mine.add(i);
-                    crc[i] = knownCrcs != null ? knownCrcs[i] : Checksums.crc32c(src[i]);
                 }
             }
             if (mine.isEmpty()) {
@@ -289,9 +297,10 @@ public final class PooledTier implements Tier {
             }
             // checksums are verified off the device thread, so the device starts its next batch at once
             parts.add(workers.get(d).read(s, b).handleAsync((res, err) -> {
+                int[] crcs = err == null ? Checksums.crc32c(b, res) : null;
                 for (int j = 0; j < s.length; j++) {
                     int i = mine.get(j);
-                    boolean good = err == null && res[j] && Checksums.crc32c(b[j]) == es[i].crc;
+                    boolean good = err == null && res[j] && crcs[j] == es[i].crc;
                     if (err == null && res[j] && !good) {
                         checksumFailures.incrementAndGet();
                         drop(keys[i], es[i]);

@@ -13,4 +13,19 @@ public final class Checksums {
         c.update(s.asByteBuffer());
         return (int) c.getValue();
     }
+
+    /** CRC32C of the blocks where {@code which} is null or true (0 elsewhere), big batches over all cores. */
+    public static int[] crc32c(MemorySegment[] blocks, boolean[] which) {
+        int[] out = new int[blocks.length];
+        long total = 0;
+        for (int i = 0; i < blocks.length; i++) {
+            total += which == null || which[i] ? blocks[i].byteSize() : 0;
+        }
+        HostParallel.forEach(blocks.length, total, i -> {
+            if (which == null || which[i]) {
+                out[i] = crc32c(blocks[i]);
+            }
+        });
+        return out;
+    }
 }

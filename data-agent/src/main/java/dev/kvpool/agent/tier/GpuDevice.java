@@ -20,7 +20,7 @@ import jcuda.runtime.cudaStream_t;
  * <p>Host buffers inside a region registered with {@link #pin} (the host pool's regions and the engine's shared
  * segment, pinned by the agent at start-up) are copied directly by the copy engines. Any other buffer is pageable:
  * CUDA would copy it synchronously through its own small bounce buffer, so it goes through this device's pinned
- * staging buffer instead, in two halves so the CPU copy of one group overlaps the DMA of the other.
+ * staging buffer instead, in two halves so the CPU copy of one group (spread over the cores) overlaps the DMA of the other.
  *
  * <p>Only constructed where {@link #deviceCount()} &gt; 0; elsewhere the agent puts a {@link MemoryDevice} in the GPU
  * tier's place.
@@ -198,13 +198,16 @@ public final class GpuDevice implements Device {
             if (used[half]) {
                 JCuda.cudaEventSynchronize(halfDone[half]);
             }
-            for (int j = 0; j < stageSlots && start + j < n; j++) {
+            int first = start;
+            int m = Math.min(stageSlots, n - start);
+            HostParallel.forEach(m, (long) m * slotBytes, j -> {
+                MemorySegment b = bufs[ops[first + j]];
+                MemorySegment.copy(b, 0, stagingMem, stageOffset(half, j), b.byteSize());
+            });
+            for (int j = 0; j < m; j++) {
                 int i = ops[start + j];
-                long off = stageOffset(half, j);
-                long len = bufs[i].byteSize();
-                MemorySegment.copy(bufs[i], 0, stagingMem, off, len);
-                JCuda.cudaMemcpyAsync(base.withByteOffset(slotNos[i] * slotBytes), staging.withByteOffset(off), len,
-                        cudaMemcpyKind.cudaMemcpyHostToDevice, stream);
+                JCuda.cudaMemcpyAsync(base.withByteOffset(slotNos[i] * slotBytes), staging.withByteOffset(stageOffset(half, j)),
+                        bufs[i].byteSize(), cudaMemcpyKind.cudaMemcpyHostToDevice, stream);
             }
             JCuda.cudaEventRecord(halfDone[half], stream);
             used[half] = true;
@@ -229,10 +232,11 @@ public final class GpuDevice implements Device {
                 int prev = g - 1;
                 int half = prev & 1;
                 JCuda.cudaEventSynchronize(halfDone[half]);
-                for (int j = 0; j < stageSlots && prev * stageSlots + j < n; j++) {
-                    int i = ops[prev * stageSlots + j];
-                    MemorySegment.copy(stagingMem, stageOffset(half, j), bufs[i], 0, bufs[i].byteSize());
-                }
+                int m = Math.min(stageSlots, n - prev * stageSlots);
+                HostParallel.forEach(m, (long) m * slotBytes, j -> {
+                    MemorySegment b = bufs[ops[prev * stageSlots + j]];
+                    MemorySegment.copy(stagingMem, stageOffset(half, j), b, 0, b.byteSize());
+                });
             }
         }
     }

@@ -68,6 +68,7 @@ public final class MemoryDevice implements Device {
 
     @Override
     public void close() {
+        GpuDevice.unpin(region); // the GPU tier may have page-locked it; unregister before the memory goes
         arena.close();
     }
 }
