@@ -151,7 +151,21 @@ public final class GpuBench {
                 double cpuDirect = (cpu() - cpu0) / 1e9 / ((2.0 * rounds + 2) * total / 1e9);
                 String c1 = verify(src, dst);
                 ok &= c1.startsWith("ok");
-                rows.add(row(label, "GpuDevice, pinned host buffers (direct DMA)", direct, torch, big, cpuDirect, c1));
+                rows.add(row(label, "GpuDevice, pinned host buffers, consecutive slots (direct DMA, merged into runs)", direct, torch, big, cpuDirect, c1));
+
+                // the same blocks at scattered slots: no two adjacent, so one copy per block (no runs)
+                fill(dst);
+                long[] scattered = new long[blocks];
+                for (int i = 0; i < blocks; i++) {
+                    scattered[i] = (i * 2L) % blocks + (i * 2L >= blocks ? 1 : 0);
+                }
+                cpu0 = cpu();
+                double[] perBlock = measure(rounds, total, h2d -> check(dev.io(h2d, scattered, h2d ? src : dst)));
+                double cpuPerBlock = (cpu() - cpu0) / 1e9 / ((2.0 * rounds + 2) * total / 1e9);
+                String c0 = verify(src, dst);
+                ok &= c0.startsWith("ok");
+                rows.add(row(label, "GpuDevice, pinned host buffers, scattered slots (one copy per block)", perBlock, torch,
+                        big, cpuPerBlock, c0));
 
                 fill(dst);
                 MemorySegment[] pageDst = slices(arena.allocate(total, 4096), bs, blocks);

@@ -111,6 +111,51 @@ class GpuDeviceTest {
         }
     }
 
+    /** Adjacent host bytes + consecutive slots become one copy (direct and staged); gaps and short blocks end a run. */
+    @Test
+    void adjacentBlocksAreCopiedAsRunsByteForByte() {
+        int slotBytes = 256 << 10;
+        int n = 150; // > 2 staging halves of 64 slots
+        long[] slots = new long[n];
+        for (int i = 0; i < n; i++) {
+            slots[i] = i < 50 ? i : i < 100 ? i + 10 : 300 - i; // run, gap, run, descending (no run)
+        }
+        try (Arena a = Arena.ofShared(); GpuDevice dev = new GpuDevice("gpu0", 0, 320, slotBytes)) {
+            MemorySegment pinned = a.allocate((long) n * slotBytes, 4096);
+            MemorySegment pageable = a.allocate((long) n * slotBytes, 4096);
+            assertTrue(GpuDevice.pin(pinned));
+            try {
+                MemorySegment[] src = new MemorySegment[n], back = new MemorySegment[n];
+                Random r = new Random(5);
+                for (int i = 0; i < n; i++) {
+                    long len = i % 37 == 20 ? slotBytes / 2 : slotBytes; // a short block now and then
+                    src[i] = pinned.asSlice((long) i * slotBytes, len);
+                    byte[] b = new byte[(int) len];
+                    r.nextBytes(b);
+                    src[i].copyFrom(MemorySegment.ofArray(b));
+                    back[i] = pageable.asSlice((long) i * slotBytes, len);
+                }
+                assertAll(dev.io(true, slots, src)); // direct, in runs
+                assertAll(dev.io(false, slots, back)); // staged, in runs
+                for (int i = 0; i < n; i++) {
+                    assertEquals(-1, back[i].mismatch(src[i]), "block " + i);
+                }
+                pinned.fill((byte) 0);
+                long[] moved = new long[n];
+                for (int i = 0; i < n; i++) {
+                    moved[i] = slots[i] + 2; // still in range (max 301)
+                }
+                assertAll(dev.io(true, moved, back)); // staged, in runs
+                assertAll(dev.io(false, moved, src)); // direct, in runs
+                for (int i = 0; i < n; i++) {
+                    assertEquals(-1, back[i].mismatch(src[i]), "block " + i);
+                }
+            } finally {
+                GpuDevice.unpin(pinned);
+            }
+        }
+    }
+
     @Test
     void outOfRangeOpsFailAloneAndOthersComplete() {
         try (Arena a = Arena.ofShared(); GpuDevice dev = new GpuDevice("gpu0", 0, 4, BLOCK)) {
