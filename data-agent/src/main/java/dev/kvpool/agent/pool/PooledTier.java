@@ -45,6 +45,9 @@ public final class PooledTier implements Tier {
                 return t;
             });
 
+    /** Size of the parts a big batch is cut into per device (see {@link #pipelined}). */
+    static final long PIPELINE_BYTES = 32L << 20;
+
     private final String name;
     private final String medium;
     private final int blockBytes;
@@ -196,55 +199,71 @@ public final class PooledTier implements Tier {
         if (!evicted.isEmpty()) {
             evictListener.accept(evicted.stream().mapToLong(Long::longValue).toArray());
         }
-        int[] crc;
-        if (knownCrcs != null) {
-            crc = knownCrcs;
-        } else {
-            boolean[] placed = new boolean[n];
-            for (int i = 0; i < n; i++) {
-                placed[i] = dev[i] >= 0;
-            }
-            crc = Checksums.crc32c(src, placed);
-        }
+        int[] crc = knownCrcs != null ? knownCrcs : new int[n];
         List<CompletableFuture<Void>> parts = new ArrayList<>();
         for (int d = 0; d < devices.size(); d++) {
-            List<Integer> mine = new ArrayList<>();
+            List<Integer> all = new ArrayList<>();
             for (int i = 0; i < n; i++) {
                 if (dev[i] == d) {
-                    mine.add(i);
+                    all.add(i);
                 }
             }
-            if (mine.isEmpty()) {
-                continue;
-            }
-            long[] s = new long[mine.size()];
-            MemorySegment[] b = new MemorySegment[mine.size()];
-            for (int j = 0; j < s.length; j++) {
-                s[j] = slot[mine.get(j)];
-                b[j] = src[mine.get(j)];
-            }
-            DeviceWorker w = workers.get(d);
-            CompletableFuture<boolean[]> f = deferred ? w.writeDeferred(s, b) : w.writeNow(s, b);
-            int dd = d;
-            parts.add(f.handle((res, err) -> {
-                synchronized (this) {
+            for (List<Integer> mine : pipelined(all)) {
+                long[] s = new long[mine.size()];
+                MemorySegment[] b = new MemorySegment[mine.size()];
+                for (int j = 0; j < s.length; j++) {
+                    s[j] = slot[mine.get(j)];
+                    b[j] = src[mine.get(j)];
+                }
+                if (knownCrcs == null) { // this part's checksums overlap the previous part's transfer
+                    int[] c = Checksums.crc32c(b, null);
                     for (int j = 0; j < s.length; j++) {
-                        int i = mine.get(j);
-                        boolean good = err == null && res[j];
-                        Entry prev = index.get(keys[i]);
-                        if (good && (prev == null || prev.dead)) {
-                            index.put(keys[i], new Entry(dd, s[j], crc[i]));
-                            ok[i] = true;
-                        } else {
-                            slots[dd].release(s[j]); // failed, or another put of the same key won
-                            ok[i] = good;
-                        }
+                        crc[mine.get(j)] = c[j];
                     }
                 }
-                return null;
-            }));
+                DeviceWorker w = workers.get(d);
+                CompletableFuture<boolean[]> f = deferred ? w.writeDeferred(s, b) : w.writeNow(s, b);
+                int dd = d;
+                parts.add(f.handle((res, err) -> {
+                    synchronized (this) {
+                        for (int j = 0; j < s.length; j++) {
+                            int i = mine.get(j);
+                            boolean good = err == null && res[j];
+                            Entry prev = index.get(keys[i]);
+                            if (good && (prev == null || prev.dead)) {
+                                index.put(keys[i], new Entry(dd, s[j], crc[i]));
+                                ok[i] = true;
+                            } else {
+                                slots[dd].release(s[j]); // failed, or another put of the same key won
+                                ok[i] = good;
+                            }
+                        }
+                    }
+                    return null;
+                }));
+            }
         }
         return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> ok);
+    }
+
+    /**
+     * One device's share of a batch, cut into parts of {@link #PIPELINE_BYTES} when it is more than two of them:
+     * each part is its own device request, so checksumming one part overlaps the transfer of the next instead of
+     * adding to it (at GPU speeds the two are of the same order).
+     */
+    private List<List<Integer>> pipelined(List<Integer> idx) {
+        if (idx.isEmpty()) {
+            return List.of();
+        }
+        int per = (int) Math.max(1, PIPELINE_BYTES / blockBytes);
+        if (idx.size() <= 2 * per) {
+            return List.of(idx);
+        }
+        List<List<Integer>> out = new ArrayList<>();
+        for (int k = 0; k < idx.size(); k += per) {
+            out.add(idx.subList(k, Math.min(idx.size(), k + per)));
+        }
+        return out;
     }
 
     /** Evicts the least recently used unpinned block; false when none can go. Caller holds the lock. */
@@ -280,35 +299,34 @@ public final class PooledTier implements Tier {
         boolean[] hit = new boolean[n];
         List<CompletableFuture<Void>> parts = new ArrayList<>();
         for (int d = 0; d < devices.size(); d++) {
-            List<Integer> mine = new ArrayList<>();
+            List<Integer> all = new ArrayList<>();
             for (int i = 0; i < n; i++) {
                 if (es[i] != null && es[i].device == d) {
-                    mine.add(i);
+                    all.add(i);
                 }
             }
-            if (mine.isEmpty()) {
-                continue;
-            }
-            long[] s = new long[mine.size()];
-            MemorySegment[] b = new MemorySegment[mine.size()];
-            for (int j = 0; j < s.length; j++) {
-                s[j] = es[mine.get(j)].slot;
-                b[j] = dst[mine.get(j)].asSlice(0, blockBytes);
-            }
-            // checksums are verified off the device thread, so the device starts its next batch at once
-            parts.add(workers.get(d).read(s, b).handleAsync((res, err) -> {
-                int[] crcs = err == null ? Checksums.crc32c(b, res) : null;
+            for (List<Integer> mine : pipelined(all)) {
+                long[] s = new long[mine.size()];
+                MemorySegment[] b = new MemorySegment[mine.size()];
                 for (int j = 0; j < s.length; j++) {
-                    int i = mine.get(j);
-                    boolean good = err == null && res[j] && crcs[j] == es[i].crc;
-                    if (err == null && res[j] && !good) {
-                        checksumFailures.incrementAndGet();
-                        drop(keys[i], es[i]);
-                    }
-                    hit[i] = good;
+                    s[j] = es[mine.get(j)].slot;
+                    b[j] = dst[mine.get(j)].asSlice(0, blockBytes);
                 }
-                return null;
-            }, VERIFY));
+                // checksums are verified off the device thread, so the device starts its next part at once
+                parts.add(workers.get(d).read(s, b).handleAsync((res, err) -> {
+                    int[] crcs = err == null ? Checksums.crc32c(b, res) : null;
+                    for (int j = 0; j < s.length; j++) {
+                        int i = mine.get(j);
+                        boolean good = err == null && res[j] && crcs[j] == es[i].crc;
+                        if (err == null && res[j] && !good) {
+                            checksumFailures.incrementAndGet();
+                            drop(keys[i], es[i]);
+                        }
+                        hit[i] = good;
+                    }
+                    return null;
+                }, VERIFY));
+            }
         }
         return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).handle((v, err) -> {
             unpin(es);

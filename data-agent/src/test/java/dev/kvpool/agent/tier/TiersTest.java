@@ -87,6 +87,44 @@ class TiersTest {
         }
     }
 
+    /** A batch over twice the pipeline part size goes as several device requests; every part checksummed. */
+    @Test
+    void bigBatchGoesInPartsAndEveryPartIsVerified() {
+        int bs = 2 << 20;
+        int n = 48; // 96 MiB: three 32 MiB parts
+        try (Arena a = Arena.ofShared()) {
+            MemoryDevice d = new MemoryDevice("h0", 64, bs);
+            try (PooledTier host = PooledTier.of("host", BlockEvent.CPU, bs, List.of(d), new double[] {1})) {
+                MemorySegment[] src = TestBlocks.random(a, n, bs, 8);
+                long[] keys = TestBlocks.keys(1, n);
+                for (boolean b : host.put(keys, src, false).join()) {
+                    assertTrue(b);
+                }
+                // corrupt one block of the last part in place
+                MemorySegment victim = d.slotMemory(findSlot(d, src[45]));
+                victim.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 7, (byte) ~victim.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 7));
+                MemorySegment[] dst = TestBlocks.empty(a, n, bs);
+                boolean[] hit = host.get(keys, dst).join();
+                for (int i = 0; i < n; i++) {
+                    assertEquals(i != 45, hit[i], "block " + i);
+                    if (i != 45) {
+                        assertEquals(-1, dst[i].mismatch(src[i]), "block " + i);
+                    }
+                }
+                assertEquals(1, host.checksumFailures());
+            }
+        }
+    }
+
+    private static long findSlot(MemoryDevice d, MemorySegment content) {
+        for (long s = 0; s < d.slotCount(); s++) {
+            if (d.slotMemory(s).mismatch(content) == -1) {
+                return s;
+            }
+        }
+        throw new AssertionError("block not found in device memory");
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"io_uring", "filechannel"})
     void nvmeRoundTripAndOnDiskCorruption(String engine) throws Exception {
