@@ -1,0 +1,31 @@
+#!/bin/bash
+# Packs what the GPU checks need into .gpu/ (git-ignored) for the device machine, which has no JDK and no network:
+# a jlink'd JRE, the agent/api/bench jars, the agent's test classes, JCuda (runtime natives only) and JUnit's
+# console launcher. Then: device run with carry [".gpu"] and command `bash .gpu/run.sh` (see docs/benchmarks.md).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+M=${MAVEN_REPO:-$HOME/.m2/repository}
+./mvnw -B -q -pl api,data-agent,bench -am install -DskipTests
+./mvnw -B -q dependency:get -Dartifact=org.junit.platform:junit-platform-console-standalone:1.13.4 >/dev/null
+grep -qx "/.gpu/" .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo "/.gpu/" >> .git/info/exclude; }
+rm -rf .gpu && mkdir -p .gpu/lib
+cp data-agent/target/kvpool-data-agent-*.jar api/target/kvpool-api-*.jar bench/target/kvpool-bench.jar .gpu/lib/
+cp "$M"/com/google/protobuf/protobuf-java/4.32.1/protobuf-java-4.32.1.jar \
+   "$M"/com/google/protobuf/protobuf-java-util/4.32.1/protobuf-java-util-4.32.1.jar \
+   "$M"/com/fasterxml/jackson/core/jackson-core/2.20.1/jackson-core-2.20.1.jar \
+   "$M"/com/fasterxml/jackson/core/jackson-databind/2.20.1/jackson-databind-2.20.1.jar \
+   "$M"/com/fasterxml/jackson/core/jackson-annotations/2.20/jackson-annotations-2.20.jar \
+   "$M"/org/jcuda/jcuda/12.6.0/jcuda-12.6.0.jar \
+   "$M"/org/junit/platform/junit-platform-console-standalone/1.13.4/junit-platform-console-standalone-1.13.4.jar .gpu/lib/
+# JCuda's natives jar is 26 MB; the runtime library (cudart linked in statically) is the 1 MB we use
+tmp=$(mktemp -d)
+(cd "$tmp" && unzip -q "$M"/org/jcuda/jcuda-natives/12.6.0/jcuda-natives-12.6.0-linux-x86_64.jar 'lib/libJCudaRuntime*' 'META-INF/MANIFEST.MF' \
+  && zip -q -r "$OLDPWD/.gpu/lib/jcuda-natives-runtime-only.jar" .)
+cp -r data-agent/target/test-classes .gpu/agent-test-classes
+"$JAVA_HOME"/bin/jlink --add-modules java.base,java.logging,jdk.unsupported,java.management,jdk.management,java.net.http,java.xml,java.sql,java.naming \
+  --strip-debug --no-header-files --no-man-pages --output "$tmp/jre"
+tar cJf .gpu/jre.tar.xz -C "$tmp" jre
+rm -rf "$tmp"
+cp bench/gpu/run.sh .gpu/run.sh
+du -sh .gpu
