@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.kvpool.agent.TestBlocks;
+import dev.kvpool.agent.api.SharedMemory;
 import dev.kvpool.agent.events.EventSink;
 import dev.kvpool.agent.pool.PooledTier;
 import dev.kvpool.agent.store.AgentSetup;
@@ -14,6 +15,7 @@ import dev.kvpool.agent.store.BlockStore;
 import dev.kvpool.api.events.BlockBatch.BlockEvent;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Random;
@@ -152,6 +154,44 @@ class GpuDeviceTest {
                 }
             } finally {
                 GpuDevice.unpin(pinned);
+            }
+        }
+    }
+
+    /** The engine's shared segment (a /dev/shm file both sides mmap) is page-locked and copied directly. */
+    @Test
+    void sharedSegmentIsPinnedAndCopiedDirectly(@TempDir Path dir) {
+        Path shmDir = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : dir;
+        try (SharedMemory shm = new SharedMemory(shmDir.resolve("kvpool-gpu-test-" + ProcessHandle.current().pid()), 64L << 20);
+             Arena a = Arena.ofShared(); GpuDevice dev = new GpuDevice("gpu0", 0, 16, BLOCK)) {
+            assertTrue(GpuDevice.pin(shm.segment()), "cudaHostRegister of the mmap'd shared segment");
+            try {
+                MemorySegment[] src = TestBlocks.random(a, 8, BLOCK, 21);
+                MemorySegment[] inShm = new MemorySegment[8];
+                for (int i = 0; i < 8; i++) {
+                    inShm[i] = shm.slice((long) i * BLOCK, BLOCK);
+                    inShm[i].copyFrom(src[i]);
+                }
+                long[] slots = TestBlocks.keys(0, 8);
+                long direct0 = dev.opCounts()[0];
+                assertAll(dev.io(true, slots, inShm));
+                MemorySegment[] back = new MemorySegment[8];
+                for (int i = 0; i < 8; i++) {
+                    back[i] = shm.slice((long) (16 + i) * BLOCK, BLOCK);
+                }
+                assertAll(dev.io(false, slots, back));
+                assertEquals(direct0 + 16, dev.opCounts()[0]);
+                for (int i = 0; i < 8; i++) {
+                    assertEquals(-1, back[i].mismatch(src[i]));
+                }
+            } finally {
+                GpuDevice.unpin(shm.segment());
+            }
+        } finally {
+            try {
+                Files.deleteIfExists(shmDir.resolve("kvpool-gpu-test-" + ProcessHandle.current().pid()));
+            } catch (java.io.IOException ignored) {
+                // best effort
             }
         }
     }
