@@ -197,17 +197,15 @@ public final class PooledTier implements Tier {
             evictListener.accept(evicted.stream().mapToLong(Long::longValue).toArray());
         }
         int[] crc = new int[n];
-        List<CompletableFuture<Void>> parts = new ArrayList<>();
+        List<List<Integer>> byDevice = new ArrayList<>();
+        List<long[]> slotsOf = new ArrayList<>();
+        List<CompletableFuture<boolean[]>> writes = new ArrayList<>();
         for (int d = 0; d < devices.size(); d++) {
             List<Integer> mine = new ArrayList<>();
             for (int i = 0; i < n; i++) {
                 if (dev[i] == d) {
                     mine.add(i);
-                    crc[i] = knownCrcs != null ? knownCrcs[i] : Checksums.crc32c(src[i]);
                 }
-            }
-            if (mine.isEmpty()) {
-                continue;
             }
             long[] s = new long[mine.size()];
             MemorySegment[] b = new MemorySegment[mine.size()];
@@ -216,8 +214,26 @@ public final class PooledTier implements Tier {
                 b[j] = src[mine.get(j)];
             }
             DeviceWorker w = workers.get(d);
-            CompletableFuture<boolean[]> f = deferred ? w.writeDeferred(s, b) : w.writeNow(s, b);
+            byDevice.add(mine);
+            slotsOf.add(s);
+            writes.add(mine.isEmpty() ? null : deferred ? w.writeDeferred(s, b) : w.writeNow(s, b));
+        }
+        // checksums while the devices write (src does not change until the write completes): off the critical path
+        for (int i = 0; i < n; i++) {
+            if (dev[i] >= 0) {
+                crc[i] = knownCrcs != null ? knownCrcs[i] : Checksums.crc32c(src[i]);
+            }
+        }
+        List<CompletableFuture<Void>> parts = new ArrayList<>();
+        for (int d = 0; d < devices.size(); d++) {
+            CompletableFuture<boolean[]> f = writes.get(d);
+            if (f == null) {
+                continue;
+            }
+            List<Integer> mine = byDevice.get(d);
+            long[] s = slotsOf.get(d);
             int dd = d;
+            // attached after every crc[i] is set, so the handler sees them whichever thread runs it
             parts.add(f.handle((res, err) -> {
                 synchronized (this) {
                     for (int j = 0; j < s.length; j++) {
