@@ -63,8 +63,14 @@ public final class AgentBench {
         long fileBytes = Long.parseLong(opt.getOrDefault("file-mib", "1024")) << 20;
         List<String> table = new ArrayList<>();
         if (what.equals("all") || what.equals("disk")) {
-            for (int bs : new int[] {256 << 10, 2 << 20}) {
+            // --bs 256,2048 (KiB) and --rw read,write narrow the disk matrix (profiling one case)
+            int[] sizes = Arrays.stream(opt.getOrDefault("bs", "256,2048").split(",")).mapToInt(x -> Integer.parseInt(x) << 10).toArray();
+            String rw = opt.getOrDefault("rw", "read,write");
+            for (int bs : sizes) {
                 for (boolean write : new boolean[] {false, true}) {
+                    if (!rw.contains(write ? "write" : "read")) {
+                        continue;
+                    }
                     table.add(disk(dir, bs, write, qd, fileBytes, secs, pairs));
                 }
             }

@@ -36,6 +36,39 @@ public interface BlockIo extends AutoCloseable {
      */
     int[] execute(BlockFile file, List<Op> ops);
 
+    /**
+     * Ops handed over one at a time and completed in any order, keeping up to the queue depth in flight across
+     * batches (as fio does) instead of draining to zero at the end of each {@link #execute} call. One owner thread.
+     */
+    interface Pipeline {
+        /** Completion of one op: the tag given to {@link #offer} and the bytes transferred, or -errno. */
+        interface Completion {
+            void complete(long tag, int res);
+        }
+
+        /** Most ops in flight at once. */
+        int depth();
+
+        /** Ops offered and not yet completed. */
+        int inFlight();
+
+        /** Queues one op (not yet handed to the kernel); false when {@link #depth} ops are already in flight. */
+        boolean offer(Op op, long tag);
+
+        /**
+         * Hands the queued ops to the kernel and delivers the completions that are ready; when {@code wait} and
+         * some op is in flight, first waits for at least one.
+         *
+         * @return completions delivered
+         */
+        int poll(boolean wait, Completion c);
+    }
+
+    /** A pipeline on {@code file}, or null where this implementation only runs whole batches. */
+    default Pipeline pipeline(BlockFile file) {
+        return null;
+    }
+
     /** Buffers the implementation may pin for zero-setup I/O (io_uring fixed buffers); a hint, optional. */
     default void registerBuffers(List<MemorySegment> buffers) {
     }

@@ -22,6 +22,32 @@ public interface Device extends AutoCloseable {
      */
     boolean[] io(boolean write, long[] slots, MemorySegment[] bufs);
 
+    /**
+     * Slot ops handed over one at a time, up to {@link #depth} in flight across requests; the device worker uses it
+     * where a device has one, so the queue stays full from one request to the next.
+     */
+    interface Pipeline {
+        /** Completion of one op: its tag and the bytes transferred, or -errno. */
+        interface Completion {
+            void complete(long tag, int res);
+        }
+
+        int depth();
+
+        int inFlight();
+
+        /** Queues one op; false when {@link #depth} ops are in flight. */
+        boolean offer(boolean write, long slot, MemorySegment buf, long tag);
+
+        /** Starts the queued ops and delivers ready completions, waiting for one first when {@code wait}. */
+        int poll(boolean wait, Completion c);
+    }
+
+    /** This device's pipeline, or null: the worker then runs whole batches through {@link #io}. */
+    default Pipeline pipeline() {
+        return null;
+    }
+
     /** Bytes of the slot, for direct (zero-copy) access where the device is host memory; null otherwise. */
     default MemorySegment slotMemory(long slot) {
         return null;

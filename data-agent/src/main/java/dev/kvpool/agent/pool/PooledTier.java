@@ -199,56 +199,72 @@ public final class PooledTier implements Tier {
         if (!evicted.isEmpty()) {
             evictListener.accept(evicted.stream().mapToLong(Long::longValue).toArray());
         }
-        int[] crc = knownCrcs != null ? knownCrcs : new int[n];
-        List<CompletableFuture<Void>> parts = new ArrayList<>();
+        List<List<Integer>> byDevice = new ArrayList<>();
+        List<long[]> slotsOf = new ArrayList<>();
+        List<CompletableFuture<boolean[]>> writes = new ArrayList<>();
         for (int d = 0; d < devices.size(); d++) {
-            List<Integer> all = new ArrayList<>();
+            List<Integer> mine = new ArrayList<>();
             for (int i = 0; i < n; i++) {
                 if (dev[i] == d) {
-                    all.add(i);
+                    mine.add(i);
                 }
             }
-            for (List<Integer> mine : pipelined(all)) {
-                long[] s = new long[mine.size()];
-                MemorySegment[] b = new MemorySegment[mine.size()];
-                for (int j = 0; j < s.length; j++) {
-                    s[j] = slot[mine.get(j)];
-                    b[j] = src[mine.get(j)];
-                }
-                if (knownCrcs == null) { // this part's checksums overlap the previous part's transfer
-                    int[] c = Checksums.crc32c(b, null);
+            long[] s = new long[mine.size()];
+            MemorySegment[] b = new MemorySegment[mine.size()];
+            for (int j = 0; j < s.length; j++) {
+                s[j] = slot[mine.get(j)];
+                b[j] = src[mine.get(j)];
+            }
+            DeviceWorker w = workers.get(d);
+            byDevice.add(mine);
+            slotsOf.add(s);
+            writes.add(mine.isEmpty() ? null : deferred ? w.writeDeferred(s, b) : w.writeNow(s, b));
+        }
+        // checksums while the devices write (src does not change until the write completes): off the critical path
+        int[] crc;
+        if (knownCrcs != null) {
+            crc = knownCrcs;
+        } else {
+            boolean[] placed = new boolean[n];
+            for (int i = 0; i < n; i++) {
+                placed[i] = dev[i] >= 0;
+            }
+            crc = Checksums.crc32c(src, placed);
+        }
+        List<CompletableFuture<Void>> parts = new ArrayList<>();
+        for (int d = 0; d < devices.size(); d++) {
+            CompletableFuture<boolean[]> f = writes.get(d);
+            if (f == null) {
+                continue;
+            }
+            List<Integer> mine = byDevice.get(d);
+            long[] s = slotsOf.get(d);
+            int dd = d;
+            // attached after every crc[i] is set, so the handler sees them whichever thread runs it
+            parts.add(f.handle((res, err) -> {
+                synchronized (this) {
                     for (int j = 0; j < s.length; j++) {
-                        crc[mine.get(j)] = c[j];
-                    }
-                }
-                DeviceWorker w = workers.get(d);
-                CompletableFuture<boolean[]> f = deferred ? w.writeDeferred(s, b) : w.writeNow(s, b);
-                int dd = d;
-                parts.add(f.handle((res, err) -> {
-                    synchronized (this) {
-                        for (int j = 0; j < s.length; j++) {
-                            int i = mine.get(j);
-                            boolean good = err == null && res[j];
-                            Entry prev = index.get(keys[i]);
-                            if (good && (prev == null || prev.dead)) {
-                                index.put(keys[i], new Entry(dd, s[j], crc[i]));
-                                ok[i] = true;
-                            } else {
-                                slots[dd].release(s[j]); // failed, or another put of the same key won
-                                ok[i] = good;
-                            }
+                        int i = mine.get(j);
+                        boolean good = err == null && res[j];
+                        Entry prev = index.get(keys[i]);
+                        if (good && (prev == null || prev.dead)) {
+                            index.put(keys[i], new Entry(dd, s[j], crc[i]));
+                            ok[i] = true;
+                        } else {
+                            slots[dd].release(s[j]); // failed, or another put of the same key won
+                            ok[i] = good;
                         }
                     }
-                    return null;
-                }));
-            }
+                }
+                return null;
+            }));
         }
         return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> ok);
     }
 
     /**
-     * One device's share of a batch, cut into parts of {@link #PIPELINE_BYTES} when it is more than two of them:
-     * each part is its own device request, so checksumming one part overlaps the transfer of the next instead of
+     * One device's share of a load, cut into parts of {@link #PIPELINE_BYTES} when it is more than two of them:
+     * each part is its own device request, so verifying one part overlaps the transfer of the next instead of
      * adding to it (at GPU speeds the two are of the same order).
      */
     private List<List<Integer>> pipelined(List<Integer> idx) {

@@ -19,6 +19,12 @@ import java.util.concurrent.locks.ReentrantLock;
  * is pending; <em>deferred</em> (write-behind to lower tiers) are drained in bounded chunks only when the
  * {@link IdleWindowEstimator} predicts an idle window, or when the backlog passes its high-water mark. A read that
  * arrives while a chunk runs waits for that one chunk only, never for the queued writes behind it.
+ *
+ * <p>Where the device has a {@link Device.Pipeline} (our io_uring), requests stream: ops of the next request of the
+ * same direction enter as those of the previous one complete, so the queue depth stays in flight across requests
+ * instead of draining to zero at the end of each batch. The direction changes only when nothing is in flight; a read
+ * that arrives while writes stream stops further write ops from being offered (the rest of their request waits,
+ * parked, until no read is pending), so it waits for at most the queue depth of writes.
  */
 public final class DeviceWorker implements AutoCloseable {
     /** One queued request. */
@@ -58,6 +64,23 @@ public final class DeviceWorker implements AutoCloseable {
             writeBytes = new AtomicLong(), forcedDrains = new AtomicLong();
     private int deferredOps;
 
+    /** A request admitted to a pipelined device: ops offered so far, ops not yet completed. */
+    private static final class Active {
+        final Req req;
+        final boolean write;
+        final boolean[] ok;
+        final long t0 = System.nanoTime();
+        int next;
+        int left;
+
+        Active(Req req) {
+            this.req = req;
+            this.write = req.write;
+            this.ok = new boolean[req.slots.length];
+            this.left = req.slots.length;
+        }
+    }
+
     /**
      * @param chunkOps deferred writes issued per chunk (bounds how long a read can wait behind one)
      * @param highWater deferred ops after which writes drain even inside read bursts
@@ -68,7 +91,9 @@ public final class DeviceWorker implements AutoCloseable {
         this.highWater = Math.max(this.chunkOps, highWater);
         this.maxBatchOps = Math.max(1, maxBatchOps);
         this.idle = new IdleWindowEstimator(guardNanos);
-        this.thread = Thread.ofPlatform().daemon().name("kvpool-dev-" + device.id()).start(this::loop);
+        Device.Pipeline p = device.pipeline();
+        this.thread = Thread.ofPlatform().daemon().name("kvpool-dev-" + device.id())
+                .start(p == null ? this::loop : () -> stream(p));
     }
 
     public DeviceWorker(Device device) {
@@ -159,6 +184,246 @@ public final class DeviceWorker implements AutoCloseable {
                 lock.unlock();
             }
             execute(write, batch);
+        }
+    }
+
+    // ---- streaming over a pipelined device (worker thread only) ----------------------------------------------
+
+    private void stream(Device.Pipeline p) {
+        int depth = Math.max(1, p.depth());
+        Active[] owner = new Active[depth];
+        int[] opOf = new int[depth];
+        int[] freeTags = new int[depth];
+        int free = depth;
+        for (int i = 0; i < depth; i++) {
+            freeTags[i] = depth - 1 - i;
+        }
+        ArrayDeque<Active> feed = new ArrayDeque<>();   // admitted, not every op offered yet
+        ArrayDeque<Active> parked = new ArrayDeque<>(); // writes stopped for a read; resume when no read waits
+        List<Active> finished = new ArrayList<>();
+        List<Req> taken = new ArrayList<>();
+        int unoffered = 0, inFlight = 0;
+        boolean dirWrite = false, readsWaiting;
+        while (true) {
+            taken.clear();
+            lock.lock();
+            try {
+                boolean idleDevice = inFlight == 0 && feed.isEmpty();
+                if (!running) {
+                    if (idleDevice && parked.isEmpty()) {
+                        return; // every admitted op done: no buffer is still in the kernel's hands
+                    }
+                } else if (idleDevice) {
+                    // the device is empty: pick the direction as the batch loop does, parked writes before new ones
+                    while (true) {
+                        if (!running) {
+                            break;
+                        }
+                        if (!reads.isEmpty()) {
+                            drain(reads, taken);
+                            dirWrite = false;
+                            break;
+                        }
+                        if (!parked.isEmpty()) {
+                            dirWrite = true;
+                            break;
+                        }
+                        if (!urgent.isEmpty()) {
+                            drain(urgent, taken);
+                            dirWrite = true;
+                            break;
+                        }
+                        if (!deferred.isEmpty()) {
+                            long wait = deferredOps >= highWater ? 0 : idle.waitBeforeWrite(System.nanoTime());
+                            if (wait <= 0) {
+                                if (deferredOps >= highWater) {
+                                    forcedDrains.incrementAndGet();
+                                }
+                                chunk(taken);
+                                dirWrite = true;
+                                break;
+                            }
+                            work.awaitNanos(wait);
+                        } else {
+                            work.await(100, TimeUnit.MILLISECONDS);
+                        }
+                    }
+                }
+                if (running && (!taken.isEmpty() || !idleDevice)) {
+                    topUp(dirWrite, depth - unoffered - ops(taken), taken);
+                }
+                readsWaiting = !reads.isEmpty();
+            } catch (InterruptedException e) {
+                return;
+            } finally {
+                lock.unlock();
+            }
+            if (inFlight == 0 && feed.isEmpty() && taken.isEmpty() && !parked.isEmpty() && (!readsWaiting || !running)) {
+                dirWrite = true; // nothing in flight: the parked writes resume
+                for (Active a : parked) {
+                    unoffered += a.req.slots.length - a.next;
+                }
+                feed.addAll(parked);
+                parked.clear();
+            }
+            for (Req r : taken) {
+                if (r.write != dirWrite) {
+                    throw new IllegalStateException("direction change with ops in flight on device " + device.id());
+                }
+                Active a = new Active(r);
+                active.incrementAndGet();
+                if (a.left == 0) {
+                    finished.add(a);
+                } else {
+                    feed.add(a);
+                    unoffered += a.left;
+                }
+            }
+            if (dirWrite && readsWaiting && !feed.isEmpty()) {
+                for (Active a : feed) {
+                    unoffered -= a.req.slots.length - a.next;
+                }
+                parked.addAll(feed); // a read waits: offer no more writes; they resume after the reads
+                feed.clear();
+            }
+            try {
+                while (!feed.isEmpty() && free > 0) {
+                    Active a = feed.peek();
+                    int tag = freeTags[--free];
+                    if (!p.offer(a.write, a.req.slots[a.next], a.req.bufs[a.next], tag)) {
+                        free++;
+                        break;
+                    }
+                    owner[tag] = a;
+                    opOf[tag] = a.next++;
+                    unoffered--;
+                    inFlight++;
+                    if (a.next == a.req.slots.length) {
+                        feed.poll();
+                    }
+                }
+                if (inFlight > 0) {
+                    int[] freeBox = {free};
+                    int n = p.poll(true, (tag, res) -> {
+                        int t = (int) tag;
+                        Active a = owner[t];
+                        owner[t] = null;
+                        freeTags[freeBox[0]++] = t;
+                        int i = opOf[t];
+                        a.ok[i] = res == a.req.bufs[i].byteSize();
+                        if (--a.left == 0) {
+                            finished.add(a);
+                        }
+                    });
+                    free = freeBox[0];
+                    inFlight -= n;
+                }
+            } catch (Throwable t) {
+                // the ring failed: every admitted request fails; nothing more can be known of its ops
+                failAll(t, owner, feed, parked);
+                java.util.Arrays.fill(owner, null);
+                for (int i = 0; i < depth; i++) {
+                    freeTags[i] = depth - 1 - i;
+                }
+                free = depth;
+                inFlight = 0;
+                unoffered = 0;
+            }
+            if (!finished.isEmpty()) {
+                complete(finished, inFlight == 0 && feed.isEmpty());
+                finished.clear();
+            }
+        }
+    }
+
+    /**
+     * Admits more requests of the current direction while fewer than {@code room} more ops are needed to keep the
+     * pipeline full; writes only while no read waits (deferred ones only inside an idle window). Caller holds the lock.
+     */
+    private void topUp(boolean write, int room, List<Req> taken) {
+        while (room > 0) {
+            int before = taken.size();
+            if (!write) {
+                if (!reads.isEmpty()) {
+                    drain(reads, taken);
+                }
+            } else if (reads.isEmpty()) {
+                if (!urgent.isEmpty()) {
+                    drain(urgent, taken);
+                } else if (!deferred.isEmpty()
+                        && (deferredOps >= highWater || idle.waitBeforeWrite(System.nanoTime()) <= 0)) {
+                    if (deferredOps >= highWater) {
+                        forcedDrains.incrementAndGet();
+                    }
+                    chunk(taken);
+                }
+            }
+            if (taken.size() == before) {
+                return;
+            }
+            for (int i = before; i < taken.size(); i++) {
+                room -= taken.get(i).slots.length;
+            }
+        }
+    }
+
+    private static int ops(List<Req> rs) {
+        int n = 0;
+        for (Req r : rs) {
+            n += r.slots.length;
+        }
+        return n;
+    }
+
+    /** Completes finished streamed requests: counters, observer, idle estimate, then their futures. */
+    private void complete(List<Active> finished, boolean deviceEmpty) {
+        long t1 = System.nanoTime();
+        Observer o = observer;
+        lock.lock();
+        try {
+            for (Active a : finished) {
+                if (a.write) {
+                    idle.writeChunkTook(t1 - a.t0);
+                } else if (deviceEmpty && reads.isEmpty()) {
+                    idle.readEnded(t1);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        for (Active a : finished) {
+            long bytes = 0;
+            for (MemorySegment b : a.req.bufs) {
+                bytes += b.byteSize();
+            }
+            if (a.write) {
+                writeOps.addAndGet(a.ok.length);
+                writeBytes.addAndGet(bytes);
+            } else {
+                readOps.addAndGet(a.ok.length);
+                readBytes.addAndGet(bytes);
+            }
+            if (o != null) {
+                o.executing(a.write, a.ok.length, a.t0, t1);
+            }
+            active.decrementAndGet();
+            a.req.done.complete(a.ok);
+        }
+    }
+
+    private void failAll(Throwable t, Active[] owner, ArrayDeque<Active> feed, ArrayDeque<Active> parked) {
+        java.util.Set<Active> all = new java.util.LinkedHashSet<>(feed);
+        all.addAll(parked);
+        for (Active a : owner) {
+            if (a != null) {
+                all.add(a);
+            }
+        }
+        feed.clear();
+        parked.clear();
+        for (Active a : all) {
+            active.decrementAndGet();
+            a.req.done.completeExceptionally(t);
         }
     }
 

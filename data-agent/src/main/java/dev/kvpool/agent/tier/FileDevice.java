@@ -20,6 +20,7 @@ public final class FileDevice implements Device {
     private final BlockFile file;
     private final int slotBytes;
     private final long slots;
+    private Pipeline pipeline;
 
     public FileDevice(String id, Path dir, long slots, int slotBytes, BlockIo io) {
         if (slotBytes % BlockIo.ALIGN != 0) {
@@ -71,6 +72,38 @@ public final class FileDevice implements Device {
             ok[i] = res[i] == bufs[i].byteSize();
         }
         return ok;
+    }
+
+    @Override
+    public synchronized Pipeline pipeline() {
+        if (pipeline == null) {
+            BlockIo.Pipeline p = io.pipeline(file);
+            if (p == null) {
+                return null;
+            }
+            pipeline = new Pipeline() {
+                @Override
+                public int depth() {
+                    return p.depth();
+                }
+
+                @Override
+                public int inFlight() {
+                    return p.inFlight();
+                }
+
+                @Override
+                public boolean offer(boolean write, long slot, MemorySegment buf, long tag) {
+                    return p.offer(new BlockIo.Op(write, slot * slotBytes, buf), tag);
+                }
+
+                @Override
+                public int poll(boolean wait, Completion c) {
+                    return p.poll(wait, c::complete);
+                }
+            };
+        }
+        return pipeline;
     }
 
     @Override

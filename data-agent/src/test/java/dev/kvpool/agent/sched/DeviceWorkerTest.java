@@ -6,18 +6,99 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.kvpool.agent.pool.Device;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
-/** Read-first scheduling on one device. */
+/** Read-first scheduling on one device, batch by batch and streamed through a device pipeline. */
 class DeviceWorkerTest {
+    /**
+     * A fake pipelined device: up to {@code depth} ops in flight, each done {@code nanosPerOp} after it was offered
+     * (so depth ops overlap); logs ops in offer order and flags a read and a write in flight at the same time.
+     */
+    static final class PipeDevice extends SlowDevice implements Device.Pipeline {
+        final int depth;
+        final ArrayDeque<long[]> q = new ArrayDeque<>(); // {tag, due, write, bytes}
+        int readsIn, writesIn;
+        volatile int maxInFlight;
+        volatile boolean mixed;
+
+        PipeDevice(long nanosPerOp, int depth) {
+            super(nanosPerOp);
+            this.depth = depth;
+        }
+
+        @Override
+        public Device.Pipeline pipeline() {
+            return this;
+        }
+
+        @Override
+        public int depth() {
+            return depth;
+        }
+
+        @Override
+        public int inFlight() {
+            return q.size();
+        }
+
+        @Override
+        public boolean offer(boolean write, long slot, MemorySegment buf, long tag) {
+            if (q.size() >= depth) {
+                return false;
+            }
+            if (write ? readsIn > 0 : writesIn > 0) {
+                mixed = true;
+            }
+            if (write) {
+                writesIn++;
+            } else {
+                readsIn++;
+            }
+            log.add((write ? "W" : "R") + slot);
+            q.add(new long[] {tag, System.nanoTime() + nanosPerOp, write ? 1 : 0, buf.byteSize()});
+            maxInFlight = Math.max(maxInFlight, q.size());
+            return true;
+        }
+
+        @Override
+        public int poll(boolean wait, Completion c) {
+            if (wait && !q.isEmpty()) {
+                long w;
+                while ((w = q.peek()[1] - System.nanoTime()) > 0) {
+                    LockSupport.parkNanos(w);
+                }
+            }
+            int n = 0;
+            while (!q.isEmpty() && q.peek()[1] <= System.nanoTime()) {
+                long[] op = q.poll();
+                if (op[2] == 1) {
+                    writesIn--;
+                } else {
+                    readsIn--;
+                }
+                c.complete(op[0], (int) op[3]);
+                n++;
+            }
+            return n;
+        }
+    }
+
+    static SlowDevice device(long nanosPerOp, int depth) {
+        return depth == 0 ? new SlowDevice(nanosPerOp) : new PipeDevice(nanosPerOp, depth);
+    }
+
     /** A fake device: each op takes a fixed time; records every batch and checks that batches never overlap. */
-    static final class SlowDevice implements Device {
+    static class SlowDevice implements Device {
         final long nanosPerOp;
         final AtomicInteger concurrent = new AtomicInteger();
         volatile int maxConcurrent;
@@ -57,9 +138,10 @@ class DeviceWorkerTest {
         }
     }
 
-    @Test
-    void aReadNeverWaitsBehindQueuedWrites() throws Exception {
-        SlowDevice dev = new SlowDevice(2_000_000); // 2 ms per op
+    @ParameterizedTest(name = "pipeline depth {0}")
+    @ValueSource(ints = {0, 4})
+    void aReadNeverWaitsBehindQueuedWrites(int depth) throws Exception {
+        SlowDevice dev = device(2_000_000, depth); // 2 ms per op
         // chunks of 2 ops, high water far away, no guard: writes drain whenever reads are idle
         try (Arena a = Arena.ofShared(); DeviceWorker w = new DeviceWorker(dev, 2, 1_000_000, 0, 64)) {
             MemorySegment buf = a.allocate(4096, 4096);
@@ -69,23 +151,37 @@ class DeviceWorkerTest {
             }
             Thread.sleep(5); // the worker is now inside some write chunk
             long t0 = System.nanoTime();
+            int loggedBefore = dev.log.size();
             CompletableFuture<boolean[]> read = w.read(new long[] {1, 2, 3}, new MemorySegment[] {buf, buf, buf});
             read.join();
             long waitedMs = (System.nanoTime() - t0) / 1_000_000;
-            int readAt = dev.log.indexOf("R1");
-            int writesBefore = (int) dev.log.subList(0, readAt).stream().filter(s -> s.startsWith("W")).count();
-            // the read waited for at most the chunk in progress (2 ops), not for the ~47 writes queued before it
-            assertTrue(writesBefore <= 2 + 2 * 2, "writes executed before the read: " + writesBefore + " " + dev.log);
+            List<String> log = new ArrayList<>(dev.log); // a snapshot: the worker may still be logging writes
+            int readAt = log.indexOf("R1");
+            int writesBefore = (int) log.subList(0, readAt).stream().filter(s -> s.startsWith("W")).count();
+            if (depth == 0) {
+                // the read waited for at most the chunk in progress (2 ops), not for the ~47 writes queued before it
+                assertTrue(writesBefore <= 2 + 2 * 2, "writes executed before the read: " + writesBefore + " " + log);
+            } else {
+                // streamed: once the read is queued, at most the writes already admitted to fill the pipeline start
+                int startedAfter = readAt - loggedBefore;
+                assertTrue(startedAfter <= depth, "writes started after the read arrived: " + startedAfter + " " + log);
+                assertTrue(writesBefore < 50, "the read waited for every queued write: " + log);
+            }
             assertTrue(waitedMs < 40, "read waited " + waitedMs + " ms");
             CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)).join();
-            assertEquals(1, dev.maxConcurrent, "a read and a write ran on the device at the same time");
+            if (dev instanceof PipeDevice p) {
+                assertTrue(!p.mixed, "a read and a write were in flight at the same time");
+            } else {
+                assertEquals(1, dev.maxConcurrent, "a read and a write ran on the device at the same time");
+            }
             assertEquals(50, w.writeOps());
         }
     }
 
-    @Test
-    void deferredWritesWaitForTheIdleWindow() throws Exception {
-        SlowDevice dev = new SlowDevice(100_000);
+    @ParameterizedTest(name = "pipeline depth {0}")
+    @ValueSource(ints = {0, 4})
+    void deferredWritesWaitForTheIdleWindow(int depth) throws Exception {
+        SlowDevice dev = device(100_000, depth);
         // a 50 ms guard: writes must not start while reads keep arriving every ~5 ms
         try (Arena a = Arena.ofShared(); DeviceWorker w = new DeviceWorker(dev, 4, 1_000_000, 50_000_000L, 64)) {
             MemorySegment buf = a.allocate(4096, 4096);
@@ -101,9 +197,10 @@ class DeviceWorkerTest {
         }
     }
 
-    @Test
-    void highWaterForcesDrainDuringReadBursts() throws Exception {
-        SlowDevice dev = new SlowDevice(10_000);
+    @ParameterizedTest(name = "pipeline depth {0}")
+    @ValueSource(ints = {0, 4})
+    void highWaterForcesDrainDuringReadBursts(int depth) throws Exception {
+        SlowDevice dev = device(10_000, depth);
         try (Arena a = Arena.ofShared(); DeviceWorker w = new DeviceWorker(dev, 4, 8, 1_000_000_000L, 64)) {
             MemorySegment buf = a.allocate(4096, 4096);
             w.read(new long[] {0}, new MemorySegment[] {buf}).join();
@@ -116,15 +213,83 @@ class DeviceWorkerTest {
         }
     }
 
-    @Test
-    void urgentWritesGoRightAfterReads() throws Exception {
-        SlowDevice dev = new SlowDevice(1_000_000);
+    @ParameterizedTest(name = "pipeline depth {0}")
+    @ValueSource(ints = {0, 4})
+    void urgentWritesGoRightAfterReads(int depth) throws Exception {
+        SlowDevice dev = device(1_000_000, depth);
         try (Arena a = Arena.ofShared(); DeviceWorker w = new DeviceWorker(dev, 1, 1_000_000, 1_000_000_000L, 64)) {
             MemorySegment buf = a.allocate(4096, 4096);
             w.read(new long[] {0}, new MemorySegment[] {buf}).join();
             long t0 = System.nanoTime();
             w.writeNow(new long[] {5}, new MemorySegment[] {buf}).join(); // not held for the 1 s idle guard
             assertTrue((System.nanoTime() - t0) < 500_000_000L);
+        }
+    }
+
+    @Test
+    void streamingKeepsTheQueueFullAcrossRequests() throws Exception {
+        PipeDevice dev = new PipeDevice(1_000_000, 4);
+        // one 2-op request per admission: only streaming across requests can put 4 ops in flight
+        try (Arena a = Arena.ofShared(); DeviceWorker w = new DeviceWorker(dev, 2, 1_000_000, 0, 2)) {
+            MemorySegment buf = a.allocate(4096, 4096);
+            for (boolean write : new boolean[] {false, true}) {
+                dev.maxInFlight = 0;
+                List<CompletableFuture<boolean[]>> fs = new ArrayList<>();
+                for (int i = 0; i < 20; i++) {
+                    long[] slots = {2L * i, 2L * i + 1};
+                    MemorySegment[] bufs = {buf, buf};
+                    fs.add(write ? w.writeNow(slots, bufs) : w.read(slots, bufs));
+                }
+                for (CompletableFuture<boolean[]> f : fs) {
+                    assertTrue(f.join()[0] && f.join()[1]);
+                }
+                assertEquals(4, dev.maxInFlight, (write ? "writes" : "reads") + " did not overlap across requests");
+            }
+            assertEquals(40, w.readOps());
+            assertEquals(40, w.writeOps());
+        }
+    }
+
+    @Test
+    void streamedReadsAndWritesNeverShareTheDevice() throws Exception {
+        PipeDevice dev = new PipeDevice(200_000, 8);
+        try (Arena a = Arena.ofShared(); DeviceWorker w = new DeviceWorker(dev, 3, 16, 100_000, 5)) {
+            MemorySegment buf = a.allocate(4096, 4096);
+            List<CompletableFuture<boolean[]>> fs = Collections.synchronizedList(new ArrayList<>());
+            int[] expect = new int[3]; // read, urgent, deferred ops
+            Thread[] ts = new Thread[3];
+            for (int t = 0; t < 3; t++) {
+                int tt = t;
+                ts[t] = Thread.ofPlatform().start(() -> {
+                    Random r = new Random(tt);
+                    for (int i = 0; i < 150; i++) {
+                        int n = r.nextInt(7); // empty requests too
+                        long[] slots = new long[n];
+                        MemorySegment[] bufs = new MemorySegment[n];
+                        java.util.Arrays.fill(bufs, buf);
+                        int kind = r.nextInt(3);
+                        synchronized (expect) {
+                            expect[kind] += n;
+                        }
+                        fs.add(kind == 0 ? w.read(slots, bufs) : kind == 1 ? w.writeNow(slots, bufs) : w.writeDeferred(slots, bufs));
+                        if (r.nextInt(4) == 0) {
+                            LockSupport.parkNanos(300_000);
+                        }
+                    }
+                });
+            }
+            for (Thread t : ts) {
+                t.join();
+            }
+            for (CompletableFuture<boolean[]> f : List.copyOf(fs)) {
+                for (boolean ok : f.join()) {
+                    assertTrue(ok);
+                }
+            }
+            assertTrue(!dev.mixed, "a read and a write were in flight at the same time");
+            assertEquals(expect[0], w.readOps());
+            assertEquals(expect[1] + expect[2], w.writeOps());
+            assertTrue(w.awaitDeferredDrained(1000));
         }
     }
 

@@ -151,7 +151,9 @@ public final class IoUring implements AutoCloseable {
         }
         int idx = localTail & (int) INT.get(sqRing, sqMask);
         long o = (long) idx * SQE_SIZE;
-        sqes.asSlice(o, SQE_SIZE).fill((byte) 0);
+        for (int w = 0; w < SQE_SIZE; w += 8) { // zero the SQE without a slice object per op
+            sqes.set(ValueLayout.JAVA_LONG, o + w, 0L);
+        }
         sqes.set(ValueLayout.JAVA_BYTE, o, opcode);
         sqes.set(ValueLayout.JAVA_INT, o + 4, fileFd);
         sqes.set(ValueLayout.JAVA_LONG, o + 8, fileOffset);
@@ -182,6 +184,16 @@ public final class IoUring implements AutoCloseable {
             pending -= (int) Math.min(pending, r);
             return (int) r;
         }
+    }
+
+    /** Prepared SQEs not yet handed to the kernel by {@link #submit}. */
+    public int pendingSubmit() {
+        return pending;
+    }
+
+    /** Whether a completion is waiting in the CQ (reap would return it without entering the kernel). */
+    public boolean completionReady() {
+        return (int) INT.get(cqRing, cqHead) != (int) INT.getAcquire(cqRing, cqTail);
     }
 
     /** Completion visitor: user data and result (bytes, or -errno). */

@@ -22,6 +22,7 @@ public final class IoUringBlockIo implements BlockIo {
     private final int queueDepth;
     private List<MemorySegment> fixed = List.of();
     private long fixedOps, plainOps;
+    private int pipelined; // pipeline ops in flight on the ring (execute must not reap their completions)
 
     public IoUringBlockIo(int queueDepth) {
         this.queueDepth = Math.max(1, queueDepth);
@@ -73,8 +74,20 @@ public final class IoUringBlockIo implements BlockIo {
         return -1;
     }
 
+    private byte opcode(Op op, int bufIdx) {
+        if (bufIdx >= 0) {
+            fixedOps++;
+            return op.write() ? IoUring.OP_WRITE_FIXED : IoUring.OP_READ_FIXED;
+        }
+        plainOps++;
+        return op.write() ? IoUring.OP_WRITE : IoUring.OP_READ;
+    }
+
     @Override
     public synchronized int[] execute(BlockFile file, List<Op> ops) {
+        if (pipelined > 0) {
+            throw new IllegalStateException("execute while " + pipelined + " pipelined ops are in flight on this ring");
+        }
         int n = ops.size();
         int[] res = new int[n];
         int[] bufIdx = new int[n];
@@ -85,18 +98,12 @@ public final class IoUringBlockIo implements BlockIo {
         int next = 0, inflight = 0;
         while (next < n || inflight > 0) {
             while (next < n && inflight < queueDepth) {
-                Op op = ops.get(next);
-                byte opcode = bufIdx[next] >= 0 ? (op.write() ? IoUring.OP_WRITE_FIXED : IoUring.OP_READ_FIXED)
-                        : (op.write() ? IoUring.OP_WRITE : IoUring.OP_READ);
-                if (!ring.prep(opcode, file.fd(), op.offset(), op.buf().address(), (int) op.buf().byteSize(),
-                        bufIdx[next], next)) {
+                if (ring.sqSpace() <= 0) {
                     break;
                 }
-                if (bufIdx[next] >= 0) {
-                    fixedOps++;
-                } else {
-                    plainOps++;
-                }
+                Op op = ops.get(next);
+                ring.prep(opcode(op, bufIdx[next]), file.fd(), op.offset(), op.buf().address(),
+                        (int) op.buf().byteSize(), bufIdx[next], next);
                 next++;
                 inflight++;
             }
@@ -104,6 +111,58 @@ public final class IoUringBlockIo implements BlockIo {
             inflight -= ring.reap((ud, r) -> res[(int) ud] = r);
         }
         return res;
+    }
+
+    /**
+     * The ring kept full across batches: ops go into the SQ as they are offered and the next ones enter while
+     * earlier ones complete, so a sequential stream sees the queue depth in flight without the drain to zero that
+     * ends every {@link #execute} batch. Shares this instance's ring; {@link #execute} is refused while pipelined
+     * ops are in flight.
+     */
+    @Override
+    public Pipeline pipeline(BlockFile file) {
+        return new Pipeline() {
+            private int inFlight;
+
+            @Override
+            public int depth() {
+                return queueDepth;
+            }
+
+            @Override
+            public int inFlight() {
+                return inFlight;
+            }
+
+            @Override
+            public boolean offer(Op op, long tag) {
+                synchronized (IoUringBlockIo.this) {
+                    if (inFlight >= queueDepth || ring.sqSpace() <= 0) {
+                        return false;
+                    }
+                    BlockIo.checkAligned(op);
+                    int idx = fixedIndex(op.buf());
+                    ring.prep(opcode(op, idx), file.fd(), op.offset(), op.buf().address(), (int) op.buf().byteSize(),
+                            idx, tag);
+                    inFlight++;
+                    pipelined++;
+                    return true;
+                }
+            }
+
+            @Override
+            public int poll(boolean wait, Completion c) {
+                synchronized (IoUringBlockIo.this) {
+                    if (ring.pendingSubmit() > 0 || (wait && inFlight > 0 && !ring.completionReady())) {
+                        ring.submit(wait && inFlight > 0 ? 1 : 0);
+                    }
+                    int n = ring.reap(c::complete);
+                    inFlight -= n;
+                    pipelined -= n;
+                    return n;
+                }
+            }
+        };
     }
 
     /** Ops that went through registered buffers vs plain ones, since start. */

@@ -2,12 +2,15 @@ package dev.kvpool.agent.io.uring;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.kvpool.agent.io.BlockFile;
 import dev.kvpool.agent.io.BlockIo;
 import dev.kvpool.agent.io.BlockIo.Op;
 import dev.kvpool.agent.io.FileChannelBlockIo;
+import dev.kvpool.agent.sched.DeviceWorker;
+import dev.kvpool.agent.tier.FileDevice;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -174,6 +177,151 @@ class IoUringOracleTest {
             }
         } finally {
             ex.shutdownNow();
+        }
+    }
+
+    /** Runs ops through the pipeline, offering and polling in random steps; returns per op the result. */
+    static int[] throughPipeline(BlockIo.Pipeline p, List<Op> ops, Random r, int[] maxInFlight) {
+        int[] res = new int[ops.size()];
+        Arrays.fill(res, Integer.MIN_VALUE);
+        int next = 0, done = 0;
+        while (done < ops.size()) {
+            int offer = r.nextInt(p.depth() + 2);
+            for (int k = 0; k < offer && next < ops.size(); k++) {
+                if (!p.offer(ops.get(next), next)) {
+                    break;
+                }
+                next++;
+            }
+            maxInFlight[0] = Math.max(maxInFlight[0], p.inFlight());
+            if (p.inFlight() > p.depth()) {
+                throw new AssertionError("in flight " + p.inFlight() + " > depth " + p.depth());
+            }
+            done += p.poll(r.nextBoolean() || next == ops.size(), (tag, x) -> {
+                if (res[(int) tag] != Integer.MIN_VALUE) {
+                    throw new AssertionError("op " + tag + " completed twice");
+                }
+                res[(int) tag] = x;
+            });
+        }
+        assertEquals(0, p.inFlight());
+        return res;
+    }
+
+    @Test
+    void pipelineMatchesOracle() throws Exception {
+        Random r = new Random(11);
+        try (Arena a = Arena.ofShared(); IoUringBlockIo uring = new IoUringBlockIo(6);
+             FileChannelBlockIo oracle = new FileChannelBlockIo(1);
+             BlockFile fu = uring.open(dir.resolve("p.dat"), FILE); BlockFile fo = oracle.open(dir.resolve("p.dat"), FILE)) {
+            MemorySegment fixed = random(a, 4 << 20, r);
+            uring.registerBuffers(List.of(fixed)); // some ops through fixed buffers, some plain
+            BlockIo.Pipeline p = uring.pipeline(fu);
+            List<long[]> ex = extents(r, 64);
+            List<Op> writes = new ArrayList<>();
+            for (int i = 0; i < ex.size(); i++) {
+                long[] e = ex.get(i);
+                MemorySegment s = i % 3 == 0 && e[1] <= 1 << 20 ? fixed.asSlice(i / 3 % 4 * (1L << 20), e[1])
+                        : random(a, (int) e[1], r);
+                writes.add(Op.write(e[0], s));
+            }
+            int[] max = {0};
+            int[] wr = throughPipeline(p, writes, r, max);
+            for (int i = 0; i < wr.length; i++) {
+                assertEquals(ex.get(i)[1], wr[i], "pipelined write " + i);
+            }
+            assertEquals(6, max[0], "the pipeline never had its depth in flight");
+            // while pipelined ops are in flight the batch call is refused (it would reap their completions)
+            MemorySegment one = a.allocate(4096, BlockIo.ALIGN);
+            p.offer(Op.read(0, one), 0);
+            org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                    () -> uring.execute(fu, List.of(Op.read(4096, one))));
+            while (p.inFlight() > 0) {
+                p.poll(true, (tag, x) -> { });
+            }
+            for (int i = 0; i < ex.size(); i++) {
+                MemorySegment back = a.allocate(ex.get(i)[1], BlockIo.ALIGN);
+                assertEquals(ex.get(i)[1], oracle.execute(fo, List.of(Op.read(ex.get(i)[0], back)))[0]);
+                assertEquals(-1, back.mismatch(writes.get(i).buf()), "extent " + i);
+            }
+            // the oracle writes new bytes, the pipeline reads them back
+            List<MemorySegment> fresh = new ArrayList<>();
+            List<Op> reads = new ArrayList<>();
+            for (long[] e : ex) {
+                MemorySegment s = random(a, (int) e[1], r);
+                assertEquals(e[1], oracle.execute(fo, List.of(Op.write(e[0], s)))[0]);
+                fresh.add(s);
+                reads.add(Op.read(e[0], a.allocate(e[1], BlockIo.ALIGN)));
+            }
+            int[] rr = throughPipeline(p, reads, r, max);
+            for (int i = 0; i < ex.size(); i++) {
+                assertEquals(ex.get(i)[1], rr[i]);
+                assertEquals(-1, reads.get(i).buf().mismatch(fresh.get(i)), "extent " + i);
+            }
+        }
+    }
+
+    @Test
+    void workerStreamingThroughUringMatchesOracle() throws Exception {
+        int block = 64 << 10, slots = 192, lanes = 3;
+        try (Arena a = Arena.ofShared(); FileChannelBlockIo oracle = new FileChannelBlockIo(1)) {
+            FileDevice dev = new FileDevice("u", dir, slots, block, new IoUringBlockIo(8));
+            assertTrue(dev.pipeline() != null, "io_uring device streams");
+            MemorySegment[][] last = new MemorySegment[lanes][slots / lanes];
+            try (DeviceWorker w = new DeviceWorker(dev, 4, 64, 0, 16)) {
+                ExecutorService ex = Executors.newFixedThreadPool(lanes);
+                List<Future<?>> fs = new ArrayList<>();
+                for (int l = 0; l < lanes; l++) {
+                    int ll = l;
+                    fs.add(ex.submit(() -> {
+                        Random r = new Random(300 + ll);
+                        int per = slots / lanes;
+                        for (int round = 0; round < 12; round++) {
+                            int n = 1 + r.nextInt(per);
+                            int from = r.nextInt(per - n + 1);
+                            long[] sl = new long[n];
+                            MemorySegment[] src = new MemorySegment[n];
+                            for (int i = 0; i < n; i++) {
+                                sl[i] = (long) ll * per + from + i;
+                                src[i] = random(a, block, r);
+                            }
+                            boolean[] ok = (round % 2 == 0 ? w.writeNow(sl, src) : w.writeDeferred(sl, src)).join();
+                            for (int i = 0; i < n; i++) {
+                                assertTrue(ok[i]);
+                                last[ll][from + i] = src[i];
+                            }
+                            MemorySegment[] dst = new MemorySegment[n];
+                            for (int i = 0; i < n; i++) {
+                                dst[i] = a.allocate(block, BlockIo.ALIGN);
+                            }
+                            ok = w.read(sl, dst).join();
+                            for (int i = 0; i < n; i++) {
+                                assertTrue(ok[i]);
+                                assertEquals(-1, dst[i].mismatch(src[i]), "lane " + ll + " slot " + sl[i]);
+                            }
+                        }
+                        return null;
+                    }));
+                }
+                for (Future<?> f : fs) {
+                    f.get();
+                }
+                ex.shutdown();
+            }
+            try (BlockFile fo = oracle.open(dev.path(), (long) slots * block)) {
+                for (int l = 0; l < lanes; l++) {
+                    for (int i = 0; i < slots / lanes; i++) {
+                        if (last[l][i] == null) {
+                            continue;
+                        }
+                        MemorySegment back = a.allocate(block, BlockIo.ALIGN);
+                        long slot = (long) l * (slots / lanes) + i;
+                        assertEquals(block, oracle.execute(fo, List.of(Op.read(slot * block, back)))[0]);
+                        assertEquals(-1, back.mismatch(last[l][i]), "slot " + slot);
+                    }
+                }
+            }
+            dev.close();
         }
     }
 
