@@ -4,7 +4,7 @@
 # console launcher. Then: device run with carry [".gpu"] and command `bash .gpu/run.sh` (see docs/benchmarks.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 M=${MAVEN_REPO:-$HOME/.m2/repository}
 ./mvnw -B -q -pl api,data-agent,bench -am install -DskipTests
 ./mvnw -B -q dependency:get -Dartifact=org.junit.platform:junit-platform-console-standalone:1.13.4 >/dev/null
