@@ -57,6 +57,28 @@ public final class Calls {
     }
 
     /**
+     * {@link #batch} without waiting, for callers on an event loop: the stage completes on the client's thread, or
+     * fails with a {@link RedisStoreException} (including after the timeout).
+     */
+    java.util.concurrent.CompletableFuture<List<Response>> batchAsync(List<Request> rs, String what) {
+        if (closed) {
+            return java.util.concurrent.CompletableFuture.failedFuture(
+                    new IllegalStateException("Redis " + what + ": the index store is closed"));
+        }
+        roundTrips.increment();
+        Future<List<Response>> f = rs.size() == 1 ? redis.send(rs.getFirst()).map(java.util.Collections::singletonList)
+                : redis.batch(rs);
+        return f.toCompletionStage().toCompletableFuture().orTimeout(timeoutMs, TimeUnit.MILLISECONDS)
+                .exceptionallyCompose(e -> {
+                    Throwable c = e instanceof java.util.concurrent.CompletionException && e.getCause() != null
+                            ? e.getCause() : e;
+                    return java.util.concurrent.CompletableFuture.failedFuture(c instanceof TimeoutException
+                            ? new RedisStoreException("Redis " + what + ": no answer within " + timeoutMs + " ms")
+                            : new RedisStoreException("Redis " + what + " failed: " + c.getMessage(), c));
+                });
+    }
+
+    /**
      * Sends the requests concurrently, each on its own (they may live on different cluster nodes, which a batch
      * cannot span): one round trip of latency.
      */
