@@ -252,14 +252,15 @@ public final class KvcmMeta {
 
     /**
      * {@link #getCacheLocationJson} without blocking the caller (an event loop): the index read is asynchronous.
-     * The instance must be known locally ({@link Registry#lookup} of an unknown id may read the store).
+     * Only instances known here are found ({@link Registry#lookup} of an unknown id may read the store): callers
+     * send other ids to {@link #getCacheLocationJson} on a worker.
      */
     public java.util.concurrent.CompletionStage<byte[]> getCacheLocationJsonAsync(GetCacheLocationRequest r) {
         long t0 = System.nanoTime();
         java.util.concurrent.CompletionStage<byte[]> out;
         try {
             leaderGate();
-            Query q = query(r);
+            Query q = query(r, false);
             out = query.locateAsync(q.inst, q.keys, q.type, q.mask, r.getSwSize(),
                     new JsonLocations(filter(r.getLocationSpecNamesList()), r.getBlockKeysCount())).thenApply(sink -> {
                         counted(q, r, sink);
@@ -293,15 +294,19 @@ public final class KvcmMeta {
     private record Query(Instance inst, long[] keys, QueryType type, Mask mask) {
     }
 
-    private Query query(GetCacheLocationRequest r) {
-        Instance inst = instance(r.getInstanceId());
+    /** {@code mayReadStore} false: only instances known here (an event loop must not wait on the store). */
+    private Query query(GetCacheLocationRequest r, boolean mayReadStore) {
+        Instance inst = mayReadStore ? instance(r.getInstanceId()) : registry.instance(r.getInstanceId());
+        if (inst == null) {
+            throw new KvcmError(ErrorCode.INSTANCE_NOT_EXIST, "instance '" + r.getInstanceId() + "' is not registered");
+        }
         long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
         return new Query(inst, keys, queryType(inst, r.getQueryType()),
                 Mask.of(r.hasBlockMask() ? r.getBlockMask() : null));
     }
 
     private <S extends LocationSink> S locate(GetCacheLocationRequest r, S sink) {
-        Query q = query(r);
+        Query q = query(r, true);
         switch (q.type) {
             case QT_PREFIX_MATCH -> query.prefix(q.inst, q.keys, q.mask, sink);
             case QT_BATCH_GET -> query.batch(q.inst, q.keys, sink);

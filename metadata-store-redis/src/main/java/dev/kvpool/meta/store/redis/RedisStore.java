@@ -385,7 +385,7 @@ public final class RedisStore implements IndexStore {
 
     /**
      * Asynchronous reads from an event loop use a client of that loop's own, made by {@code factory} (same server
-     * and options as the main client; standalone Redis only, as a batch must reach one node). Null turns it off.
+     * and options as the main client, a small pool). Null turns it off.
      */
     public void loopClients(java.util.function.Supplier<Redis> factory) {
         calls.loopClients(factory);
