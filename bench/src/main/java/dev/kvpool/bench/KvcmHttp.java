@@ -43,6 +43,11 @@ final class KvcmHttp implements AutoCloseable {
     }
 
     byte[] post(String path, byte[] body) throws IOException {
+        return post(path, body, true);
+    }
+
+    /** {@code okOnly} false: any status is read as an answer (the HTTP floor: a 404 of an unknown RPC). */
+    byte[] post(String path, byte[] body, boolean okOnly) throws IOException {
         if (socket == null) {
             connect();
         }
@@ -52,7 +57,7 @@ final class KvcmHttp implements AutoCloseable {
         out.write(body);
         out.flush();
         String status = line();
-        if (!status.startsWith("HTTP/1.1 200")) {
+        if (okOnly && !status.startsWith("HTTP/1.1 200")) {
             throw new IOException(path + " answered " + status);
         }
         int length = -1;

@@ -224,6 +224,8 @@ public final class Main {
 
     // ---- prefix --------------------------------------------------------------------------------------------
 
+    private static final byte[] EMPTY_BODY = "{}".getBytes(StandardCharsets.US_ASCII);
+
     static void prefix(Map<String, String> opt) throws Exception {
         int n = Integer.parseInt(opt.getOrDefault("keys", "1024"));
         int rounds = Integer.parseInt(opt.getOrDefault("rounds", "10"));
@@ -266,11 +268,11 @@ public final class Main {
                 kv.call("getCacheLocation", q, GetCacheLocationResponse.newBuilder());
                 redis.call(mget);
             }
-            double[] ratios = new double[rounds], rawRatios = new double[rounds];
-            Stats allK = new Stats(), allX = new Stats(), allR = new Stats();
+            double[] ratios = new double[rounds], rawRatios = new double[rounds], floorRatios = new double[rounds];
+            Stats allK = new Stats(), allX = new Stats(), allR = new Stats(), allF = new Stats();
             byte[] qBytes = ProtoJson.print(q);
             for (int r = 0; r < rounds; r++) {
-                Stats a = new Stats(), x = new Stats(), b = new Stats();
+                Stats a = new Stats(), x = new Stats(), b = new Stats(), f = new Stats();
                 for (int i = 0; i < iters; i++) {
                     // A: the whole call as a Java client makes it: encode, exchange, decode into messages
                     long s = System.nanoTime();
@@ -287,9 +289,15 @@ public final class Main {
                     d = System.nanoTime() - s;
                     x.add(d);
                     allX.add(d);
-                    if (body.length < 1000) {
+                    if (body.length < 30 * n) {
                         throw new IOException("short response");
                     }
+                    // the HTTP floor: the same client and server, an unknown RPC answered 404 at once (no store)
+                    s = System.nanoTime();
+                    kv.post("/api/none", EMPTY_BODY, false);
+                    d = System.nanoTime() - s;
+                    f.add(d);
+                    allF.add(d);
                     // B: the baseline
                     s = System.nanoTime();
                     Object[] v = (Object[]) redis.call(mget);
@@ -302,18 +310,23 @@ public final class Main {
                 }
                 ratios[r] = a.pctMicros(50) / b.pctMicros(50);
                 rawRatios[r] = x.pctMicros(50) / b.pctMicros(50);
-                System.out.printf("  round %2d: KVPool p50 %7.1f us (exchange only %7.1f us), Redis MGET p50 %7.1f us, ratio %.2fx (exchange only %.2fx)%n",
-                        r + 1, a.pctMicros(50), x.pctMicros(50), b.pctMicros(50), ratios[r], rawRatios[r]);
+                floorRatios[r] = f.pctMicros(50) / b.pctMicros(50);
+                System.out.printf("  round %2d: KVPool p50 %7.1f us (exchange only %7.1f us), Redis MGET p50 %7.1f us, ratio %.2fx (exchange only %.2fx; HTTP floor %.2fx)%n",
+                        r + 1, a.pctMicros(50), x.pctMicros(50), b.pctMicros(50), ratios[r], rawRatios[r], floorRatios[r]);
             }
             Arrays.sort(ratios);
             Arrays.sort(rawRatios);
+            Arrays.sort(floorRatios);
             System.out.println(allK.line("KVPool prefix " + n));
             System.out.println(allX.line("  exchange only"));
+            System.out.println(allF.line("HTTP floor (404)"));
             System.out.println(allR.line("Redis MGET " + n));
             System.out.printf("RESULT prefix-%d p50 ratio KVPool/Redis, decoded into messages: median %.2fx (min %.2fx, max %.2fx)%n",
                     n, ratios[rounds / 2], ratios[0], ratios[rounds - 1]);
             System.out.printf("RESULT prefix-%d p50 ratio KVPool/Redis, exchange only (as MGET: values not decoded): median %.2fx (min %.2fx, max %.2fx); target <= 1.0x%n",
                     n, rawRatios[rounds / 2], rawRatios[0], rawRatios[rounds - 1]);
+            System.out.printf("RESULT HTTP floor (unknown RPC, 404, same client) / Redis MGET of %d keys: median %.2fx%n",
+                    n, floorRatios[rounds / 2]);
             byte[][] del = mget.clone();
             del[0] = "DEL".getBytes(StandardCharsets.US_ASCII);
             redis.call(del);

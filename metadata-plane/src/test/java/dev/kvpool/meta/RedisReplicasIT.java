@@ -166,6 +166,67 @@ class RedisReplicasIT {
         boolean ok() throws Exception;
     }
 
+    private static JsonNode query(MetaProcess p, String instance, String type, long[] keys, String extra)
+            throws IOException {
+        ObjectNode b = obj().put("trace_id", "t").put("instance_id", instance).put("query_type", type);
+        ArrayNode k = b.putArray("block_keys");
+        for (long x : keys) {
+            k.add(x);
+        }
+        String body = b.toString();
+        return p.rpc("getCacheLocation", extra.isEmpty() ? body : body.substring(0, body.length() - 1) + "," + extra + "}");
+    }
+
+    /** Positions of the answer's locations that carry a URI (a placeholder has none). */
+    private static List<Integer> located(JsonNode r) {
+        List<Integer> out = new ArrayList<>();
+        JsonNode locs = r.path("locations");
+        for (int i = 0; i < locs.size(); i++) {
+            JsonNode specs = locs.path(i).path("location_specs");
+            if (specs.size() > 0 && !specs.get(0).path("uri").asText().isEmpty()) {
+                out.add(i);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * getCacheLocation of a known instance is answered on the event loop with an asynchronous store read: every
+     * query type and a validation error, on the replica that registered the instance and on the other one.
+     */
+    @Test
+    void everyQueryTypeAnswersOverTheSharedStore() throws Exception {
+        MetaProcess a = replica("a");
+        MetaProcess b = replica("b");
+        register(a);
+        long[] keys = new long[5];
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = ThreadLocalRandom.current().nextLong();
+        }
+        JsonNode w = start(a, new long[] {keys[0], keys[1], keys[2], keys[4]}, 30);
+        finish(a, w.path("write_session_id").asText(), 4);
+        ok(b.rpc("getInstanceInfo", "{\"trace_id\":\"t\",\"instance_id\":\"" + INST + "\"}"), "getInstanceInfo on b");
+        for (MetaProcess p : List.of(a, b)) {
+            JsonNode r = query(p, INST, "QT_PREFIX_MATCH", keys, "");
+            ok(r, "prefix");
+            assertEquals(List.of(0, 1, 2), located(r));
+            r = query(p, INST, "QT_PREFIX_MATCH", keys, "\"block_mask\":{\"offset\":1}");
+            ok(r, "masked prefix");
+            assertEquals(List.of(0, 1), located(r));
+            r = query(p, INST, "QT_BATCH_GET", keys, "");
+            ok(r, "batch");
+            assertEquals(5, r.path("locations").size());
+            assertEquals(List.of(0, 1, 2, 4), located(r));
+            r = query(p, INST, "QT_REVERSE_ROLL_SW_MATCH", keys, "\"sw_size\":2");
+            ok(r, "sliding window");
+            assertEquals(List.of(1, 2), located(r));
+            r = query(p, INST, "QT_REVERSE_ROLL_SW_MATCH", keys, "\"sw_size\":9");
+            assertEquals("INVALID_ARGUMENT", r.path("header").path("status").path("code").asText(), r.toString());
+            r = query(p, "no-such-instance", "QT_PREFIX_MATCH", keys, "");
+            assertEquals("INSTANCE_NOT_EXIST", r.path("header").path("status").path("code").asText(), r.toString());
+        }
+    }
+
     @Test
     void twoReplicasShareOneIndexAndTheSurvivorTakesOverLeadership() throws Exception {
         MetaProcess a = replica("a");

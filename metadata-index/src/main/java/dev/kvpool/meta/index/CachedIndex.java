@@ -156,9 +156,54 @@ public final class CachedIndex extends ForwardingIndex {
             delegate.getAll(keys, off, len, out);
             return;
         }
-        int[] missAt = null;
-        long[] missKeys = null, versions = null;
-        int m = 0;
+        Misses m = cached(keys, off, len, out);
+        if (m != null) {
+            delegate.getAll(m.keys, 0, m.n, m.fresh);
+            m.fill(out);
+        }
+    }
+
+    /** As {@link #getAll}; the misses go to the delegate's asynchronous read. */
+    @Override
+    public java.util.concurrent.CompletionStage<Void> getAllAsync(long[] keys, int off, int len, Block[] out) {
+        if (shards.length == 0) {
+            misses.add(len);
+            return delegate.getAllAsync(keys, off, len, out);
+        }
+        Misses m = cached(keys, off, len, out);
+        if (m == null) {
+            return java.util.concurrent.CompletableFuture.completedFuture(null);
+        }
+        return delegate.getAllAsync(m.keys, 0, m.n, m.fresh).thenRun(() -> m.fill(out));
+    }
+
+    /** The keys a read did not find cached, with the shard versions seen, so that a fill can tell it is stale. */
+    private final class Misses {
+        final int[] at;
+        final long[] keys, versions;
+        final Block[] fresh;
+        int n;
+
+        Misses(int max) {
+            at = new int[max];
+            keys = new long[max];
+            versions = new long[max];
+            fresh = new Block[max];
+        }
+
+        void fill(Block[] out) {
+            for (int j = 0; j < n; j++) {
+                out[at[j]] = fresh[j];
+                if (fresh[j] != null) {
+                    CachedIndex.fill(shardOf(keys[j]), keys[j], fresh[j], versions[j]);
+                }
+            }
+        }
+    }
+
+    /** Fills {@code out} from the cache; returns the misses, or null when there are none. */
+    private Misses cached(long[] keys, int off, int len, Block[] out) {
+        Misses m = null;
         for (int i = 0; i < len; i++) {
             long key = keys[off + i];
             Shard s = shardOf(key);
@@ -168,29 +213,18 @@ public final class CachedIndex extends ForwardingIndex {
                     out[i] = b;
                     continue;
                 }
-                if (missAt == null) {
-                    missAt = new int[len - i];
-                    missKeys = new long[len - i];
-                    versions = new long[len - i];
+                if (m == null) {
+                    m = new Misses(len - i);
                 }
-                missAt[m] = i;
-                missKeys[m] = key;
-                versions[m++] = s.version;
+                m.at[m.n] = i;
+                m.keys[m.n] = key;
+                m.versions[m.n++] = s.version;
             }
         }
-        hits.add(len - m);
-        if (m == 0) {
-            return;
-        }
-        misses.add(m);
-        Block[] fresh = new Block[m];
-        delegate.getAll(missKeys, 0, m, fresh);
-        for (int j = 0; j < m; j++) {
-            out[missAt[j]] = fresh[j];
-            if (fresh[j] != null) {
-                fill(shardOf(missKeys[j]), missKeys[j], fresh[j], versions[j]);
-            }
-        }
+        int missed = m == null ? 0 : m.n;
+        hits.add(len - missed);
+        misses.add(missed);
+        return m;
     }
 
     // ---- invalidation --------------------------------------------------------------------------------------

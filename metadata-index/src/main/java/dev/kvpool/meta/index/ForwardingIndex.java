@@ -43,6 +43,11 @@ public abstract class ForwardingIndex implements InstanceIndex {
     }
 
     @Override
+    public java.util.concurrent.CompletionStage<Void> getAllAsync(long[] keys, int off, int len, Block[] out) {
+        return delegate.getAllAsync(keys, off, len, out);
+    }
+
+    @Override
     public void touch(long[] keys, int off, int len, int nowSec) {
         delegate.touch(keys, off, len, nowSec);
     }

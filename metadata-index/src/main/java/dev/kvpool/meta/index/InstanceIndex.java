@@ -21,6 +21,20 @@ public interface InstanceIndex {
     /** Fills {@code out[i]} with the block of {@code keys[off + i]}, or null when absent. */
     void getAll(long[] keys, int off, int len, Block[] out);
 
+    /**
+     * {@link #getAll} without blocking the caller, so an event loop may call it: a remote store completes the
+     * stage when its answer arrives (on its client's thread); an in-process store has filled {@code out} on return.
+     * Failures complete the stage exceptionally.
+     */
+    default java.util.concurrent.CompletionStage<Void> getAllAsync(long[] keys, int off, int len, Block[] out) {
+        try {
+            getAll(keys, off, len, out);
+            return java.util.concurrent.CompletableFuture.completedFuture(null);
+        } catch (RuntimeException e) {
+            return java.util.concurrent.CompletableFuture.failedFuture(e);
+        }
+    }
+
     /** Records a read hit (LRU/LFU input) for the given keys; absent keys are ignored. */
     void touch(long[] keys, int off, int len, int nowSec);
 

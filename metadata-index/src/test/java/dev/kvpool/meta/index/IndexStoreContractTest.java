@@ -169,6 +169,35 @@ public abstract class IndexStoreContractTest {
         idx.getAll(keys, 0, 0, none);
     }
 
+    /** Same blocks as getAll, written into the caller's array once the stage completes. */
+    @Test
+    void getAllAsyncAnswersAsGetAll() throws Exception {
+        serve(10, 0, -5);
+        serve(range(1_000, 700));
+        long[] keys = new long[760];
+        keys[0] = 99;
+        keys[1] = 10;
+        keys[2] = 11;
+        keys[3] = 0;
+        keys[4] = -5;
+        System.arraycopy(range(1_000, 700), 0, keys, 5, 700);
+        System.arraycopy(range(5_000, 55), 0, keys, 705, 55); // absent
+        Block[] sync = new Block[759], async = new Block[759];
+        idx.getAll(keys, 1, 759, sync);
+        Arrays.fill(async, new Block(1, new long[] {1, 1}, 0)); // must be overwritten, nulls included
+        assertNull(idx.getAllAsync(keys, 1, 759, async).toCompletableFuture().get(30, TimeUnit.SECONDS));
+        for (int i = 0; i < sync.length; i++) {
+            assertEquals(String.valueOf(sync[i]), String.valueOf(async[i]), "position " + i);
+            if (sync[i] != null) {
+                assertEquals(sync[i].meta(), async[i].meta(), "meta at " + i);
+            }
+        }
+        assertNotNull(async[0]);
+        assertNull(async[1]);
+        assertNull(async[758]);
+        idx.getAllAsync(keys, 0, 0, new Block[0]).toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+
     @Test
     void touchSetsTheAccessTimeOfPresentKeysOnly() {
         serve(1, 2);

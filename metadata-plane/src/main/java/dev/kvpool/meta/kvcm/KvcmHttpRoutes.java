@@ -19,7 +19,9 @@ import org.eclipse.microprofile.config.inject.ConfigProperty;
 /**
  * KVCM meta HTTP routes: {@code POST /api/<lowerCamelRpc>} with proto3 JSON in and out (§1.3–1.5). Unparsable
  * bodies get 400 with {@code {}}; every logical outcome is a 200 with the status in the header. Reads run on the
- * event loop (in-memory, no I/O); calls that append to the index journal run on a worker.
+ * event loop (in-memory, no I/O); calls that append to the index journal run on a worker. Over a remote store
+ * getCacheLocation of a known instance stays on the event loop too (asynchronous index read); other calls move
+ * to a worker.
  */
 @ApplicationScoped
 public class KvcmHttpRoutes {
@@ -109,6 +111,22 @@ public class KvcmHttpRoutes {
         dev.kvpool.meta.auth.MetaAuth auth = runtime.auth();
         String authorization = ctx.request().getHeader("Authorization");
         if (runtime.remoteStore()) {
+            if (request instanceof GetCacheLocationRequest q && runtime.registry().instance(q.getInstanceId()) != null) {
+                // a known instance: the check is in memory and the index read is asynchronous, so no worker hop
+                var refusal = auth == null ? null : auth.checkMeta(authorization, request);
+                if (refusal != null) {
+                    refuse(ctx, request, refusal);
+                    return;
+                }
+                runtime.kvcm().getCacheLocationJsonAsync(q).whenComplete((json, e) -> {
+                    if (e != null) {
+                        ctx.fail(e);
+                    } else {
+                        respond(ctx, json);
+                    }
+                });
+                return;
+            }
             // the check may read the shared store and the call does: one hop off the event loop for both
             ctx.vertx().executeBlocking(() -> {
                 var refusal = auth == null ? null : auth.checkMeta(authorization, request);

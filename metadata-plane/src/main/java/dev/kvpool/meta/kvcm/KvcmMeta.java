@@ -91,28 +91,53 @@ public final class KvcmMeta {
     private <R> R call(String api, String traceId, boolean leaderOnly, Supplier<R> body,
                        Function<CommonResponseHeader, R> error) {
         long t0 = System.nanoTime();
-        ErrorCode code = ErrorCode.OK;
         try {
-            if (leaderOnly && !leader.getAsBoolean()) {
-                throw new KvcmError(ErrorCode.SERVER_NOT_LEADER, "Server is not leader");
+            if (leaderOnly) {
+                leaderGate();
             }
-            return body.get();
-        } catch (KvcmError e) {
-            code = e.code;
-            return error.apply(header(traceId, e.code, e.getMessage()));
+            R out = body.get();
+            served(api, t0, ErrorCode.OK);
+            return out;
         } catch (RuntimeException e) {
+            return failed(api, traceId, t0, e, error);
+        }
+    }
+
+    private void leaderGate() {
+        if (!leader.getAsBoolean()) {
+            throw new KvcmError(ErrorCode.SERVER_NOT_LEADER, "Server is not leader");
+        }
+    }
+
+    /** The error response for a failure: a KvcmError keeps its code, anything else is INTERNAL_ERROR. */
+    private <R> R failed(String api, String traceId, long t0, Throwable e, Function<CommonResponseHeader, R> error) {
+        if (e instanceof java.util.concurrent.CompletionException && e.getCause() != null) {
+            e = e.getCause();
+        }
+        ErrorCode code;
+        String message;
+        if (e instanceof KvcmError k) {
+            code = k.code;
+            message = k.getMessage();
+        } else {
             code = ErrorCode.INTERNAL_ERROR;
+            message = api + " failed: " + e;
             LOG.errorf(e, "%s failed (trace %s)", api, traceId);
-            return error.apply(header(traceId, ErrorCode.INTERNAL_ERROR, api + " failed: " + e));
+        }
+        try {
+            return error.apply(header(traceId, code, message));
         } finally {
-            timers.computeIfAbsent(api, a -> Timer.builder("kvpool.meta.requests").tag("api", a)
-                    .description("KVCM meta RPCs served").register(meters)).record(System.nanoTime() - t0,
-                    java.util.concurrent.TimeUnit.NANOSECONDS);
-            if (code != ErrorCode.OK) {
-                ErrorCode c = code;
-                counters.computeIfAbsent(api + "/" + c, k -> Counter.builder("kvpool.meta.errors").tag("api", api)
-                        .tag("code", c.name()).register(meters)).increment();
-            }
+            served(api, t0, code);
+        }
+    }
+
+    private void served(String api, long t0, ErrorCode code) {
+        timers.computeIfAbsent(api, a -> Timer.builder("kvpool.meta.requests").tag("api", a)
+                .description("KVCM meta RPCs served").register(meters)).record(System.nanoTime() - t0,
+                java.util.concurrent.TimeUnit.NANOSECONDS);
+        if (code != ErrorCode.OK) {
+            counters.computeIfAbsent(api + "/" + code, k -> Counter.builder("kvpool.meta.errors").tag("api", api)
+                    .tag("code", code.name()).register(meters)).increment();
         }
     }
 
@@ -220,39 +245,88 @@ public final class KvcmMeta {
     public byte[] getCacheLocationJson(GetCacheLocationRequest r) {
         Object out = call("GetCacheLocation", r.getTraceId(), true, () -> {
             var sink = locate(r, new JsonLocations(filter(r.getLocationSpecNamesList()), r.getBlockKeysCount()));
-            byte[] header = ProtoJson.print(CommonResponse.newBuilder().setHeader(ok(r.getTraceId(), LOCATED)));
-            byte[] locs = sink.finish();
-            // {"header":{...}} + ,"locations":[...] + }
-            byte[] json = new byte[header.length - 1 + LOCATIONS_KEY.length + locs.length + 1];
-            System.arraycopy(header, 0, json, 0, header.length - 1);
-            System.arraycopy(LOCATIONS_KEY, 0, json, header.length - 1, LOCATIONS_KEY.length);
-            System.arraycopy(locs, 0, json, header.length - 1 + LOCATIONS_KEY.length, locs.length);
-            json[json.length - 1] = '}';
-            return json;
+            return located(r, sink);
         }, h -> GetCacheLocationResponse.newBuilder().setHeader(h).build());
         return out instanceof byte[] b ? b : ProtoJson.print((GetCacheLocationResponse) out);
     }
 
-    private <S extends LocationSink> S locate(GetCacheLocationRequest r, S sink) {
-        Instance inst = instance(r.getInstanceId());
-        long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
-        QueryType t = queryType(inst, r.getQueryType());
-        switch (t) {
-            case QT_PREFIX_MATCH -> query.prefix(inst, keys, Mask.of(r.hasBlockMask() ? r.getBlockMask() : null), sink);
-            case QT_BATCH_GET -> query.batch(inst, keys, sink);
-            default -> query.slidingWindow(inst, keys, r.getSwSize(), sink);
+    /**
+     * {@link #getCacheLocationJson} without blocking the caller (an event loop): the index read is asynchronous.
+     * Only instances known here are found ({@link Registry#lookup} of an unknown id may read the store): callers
+     * send other ids to {@link #getCacheLocationJson} on a worker.
+     */
+    public java.util.concurrent.CompletionStage<byte[]> getCacheLocationJsonAsync(GetCacheLocationRequest r) {
+        long t0 = System.nanoTime();
+        java.util.concurrent.CompletionStage<byte[]> out;
+        try {
+            leaderGate();
+            Query q = query(r, false);
+            out = query.locateAsync(q.inst, q.keys, q.type, q.mask, r.getSwSize(),
+                    new JsonLocations(filter(r.getLocationSpecNamesList()), r.getBlockKeysCount())).thenApply(sink -> {
+                        counted(q, r, sink);
+                        return located(r, sink);
+                    });
+        } catch (RuntimeException e) {
+            out = java.util.concurrent.CompletableFuture.failedFuture(e);
         }
-        counted(inst, "queried", keys.length);
-        if (t == QueryType.QT_PREFIX_MATCH) {
-            counted(inst, "hit", sink.count());
+        return out.handle((json, e) -> {
+            if (e == null) {
+                served("GetCacheLocation", t0, ErrorCode.OK);
+                return json;
+            }
+            return ProtoJson.print(failed("GetCacheLocation", r.getTraceId(), t0, e,
+                    h -> GetCacheLocationResponse.newBuilder().setHeader(h).build()));
+        });
+    }
+
+    private byte[] located(GetCacheLocationRequest r, JsonLocations sink) {
+        byte[] header = ProtoJson.print(CommonResponse.newBuilder().setHeader(ok(r.getTraceId(), LOCATED)));
+        byte[] locs = sink.finish();
+        // {"header":{...}} + ,"locations":[...] + }
+        byte[] json = new byte[header.length - 1 + LOCATIONS_KEY.length + locs.length + 1];
+        System.arraycopy(header, 0, json, 0, header.length - 1);
+        System.arraycopy(LOCATIONS_KEY, 0, json, header.length - 1, LOCATIONS_KEY.length);
+        System.arraycopy(locs, 0, json, header.length - 1 + LOCATIONS_KEY.length, locs.length);
+        json[json.length - 1] = '}';
+        return json;
+    }
+
+    private record Query(Instance inst, long[] keys, QueryType type, Mask mask) {
+    }
+
+    /** {@code mayReadStore} false: only instances known here (an event loop must not wait on the store). */
+    private Query query(GetCacheLocationRequest r, boolean mayReadStore) {
+        Instance inst = mayReadStore ? instance(r.getInstanceId()) : registry.instance(r.getInstanceId());
+        if (inst == null) {
+            throw new KvcmError(ErrorCode.INSTANCE_NOT_EXIST, "instance '" + r.getInstanceId() + "' is not registered");
+        }
+        long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
+        return new Query(inst, keys, queryType(inst, r.getQueryType()),
+                Mask.of(r.hasBlockMask() ? r.getBlockMask() : null));
+    }
+
+    private <S extends LocationSink> S locate(GetCacheLocationRequest r, S sink) {
+        Query q = query(r, true);
+        switch (q.type) {
+            case QT_PREFIX_MATCH -> query.prefix(q.inst, q.keys, q.mask, sink);
+            case QT_BATCH_GET -> query.batch(q.inst, q.keys, sink);
+            default -> query.slidingWindow(q.inst, q.keys, r.getSwSize(), sink);
+        }
+        counted(q, r, sink);
+        return sink;
+    }
+
+    private void counted(Query q, GetCacheLocationRequest r, LocationSink sink) {
+        counted(q.inst, "queried", q.keys.length);
+        if (q.type == QueryType.QT_PREFIX_MATCH) {
+            counted(q.inst, "hit", sink.count());
         }
         CacheEvents ev = events;
         if (ev.enabled()) {
-            ev.offer(new CacheEvent(CacheEvent.GET_CACHE_LOCATION, inst.id, CacheEvents.nowMicros(), t.name(), keys,
-                    maskOf(r.hasBlockMask(), r.getBlockMask()), t == QueryType.QT_REVERSE_ROLL_SW_MATCH
+            ev.offer(new CacheEvent(CacheEvent.GET_CACHE_LOCATION, q.inst.id, CacheEvents.nowMicros(), q.type.name(),
+                    q.keys, maskOf(r.hasBlockMask(), r.getBlockMask()), q.type == QueryType.QT_REVERSE_ROLL_SW_MATCH
                     ? r.getSwSize() : null, sink.count(), null, null, null));
         }
-        return sink;
     }
 
     public GetCacheLocationLenResponse getCacheLocationLen(GetCacheLocationLenRequest r) {

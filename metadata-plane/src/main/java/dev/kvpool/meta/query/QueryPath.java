@@ -3,6 +3,7 @@ package dev.kvpool.meta.query;
 import dev.kvpool.api.proto.meta.BackendLocationSelector;
 import dev.kvpool.api.proto.meta.CacheLocation;
 import dev.kvpool.api.proto.meta.CacheLocationVector;
+import dev.kvpool.api.proto.meta.QueryType;
 import dev.kvpool.api.proto.meta.StorageType;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.Loc;
@@ -17,6 +18,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
@@ -98,10 +101,40 @@ public final class QueryPath {
         return out;
     }
 
+    /**
+     * The read of {@link #prefix}, {@link #batch} or {@link #slidingWindow} (by query type) without blocking: the
+     * lookup is the index's asynchronous one and the rest runs where it completes (an event loop of the store's
+     * client). Validation errors complete the stage exceptionally.
+     */
+    public <S extends LocationSink> CompletionStage<S> locateAsync(Instance inst, long[] keys, QueryType type, Mask mask,
+                                                                  int sw, S sink) {
+        try {
+            long[] q = switch (type) {
+                case QT_PREFIX_MATCH -> unmasked(keys, mask);
+                case QT_BATCH_GET -> keys;
+                default -> {
+                    checkWindow(sw, keys.length);
+                    yield keys;
+                }
+            };
+            Block[] blocks = new Block[q.length];
+            return inst.index.getAllAsync(q, 0, q.length, blocks).thenApply(v -> switch (type) {
+                case QT_PREFIX_MATCH -> prefixOf(inst, q, blocks, sink);
+                case QT_BATCH_GET -> batchOf(inst, q, blocks, sink);
+                default -> slidingWindowOf(inst, q, sw, blocks, sink);
+            });
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
     /** QT_PREFIX_MATCH: masked keys skipped, stop at the first miss; the sink's count is the hit count. */
     public <S extends LocationSink> S prefix(Instance inst, long[] keys, Mask mask, S sink) {
         long[] q = unmasked(keys, mask);
-        Block[] blocks = lookup(inst, q);
+        return prefixOf(inst, q, lookup(inst, q), sink);
+    }
+
+    private <S extends LocationSink> S prefixOf(Instance inst, long[] q, Block[] blocks, S sink) {
         int hits = 0;
         for (; hits < q.length; hits++) {
             int r = pickServing(blocks[hits], null);
@@ -138,7 +171,10 @@ public final class QueryPath {
 
     /** QT_BATCH_GET: one entry per key, a placeholder (uri "") for each miss; the mask is ignored. */
     public <S extends LocationSink> S batch(Instance inst, long[] keys, S sink) {
-        Block[] blocks = lookup(inst, keys);
+        return batchOf(inst, keys, lookup(inst, keys), sink);
+    }
+
+    private <S extends LocationSink> S batchOf(Instance inst, long[] keys, Block[] blocks, S sink) {
         long[] hits = new long[keys.length];
         int nh = 0;
         for (int i = 0; i < keys.length; i++) {
@@ -199,7 +235,10 @@ public final class QueryPath {
 
     public <S extends LocationSink> S slidingWindow(Instance inst, long[] keys, int sw, S sink) {
         checkWindow(sw, keys.length);
-        Block[] blocks = lookup(inst, keys);
+        return slidingWindowOf(inst, keys, sw, lookup(inst, keys), sink);
+    }
+
+    private <S extends LocationSink> S slidingWindowOf(Instance inst, long[] keys, int sw, Block[] blocks, S sink) {
         int[] replica = new int[keys.length];
         int start = window(blocks, replica, sw);
         for (int i = 0; i < keys.length; i++) {

@@ -57,6 +57,9 @@ public class MetaRuntime {
     @Inject
     jakarta.enterprise.inject.Instance<io.vertx.redis.client.Redis> redisClient;
 
+    @Inject
+    jakarta.enterprise.inject.Instance<io.vertx.core.Vertx> vertx;
+
     private IndexStore store;
     private Registry registry;
     private QuotaLedger ledger;
@@ -104,6 +107,16 @@ public class MetaRuntime {
                 io.vertx.redis.client.Redis redis = redisClient.get();
                 store = new RedisStore(redis, RedisStore.Options.defaults().withPrefix(rc.prefix())
                         .withSessionGrace(rc.sessionGrace()));
+                var config = org.eclipse.microprofile.config.ConfigProvider.getConfig();
+                if (config.getOptionalValue("quarkus.redis.client-type", String.class).orElse("standalone")
+                        .equalsIgnoreCase("standalone")) {
+                    // the KVCM read path's Redis calls stay on the HTTP event loop that serves the request
+                    var perLoop = new io.vertx.redis.client.RedisOptions().setConnectionString(rc.url())
+                            .setMaxPoolSize(4).setMaxPoolWaiting(1024);
+                    config.getOptionalValue("quarkus.redis.password", String.class).ifPresent(perLoop::setPassword);
+                    var vx = vertx.get();
+                    ((RedisStore) store).loopClients(() -> io.vertx.redis.client.Redis.createClient(vx, perLoop));
+                }
                 String p = rc.prefix() + ":";
                 var lead = new RedisLeadership(redis, p, nodeId, rc.leaseTtl(), rc.timeout());
                 // alone: a cold start of the whole cluster, so usage and slots are rebuilt from the index

@@ -25,6 +25,13 @@ public final class Calls {
     private final long timeoutMs;
     private final LongAdder roundTrips = new LongAdder();
     private volatile boolean closed;
+    /**
+     * Per event-loop thread, a client used only from that thread: a pool picks any idle connection, often one
+     * whose socket lives on another loop, and then the request and its answer each cross threads; a client
+     * whose connections were all opened from this loop keeps an asynchronous call on it. Null: off.
+     */
+    private volatile java.util.function.Supplier<Redis> loopClients;
+    private final java.util.concurrent.ConcurrentHashMap<Thread, Redis> byLoop = new java.util.concurrent.ConcurrentHashMap<>();
 
     public Calls(Redis redis, Duration timeout) {
         this.redis = redis;
@@ -34,6 +41,26 @@ public final class Calls {
     /** Later calls fail at once (the store was closed) instead of waiting on a client that may be gone. */
     void close() {
         closed = true;
+        byLoop.values().forEach(Redis::close);
+        byLoop.clear();
+    }
+
+    /** Asynchronous calls from an event loop go through a client of that loop's own, made by the factory. */
+    void loopClients(java.util.function.Supplier<Redis> factory) {
+        this.loopClients = factory;
+    }
+
+    /** The client for an asynchronous call from the current thread. */
+    private Redis asyncClient() {
+        var f = loopClients;
+        if (f == null || !Context.isOnEventLoopThread()) {
+            return redis;
+        }
+        Redis r = byLoop.computeIfAbsent(Thread.currentThread(), t -> f.get());
+        if (closed) {
+            byLoop.values().forEach(Redis::close); // close() may have run before this client was added
+        }
+        return r;
     }
 
     long roundTrips() {
@@ -54,6 +81,29 @@ public final class Calls {
         guard(what);
         roundTrips.increment();
         return await(redis.batch(rs), what);
+    }
+
+    /**
+     * {@link #batch} without waiting, for callers on an event loop: the stage completes on the client's thread, or
+     * fails with a {@link RedisStoreException} (including after the timeout).
+     */
+    java.util.concurrent.CompletableFuture<List<Response>> batchAsync(List<Request> rs, String what) {
+        if (closed) {
+            return java.util.concurrent.CompletableFuture.failedFuture(
+                    new IllegalStateException("Redis " + what + ": the index store is closed"));
+        }
+        roundTrips.increment();
+        Redis client = asyncClient();
+        Future<List<Response>> f = rs.size() == 1 ? client.send(rs.getFirst()).map(java.util.Collections::singletonList)
+                : client.batch(rs);
+        return f.toCompletionStage().toCompletableFuture().orTimeout(timeoutMs, TimeUnit.MILLISECONDS)
+                .exceptionallyCompose(e -> {
+                    Throwable c = e instanceof java.util.concurrent.CompletionException && e.getCause() != null
+                            ? e.getCause() : e;
+                    return java.util.concurrent.CompletableFuture.failedFuture(c instanceof TimeoutException
+                            ? new RedisStoreException("Redis " + what + ": no answer within " + timeoutMs + " ms")
+                            : new RedisStoreException("Redis " + what + " failed: " + c.getMessage(), c));
+                });
     }
 
     /**

@@ -92,8 +92,36 @@ final class RedisIndex implements InstanceIndex {
         }
     }
 
+    /** One pipelined round trip on the client's own thread: the caller (an event loop) never waits. */
+    @Override
+    public java.util.concurrent.CompletionStage<Void> getAllAsync(long[] keys, int off, int len, Block[] out) {
+        if (len == 0) {
+            return java.util.concurrent.CompletableFuture.completedFuture(null);
+        }
+        return calls.batchAsync(readRequests(keys, off, len), "getAll " + instanceId).thenAccept(answers -> {
+            for (int c = 0, i = 0; c < answers.size(); c++) {
+                Response a = answers.get(c);
+                for (int j = 0; j < a.size(); j++, i++) {
+                    out[i] = Codec.block(keys[off + i], Calls.bytes(a.get(j)));
+                }
+            }
+        });
+    }
+
     /** Current values of the keys (null when absent): HMGETs of batchSize keys, pipelined: one round trip. */
     private byte[][] read(long[] keys, int off, int len, String what) {
+        List<Response> answers = calls.batch(readRequests(keys, off, len), what);
+        byte[][] out = new byte[len][];
+        for (int c = 0, i = 0; c < answers.size(); c++) {
+            Response a = answers.get(c);
+            for (int j = 0; j < a.size(); j++) {
+                out[i++] = Calls.bytes(a.get(j));
+            }
+        }
+        return out;
+    }
+
+    private List<Request> readRequests(long[] keys, int off, int len) {
         int batch = store.options().batchSize();
         List<Request> rs = new ArrayList<>((len + batch - 1) / batch);
         for (int s = 0; s < len; s += batch) {
@@ -103,15 +131,7 @@ final class RedisIndex implements InstanceIndex {
             }
             rs.add(r);
         }
-        List<Response> answers = calls.batch(rs, what);
-        byte[][] out = new byte[len][];
-        for (int c = 0, i = 0; c < answers.size(); c++) {
-            Response a = answers.get(c);
-            for (int j = 0; j < a.size(); j++) {
-                out[i++] = Calls.bytes(a.get(j));
-            }
-        }
-        return out;
+        return rs;
     }
 
     @Override

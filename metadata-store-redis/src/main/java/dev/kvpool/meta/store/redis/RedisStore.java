@@ -130,6 +130,8 @@ public final class RedisStore implements IndexStore {
         ro.setMaxPoolWaiting(Math.max(ro.getMaxPoolWaiting(), 4096));
         Redis client = Redis.createClient(vertx, ro);
         RedisStore s = new RedisStore(client, options, vertx);
+        RedisOptions perLoop = new RedisOptions(ro).setMaxPoolSize(4);
+        s.loopClients(() -> Redis.createClient(vertx, perLoop));
         try {
             s.calls.send(Request.cmd(Command.PING), "PING");
         } catch (RuntimeException e) {
@@ -379,6 +381,14 @@ public final class RedisStore implements IndexStore {
         if (closed) {
             throw new IllegalStateException("the Redis index store is closed");
         }
+    }
+
+    /**
+     * Asynchronous reads from an event loop use a client of that loop's own, made by {@code factory} (same server
+     * and options as the main client, a small pool). Null turns it off.
+     */
+    public void loopClients(java.util.function.Supplier<Redis> factory) {
+        calls.loopClients(factory);
     }
 
     @Override
