@@ -54,7 +54,7 @@ public final class Main {
             default -> System.out.println("""
                     usage: ./kvpool bench <replay|prefix|writes|heap|policies|agent|gpu> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
                       replay   [--trace ../shared/data/mooncake/conversation_trace.jsonl] [--limit N]
-                      prefix   [--keys 1024] [--rounds 10] [--iters 200]
+                      prefix   [--keys 1024] [--rounds 10] [--iters 200] [--grpc 127.0.0.1:6381]
                       writes   [--threads 4] [--batch 64] [--batches 200] [--rounds 6]
                       heap     [--blocks 10000000]   (run with a large -Xmx; ./kvpool bench uses -Xmx4g)
                       policies [--trace conversation|synthetic|both|<file.jsonl>] [--capacities 1M,3M,10M,30M]
@@ -268,11 +268,22 @@ public final class Main {
                 kv.call("getCacheLocation", q, GetCacheLocationResponse.newBuilder());
                 redis.call(mget);
             }
+            // optional: the same call over the KVCM gRPC service (--grpc host:port), a cheaper transport than HTTP+JSON
+            io.grpc.ManagedChannel channel = opt.containsKey("grpc")
+                    ? io.grpc.ManagedChannelBuilder.forTarget(opt.get("grpc")).usePlaintext().build() : null;
+            var stub = channel == null ? null : dev.kvpool.api.proto.meta.MetaServiceGrpc.newBlockingStub(channel);
+            if (stub != null) {
+                for (int i = 0; i < Math.max(200, iters); i++) {
+                    stub.getCacheLocation(q);
+                }
+            }
+            double[] grpcRatios = new double[rounds];
+            Stats allG = new Stats();
             double[] ratios = new double[rounds], rawRatios = new double[rounds], floorRatios = new double[rounds];
             Stats allK = new Stats(), allX = new Stats(), allR = new Stats(), allF = new Stats();
             byte[] qBytes = ProtoJson.print(q);
             for (int r = 0; r < rounds; r++) {
-                Stats a = new Stats(), x = new Stats(), b = new Stats(), f = new Stats();
+                Stats a = new Stats(), x = new Stats(), b = new Stats(), f = new Stats(), gStats = new Stats();
                 for (int i = 0; i < iters; i++) {
                     // A: the whole call as a Java client makes it: encode, exchange, decode into messages
                     long s = System.nanoTime();
@@ -298,6 +309,16 @@ public final class Main {
                     d = System.nanoTime() - s;
                     f.add(d);
                     allF.add(d);
+                    if (stub != null) { // G: gRPC, decoded into messages by the generated stub
+                        s = System.nanoTime();
+                        GetCacheLocationResponse g = stub.getCacheLocation(q);
+                        d = System.nanoTime() - s;
+                        allG.add(d);
+                        gStats.add(d);
+                        if (g.getLocationsCount() != n) {
+                            throw new IOException("gRPC: expected " + n + " hits, got " + g.getLocationsCount());
+                        }
+                    }
                     // B: the baseline
                     s = System.nanoTime();
                     Object[] v = (Object[]) redis.call(mget);
@@ -311,6 +332,10 @@ public final class Main {
                 ratios[r] = a.pctMicros(50) / b.pctMicros(50);
                 rawRatios[r] = x.pctMicros(50) / b.pctMicros(50);
                 floorRatios[r] = f.pctMicros(50) / b.pctMicros(50);
+                grpcRatios[r] = stub == null ? Double.NaN : gStats.pctMicros(50) / b.pctMicros(50);
+                if (stub != null) {
+                    System.out.printf("  round %2d: gRPC p50 %7.1f us, ratio %.2fx%n", r + 1, gStats.pctMicros(50), grpcRatios[r]);
+                }
                 System.out.printf("  round %2d: KVPool p50 %7.1f us (exchange only %7.1f us), Redis MGET p50 %7.1f us, ratio %.2fx (exchange only %.2fx; HTTP floor %.2fx)%n",
                         r + 1, a.pctMicros(50), x.pctMicros(50), b.pctMicros(50), ratios[r], rawRatios[r], floorRatios[r]);
             }
@@ -327,6 +352,13 @@ public final class Main {
                     n, rawRatios[rounds / 2], rawRatios[0], rawRatios[rounds - 1]);
             System.out.printf("RESULT HTTP floor (unknown RPC, 404, same client) / Redis MGET of %d keys: median %.2fx%n",
                     n, floorRatios[rounds / 2]);
+            if (stub != null) {
+                Arrays.sort(grpcRatios);
+                System.out.println(allG.line("KVPool prefix " + n + " over gRPC"));
+                System.out.printf("RESULT prefix-%d p50 ratio KVPool over gRPC/Redis, decoded into messages: median %.2fx (min %.2fx, max %.2fx)%n",
+                        n, grpcRatios[rounds / 2], grpcRatios[0], grpcRatios[rounds - 1]);
+                channel.shutdownNow();
+            }
             byte[][] del = mget.clone();
             del[0] = "DEL".getBytes(StandardCharsets.US_ASCII);
             redis.call(del);

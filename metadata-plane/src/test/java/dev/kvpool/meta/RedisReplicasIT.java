@@ -224,6 +224,28 @@ class RedisReplicasIT {
             assertEquals("INVALID_ARGUMENT", r.path("header").path("status").path("code").asText(), r.toString());
             r = query(p, "no-such-instance", "QT_PREFIX_MATCH", keys, "");
             assertEquals("INSTANCE_NOT_EXIST", r.path("header").path("status").path("code").asText(), r.toString());
+            // the same over gRPC (answered on its event loop too)
+            io.grpc.ManagedChannel ch = io.grpc.ManagedChannelBuilder.forAddress("127.0.0.1", p.grpcPort()).usePlaintext().build();
+            try {
+                var stub = dev.kvpool.api.proto.meta.MetaServiceGrpc.newBlockingStub(ch)
+                        .withDeadlineAfter(10, java.util.concurrent.TimeUnit.SECONDS);
+                var q = dev.kvpool.api.proto.meta.GetCacheLocationRequest.newBuilder().setTraceId("g").setInstanceId(INST)
+                        .setQueryType(dev.kvpool.api.proto.meta.QueryType.QT_PREFIX_MATCH);
+                for (long k : keys) {
+                    q.addBlockKeys(k);
+                }
+                var g = stub.getCacheLocation(q.build());
+                assertEquals(dev.kvpool.api.proto.meta.ErrorCode.OK, g.getHeader().getStatus().getCode(), g.toString());
+                assertEquals(3, g.getLocationsCount(), "gRPC prefix");
+                g = stub.getCacheLocation(q.setQueryType(dev.kvpool.api.proto.meta.QueryType.QT_BATCH_GET).build());
+                assertEquals(5, g.getLocationsCount(), "gRPC batch");
+                g = stub.getCacheLocation(q.setQueryType(dev.kvpool.api.proto.meta.QueryType.QT_REVERSE_ROLL_SW_MATCH).setSwSize(9).build());
+                assertEquals(dev.kvpool.api.proto.meta.ErrorCode.INVALID_ARGUMENT, g.getHeader().getStatus().getCode(), g.toString());
+                g = stub.getCacheLocation(q.setInstanceId("no-such-instance").setQueryType(dev.kvpool.api.proto.meta.QueryType.QT_PREFIX_MATCH).build());
+                assertEquals(dev.kvpool.api.proto.meta.ErrorCode.INSTANCE_NOT_EXIST, g.getHeader().getStatus().getCode(), g.toString());
+            } finally {
+                ch.shutdownNow();
+            }
         }
     }
 

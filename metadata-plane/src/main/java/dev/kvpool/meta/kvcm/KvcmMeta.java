@@ -256,25 +256,37 @@ public final class KvcmMeta {
      * send other ids to {@link #getCacheLocationJson} on a worker.
      */
     public java.util.concurrent.CompletionStage<byte[]> getCacheLocationJsonAsync(GetCacheLocationRequest r) {
+        return locateAsync(r, () -> new JsonLocations(filter(r.getLocationSpecNamesList()), r.getBlockKeysCount()),
+                sink -> located(r, sink), ProtoJson::print);
+    }
+
+    /** {@link #getCacheLocation} without blocking the caller (the gRPC event loop); same rules as the JSON one. */
+    public java.util.concurrent.CompletionStage<GetCacheLocationResponse> getCacheLocationAsync(GetCacheLocationRequest r) {
+        return locateAsync(r, () -> new LocationSink.Protos(filter(r.getLocationSpecNamesList())),
+                sink -> GetCacheLocationResponse.newBuilder().setHeader(ok(r.getTraceId(), LOCATED))
+                        .addAllLocations(sink.locations()).build(), e -> e);
+    }
+
+    private <S extends LocationSink, T> java.util.concurrent.CompletionStage<T> locateAsync(GetCacheLocationRequest r,
+            java.util.function.Supplier<S> sinks, Function<S, T> done, Function<GetCacheLocationResponse, T> error) {
         long t0 = System.nanoTime();
-        java.util.concurrent.CompletionStage<byte[]> out;
+        java.util.concurrent.CompletionStage<T> out;
         try {
             leaderGate();
             Query q = query(r, false);
-            out = query.locateAsync(q.inst, q.keys, q.type, q.mask, r.getSwSize(),
-                    new JsonLocations(filter(r.getLocationSpecNamesList()), r.getBlockKeysCount())).thenApply(sink -> {
-                        counted(q, r, sink);
-                        return located(r, sink);
-                    });
+            out = query.locateAsync(q.inst, q.keys, q.type, q.mask, r.getSwSize(), sinks.get()).thenApply(sink -> {
+                counted(q, r, sink);
+                return done.apply(sink);
+            });
         } catch (RuntimeException e) {
             out = java.util.concurrent.CompletableFuture.failedFuture(e);
         }
-        return out.handle((json, e) -> {
+        return out.handle((res, e) -> {
             if (e == null) {
                 served("GetCacheLocation", t0, ErrorCode.OK);
-                return json;
+                return res;
             }
-            return ProtoJson.print(failed("GetCacheLocation", r.getTraceId(), t0, e,
+            return error.apply(failed("GetCacheLocation", r.getTraceId(), t0, e,
                     h -> GetCacheLocationResponse.newBuilder().setHeader(h).build()));
         });
     }

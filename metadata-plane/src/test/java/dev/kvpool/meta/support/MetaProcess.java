@@ -30,6 +30,7 @@ public final class MetaProcess implements AutoCloseable {
     public final String name;
     public final Path log;
     public final int httpPort;
+    private int grpcPort;
     private final Process process;
 
     private MetaProcess(String name, Path log, int httpPort, Process process) {
@@ -37,6 +38,11 @@ public final class MetaProcess implements AutoCloseable {
         this.log = log;
         this.httpPort = httpPort;
         this.process = process;
+    }
+
+    /** The KVCM gRPC port (meta service). */
+    public int grpcPort() {
+        return grpcPort;
     }
 
     public static int freePort() {
@@ -63,6 +69,7 @@ public final class MetaProcess implements AutoCloseable {
         long t0 = System.nanoTime();
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile()).start();
         MetaProcess mp = new MetaProcess(name, out, http, p);
+        mp.grpcPort = grpc;
         long end = System.nanoTime() + Duration.ofSeconds(90).toNanos();
         while (true) {
             if (!p.isAlive()) {
