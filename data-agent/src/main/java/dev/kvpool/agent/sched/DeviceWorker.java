@@ -149,41 +149,54 @@ public final class DeviceWorker implements AutoCloseable {
             boolean write;
             lock.lock();
             try {
-                while (true) {
-                    if (!running) {
-                        return;
-                    }
-                    if (!reads.isEmpty()) {
-                        drain(reads, batch);
-                        write = false;
-                        break;
-                    }
-                    if (!urgent.isEmpty()) {
-                        drain(urgent, batch);
-                        write = true;
-                        break;
-                    }
-                    if (!deferred.isEmpty()) {
-                        long wait = deferredOps >= highWater ? 0 : idle.waitBeforeWrite(System.nanoTime());
-                        if (wait <= 0) {
-                            if (deferredOps >= highWater) {
-                                forcedDrains.incrementAndGet();
-                            }
-                            chunk(batch);
-                            write = true;
-                            break;
-                        }
-                        work.awaitNanos(wait);
-                    } else {
-                        work.await(100, TimeUnit.MILLISECONDS);
-                    }
+                Boolean w = nextWork(batch, false);
+                if (w == null) {
+                    return;
                 }
+                write = w;
             } catch (InterruptedException e) {
                 return;
             } finally {
                 lock.unlock();
             }
             execute(write, batch);
+        }
+    }
+
+    /**
+     * Waits (lock held) for work and takes it into {@code into}: reads first, then parked writes (streaming only;
+     * nothing is taken for them), urgent writes, deferred writes once an idle window opens or the high water is
+     * reached. Returns whether the work is writes, or null once stopped.
+     */
+    private Boolean nextWork(List<Req> into, boolean parkedWrites) throws InterruptedException {
+        while (true) {
+            if (!running) {
+                return null;
+            }
+            if (!reads.isEmpty()) {
+                drain(reads, into);
+                return false;
+            }
+            if (parkedWrites) {
+                return true;
+            }
+            if (!urgent.isEmpty()) {
+                drain(urgent, into);
+                return true;
+            }
+            if (!deferred.isEmpty()) {
+                long wait = deferredOps >= highWater ? 0 : idle.waitBeforeWrite(System.nanoTime());
+                if (wait <= 0) {
+                    if (deferredOps >= highWater) {
+                        forcedDrains.incrementAndGet();
+                    }
+                    chunk(into);
+                    return true;
+                }
+                work.awaitNanos(wait);
+            } else {
+                work.await(100, TimeUnit.MILLISECONDS);
+            }
         }
     }
 
@@ -215,38 +228,9 @@ public final class DeviceWorker implements AutoCloseable {
                     }
                 } else if (idleDevice) {
                     // the device is empty: pick the direction as the batch loop does, parked writes before new ones
-                    while (true) {
-                        if (!running) {
-                            break;
-                        }
-                        if (!reads.isEmpty()) {
-                            drain(reads, taken);
-                            dirWrite = false;
-                            break;
-                        }
-                        if (!parked.isEmpty()) {
-                            dirWrite = true;
-                            break;
-                        }
-                        if (!urgent.isEmpty()) {
-                            drain(urgent, taken);
-                            dirWrite = true;
-                            break;
-                        }
-                        if (!deferred.isEmpty()) {
-                            long wait = deferredOps >= highWater ? 0 : idle.waitBeforeWrite(System.nanoTime());
-                            if (wait <= 0) {
-                                if (deferredOps >= highWater) {
-                                    forcedDrains.incrementAndGet();
-                                }
-                                chunk(taken);
-                                dirWrite = true;
-                                break;
-                            }
-                            work.awaitNanos(wait);
-                        } else {
-                            work.await(100, TimeUnit.MILLISECONDS);
-                        }
+                    Boolean w = nextWork(taken, !parked.isEmpty());
+                    if (w != null) {
+                        dirWrite = w;
                     }
                 }
                 if (running && (!taken.isEmpty() || !idleDevice)) {
