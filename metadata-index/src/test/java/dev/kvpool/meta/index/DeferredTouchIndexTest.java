@@ -31,14 +31,7 @@ class DeferredTouchIndexTest {
             InstanceIndex raw = served(store, 1, 2, 3);
             var ix = new DeferredTouchIndex(raw, toucher);
             // block the touch thread: the touch must return at once and reads still answer
-            CountDownLatch hold = new CountDownLatch(1);
-            toucher.submit(() -> {
-                try {
-                    hold.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            });
+            CountDownLatch hold = blockTouchThread(toucher);
             long[] keys = {2, 3};
             ix.touch(keys, 0, 2, NOW + 50);
             keys[0] = 99; // the caller reuses its array: the queued touch must not see it
@@ -58,14 +51,7 @@ class DeferredTouchIndexTest {
         try (var store = new EmbeddedStore(EmbeddedStore.Options.memory(4));
              var toucher = new DeferredTouchIndex.Toucher(2)) {
             var ix = new DeferredTouchIndex(served(store, 1), toucher);
-            CountDownLatch hold = new CountDownLatch(1);
-            toucher.submit(() -> {
-                try {
-                    hold.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            });
+            CountDownLatch hold = blockTouchThread(toucher);
             for (int i = 0; i < 10; i++) {
                 ix.touch(new long[]{1}, 0, 1, NOW + i);
             }
@@ -73,5 +59,18 @@ class DeferredTouchIndexTest {
             hold.countDown();
             toucher.drain();
         }
+    }
+
+    /** Parks the touch thread until the returned latch opens, so touches queue up behind it. */
+    private static CountDownLatch blockTouchThread(DeferredTouchIndex.Toucher toucher) {
+        CountDownLatch hold = new CountDownLatch(1);
+        toucher.submit(() -> {
+            try {
+                hold.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        return hold;
     }
 }

@@ -45,7 +45,7 @@ public class KvcmGrpcService implements MetaService {
 
     @Override
     public Uni<GetCacheLocationResponse> getCacheLocation(GetCacheLocationRequest r) {
-        if (runtime.remoteStore() && runtime.registry().instance(r.getInstanceId()) != null) {
+        if (runtime.locatesAsync(r.getInstanceId())) {
             // a known instance: the index read is asynchronous, so the call stays on the event loop (no worker hop)
             return Uni.createFrom().completionStage(() -> m().getCacheLocationAsync(r));
         }

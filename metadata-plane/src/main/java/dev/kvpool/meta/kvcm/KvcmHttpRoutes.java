@@ -111,7 +111,7 @@ public class KvcmHttpRoutes {
         dev.kvpool.meta.auth.MetaAuth auth = runtime.auth();
         String authorization = ctx.request().getHeader("Authorization");
         if (runtime.remoteStore()) {
-            if (request instanceof GetCacheLocationRequest q && runtime.registry().instance(q.getInstanceId()) != null) {
+            if (request instanceof GetCacheLocationRequest q && runtime.locatesAsync(q.getInstanceId())) {
                 // a known instance: the check is in memory and the index read is asynchronous, so no worker hop
                 var refusal = auth == null ? null : auth.checkMeta(authorization, request);
                 if (refusal != null) {

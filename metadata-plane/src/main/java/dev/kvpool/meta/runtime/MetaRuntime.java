@@ -399,6 +399,15 @@ public class MetaRuntime {
         return store != null && !"embedded".equals(store.kind());
     }
 
+    /**
+     * Whether an event loop takes getCacheLocation's asynchronous path: over a remote store, for an instance this
+     * replica already knows (an unknown id's lookup may read the store, so that call goes to a worker). Over the
+     * embedded store every call is in memory and the plain path answers on the loop.
+     */
+    public boolean locatesAsync(String instanceId) {
+        return remoteStore() && registry.instance(instanceId) != null;
+    }
+
     public Reclaimer reclaimer() {
         return reclaimer;
     }

@@ -99,18 +99,20 @@ final class RedisIndex implements InstanceIndex {
             return java.util.concurrent.CompletableFuture.completedFuture(null);
         }
         return calls.batchAsync(readRequests(keys, off, len), "getAll " + instanceId).thenAccept(answers -> {
-            for (int c = 0, i = 0; c < answers.size(); c++) {
-                Response a = answers.get(c);
-                for (int j = 0; j < a.size(); j++, i++) {
-                    out[i] = Codec.block(keys[off + i], Calls.bytes(a.get(j)));
-                }
+            byte[][] v = values(answers, len);
+            for (int i = 0; i < len; i++) {
+                out[i] = Codec.block(keys[off + i], v[i]);
             }
         });
     }
 
     /** Current values of the keys (null when absent): HMGETs of batchSize keys, pipelined: one round trip. */
     private byte[][] read(long[] keys, int off, int len, String what) {
-        List<Response> answers = calls.batch(readRequests(keys, off, len), what);
+        return values(calls.batch(readRequests(keys, off, len), what), len);
+    }
+
+    /** The HMGET answers of {@link #readRequests}, flattened in key order. */
+    private static byte[][] values(List<Response> answers, int len) {
         byte[][] out = new byte[len][];
         for (int c = 0, i = 0; c < answers.size(); c++) {
             Response a = answers.get(c);
