@@ -283,20 +283,31 @@ public final class CachedIndex extends ForwardingIndex {
 
     @Override
     public FinishResult finishWrite(String sessionId, boolean[] success, int nowSec) {
-        // the session's keys, known before the call: the delegate forgets the session as it finishes it
-        WriteSession before = shards.length == 0 ? null : delegate.session(sessionId);
-        FinishResult r = null;
+        return finished(() -> delegate.finishWrite(sessionId, success, nowSec));
+    }
+
+    @Override
+    public FinishResult finishWrite(String sessionId, boolean[] ok, boolean exactLength, int nowSec) {
+        return finished(() -> delegate.finishWrite(sessionId, ok, exactLength, nowSec));
+    }
+
+    /**
+     * A finish changes only its session's keys, which the result names; null means the session was unknown and
+     * nothing changed. When the call fails it may still have run (a lost answer) and which keys it had is unknown
+     * here, so everything goes: reading the session first would cost a round trip on every finish.
+     */
+    private FinishResult finished(java.util.function.Supplier<FinishResult> call) {
+        FinishResult r;
         try {
-            r = delegate.finishWrite(sessionId, success, nowSec);
-            return r;
-        } finally {
-            if (r != null) {
-                invalidate(r.session().keys(), 0, r.session().size());
-            }
-            if (before != null && (r == null || r.session() != before)) {
-                invalidate(before.keys(), 0, before.size());
-            }
+            r = call.get();
+        } catch (RuntimeException | Error e) {
+            invalidateAll();
+            throw e;
         }
+        if (r != null) {
+            invalidate(r.session().keys(), 0, r.session().size());
+        }
+        return r;
     }
 
     @Override

@@ -64,6 +64,11 @@ public abstract class ForwardingIndex implements InstanceIndex {
     }
 
     @Override
+    public FinishResult finishWrite(String sessionId, boolean[] ok, boolean exactLength, int nowSec) {
+        return delegate.finishWrite(sessionId, ok, exactLength, nowSec);
+    }
+
+    @Override
     public WriteSession session(String sessionId) {
         return delegate.session(sessionId);
     }

@@ -59,6 +59,23 @@ public interface InstanceIndex {
      */
     FinishResult finishWrite(String sessionId, boolean[] success, int nowSec);
 
+    /**
+     * FinishWriteCache with the client's mask as sent, checked against the session in the same step: location i
+     * succeeds when {@code i < ok.length && ok[i]}. The mask fits when its length equals the session's size
+     * ({@code exactLength}, a bool mask) or does not exceed it (a prefix). A mask that does not fit still closes
+     * the session, every location failed, and the result says so. Null when the session is unknown. A remote
+     * store does this in one round trip; the default reads the session first.
+     */
+    default FinishResult finishWrite(String sessionId, boolean[] ok, boolean exactLength, int nowSec) {
+        WriteSession s = session(sessionId);
+        if (s == null) {
+            return null;
+        }
+        boolean fits = exactLength ? ok.length == s.size() : ok.length <= s.size();
+        FinishResult r = finishWrite(sessionId, fits ? ok : new boolean[s.size()], nowSec);
+        return r == null || fits ? r : new FinishResult(r.session(), r.served(), r.failed(), false);
+    }
+
     WriteSession session(String sessionId);
 
     java.util.List<WriteSession> sessions();
@@ -110,6 +127,10 @@ public interface InstanceIndex {
     record StartResult(boolean capacityExceeded, boolean[] inserted, boolean[] created, WriteSession session) {
     }
 
-    record FinishResult(WriteSession session, int served, LocList failed) {
+    /** {@code maskFits} false: the success mask did not fit the session, which was closed as failed. */
+    record FinishResult(WriteSession session, int served, LocList failed, boolean maskFits) {
+        public FinishResult(WriteSession session, int served, LocList failed) {
+            this(session, served, failed, true);
+        }
     }
 }

@@ -485,6 +485,49 @@ public abstract class IndexStoreContractTest {
     }
 
     @Test
+    void aMaskCheckedFinishServesWhenItFitsAndFailsEverythingWhenNot() throws Exception {
+        // a bool mask must have exactly the session's length
+        String s = sid();
+        write(s, 1, 2, 3);
+        FinishResult f = idx.finishWrite(s, new boolean[] {true, true}, true, NOW);
+        assertFalse(f.maskFits());
+        assertEquals(0, f.served());
+        assertEquals(3, f.failed().size(), "a mask that does not fit closes the session as failed");
+        assertEquals(3, f.session().size());
+        assertEquals(0, idx.keyCount());
+        assertNull(idx.session(s));
+        assertNull(store.sessionOwner(s));
+        // a prefix may be shorter, not longer
+        String p = sid();
+        write(p, 1, 2, 3);
+        f = idx.finishWrite(p, new boolean[] {true, true}, false, NOW + 5);
+        assertTrue(f.maskFits());
+        assertEquals(2, f.served());
+        assertEquals(3, f.failed().key(0));
+        assertEquals(NOW + 5, idx.get(2).writeSec());
+        String q = sid();
+        write(q, 4);
+        assertFalse(idx.finishWrite(q, new boolean[] {true, true}, false, NOW).maskFits());
+        assertNull(idx.get(4));
+        // an exact fit; the session's location is the second replica of key 1
+        String e = sid();
+        StartResult r = write(idx, e, 2, ANY_STORAGE, 0, 7, 1, 5);
+        assertArrayEquals(new boolean[] {true, true}, r.inserted());
+        f = idx.finishWrite(e, new boolean[] {true, false}, true, NOW);
+        assertTrue(f.maskFits());
+        assertEquals(1, f.served());
+        Block b1 = idx.get(1);
+        assertEquals(2, b1.size());
+        assertEquals(Loc.SERVING, status(b1, 1));
+        assertEquals(7, Loc.storage(b1.a(1)));
+        assertEquals(r.session().locIds()[0], Loc.id(b1.a(1)));
+        assertEquals(5, f.failed().key(0));
+        assertTrue(f.failed().keyGone(0));
+        assertNull(idx.finishWrite("no-such-session", new boolean[0], true, NOW));
+        restartAndCompare();
+    }
+
+    @Test
     void finishLeavesALocationMovedToDeletingAlone() throws Exception {
         String s = sid();
         long[] keys = {1, 2, 3, 4};

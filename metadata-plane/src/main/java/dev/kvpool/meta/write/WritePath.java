@@ -330,32 +330,39 @@ public final class WritePath implements AutoCloseable {
 
     // ---- finish and expiry ---------------------------------------------------------------------------------
 
-    /** FinishWriteCache; returns the number of blocks that became SERVING. */
+    /**
+     * FinishWriteCache; returns the number of blocks that became SERVING. The mask is checked against the session
+     * in the same store call that closes it (one round trip on a remote store).
+     */
     public int finish(Instance inst, String sessionId, Mask mask, IndexStoreOwner owner) {
-        WriteSession s = inst.index.session(sessionId);
-        if (s == null) {
+        boolean[] ok = mask.bools();
+        if (ok == null) {
+            // a prefix: the first offset locations succeeded
+            ok = new boolean[Math.max(0, mask.offset())];
+            Arrays.fill(ok, true);
+        }
+        InstanceIndex.FinishResult r = mask.offset() < 0 && mask.bools() == null
+                ? failAll(inst, sessionId) // a negative offset fits no session
+                : inst.index.finishWrite(sessionId, ok, mask.bools() != null, nowSec());
+        if (r == null) {
             String other = owner.sessionOwner(sessionId);
             if (other != null && !other.equals(inst.id)) {
                 throw KvcmError.invalid("write session '" + sessionId + "' belongs to another instance");
             }
             throw KvcmError.internal("write session '" + sessionId + "' is unknown, expired or already finished");
         }
-        int n = s.size();
-        if (!mask.valid(n)) {
-            // the session is over either way: release its locations rather than leak them (§3.6.2 step 3)
-            close(inst, sessionId, new boolean[n]);
-            throw KvcmError.invalid("success_blocks (" + mask.describe() + ") does not fit the " + n
+        release(inst, r.failed());
+        if (!r.maskFits()) {
+            // the session is over either way: its locations were released rather than leaked (§3.6.2 step 3)
+            throw KvcmError.invalid("success_blocks (" + mask.describe() + ") does not fit the " + r.session().size()
                     + " locations this session returned; the session was closed as failed");
         }
-        boolean[] ok = new boolean[n];
-        for (int i = 0; i < n; i++) {
-            ok[i] = mask.masked(i);
-        }
-        InstanceIndex.FinishResult r = close(inst, sessionId, ok);
-        if (r == null) {
-            throw KvcmError.internal("write session '" + sessionId + "' expired or was finished concurrently");
-        }
         return r.served();
+    }
+
+    private InstanceIndex.FinishResult failAll(Instance inst, String sessionId) {
+        InstanceIndex.FinishResult r = inst.index.finishWrite(sessionId, new boolean[0], nowSec());
+        return r == null ? null : new InstanceIndex.FinishResult(r.session(), r.served(), r.failed(), false);
     }
 
     /** What finish needs from the store: which instance owns a session id. */

@@ -121,6 +121,54 @@ public final class Calls {
         return out;
     }
 
+    /** One script call of {@link #evalAll}. */
+    public record ScriptCall(Lua.Script script, List<?> keys, List<?> args) {
+    }
+
+    /**
+     * Scripts sent at once, each on its own (their keys may live on different cluster nodes): one round trip of
+     * latency. One the server does not know is sent again with its body, alone (it did not run); any other failure
+     * is thrown after every call has answered, so the caller knows none is still in flight.
+     */
+    public List<Response> evalAll(List<ScriptCall> scripts, String what) {
+        guard(what);
+        roundTrips.increment();
+        List<Future<Response>> fs = new java.util.ArrayList<>(scripts.size());
+        for (ScriptCall c : scripts) {
+            fs.add(redis.send(script(Command.EVALSHA, c.script().sha(), c.keys(), c.args())));
+        }
+        try {
+            await(Future.join(fs), what);
+        } catch (RedisStoreException e) {
+            if (!fs.stream().allMatch(Future::isComplete)) {
+                throw e; // timed out: some may still run
+            }
+        }
+        List<Response> out = new java.util.ArrayList<>(fs.size());
+        RedisStoreException failed = null;
+        for (int i = 0; i < fs.size(); i++) {
+            Future<Response> f = fs.get(i);
+            if (f.succeeded()) {
+                out.add(f.result());
+                continue;
+            }
+            String m = f.cause().getMessage();
+            if (m != null && m.startsWith("NOSCRIPT")) {
+                ScriptCall c = scripts.get(i);
+                out.add(send(script(Command.EVAL, c.script().body(), c.keys(), c.args()), what));
+            } else {
+                out.add(null);
+                if (failed == null) {
+                    failed = new RedisStoreException("Redis " + what + " failed: " + m, f.cause());
+                }
+            }
+        }
+        if (failed != null) {
+            throw failed;
+        }
+        return out;
+    }
+
     /**
      * EVALSHA, falling back to EVAL when the server lacks the script (first use, SCRIPT FLUSH, a failover or a
      * cluster node that has not seen it yet); EVAL also caches it there. Args are byte[], String or Long.

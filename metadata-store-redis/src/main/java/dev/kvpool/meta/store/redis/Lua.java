@@ -61,16 +61,12 @@ public final class Lua {
               if p ~= nil then return p end
               return read
             end
-            -- update: '' none, '-' delete, 'N' .. value, 'L' .. locs (meta kept),
-            -- 'W' .. locs (meta kept, write time set to wrel: bits 2-31 of the high half)
-            local function apply(h, f, cur, upd, wrel)
+            -- update: '' none, '-' delete, 'N' .. value, 'L' .. locs (meta kept)
+            local function apply(h, f, cur, upd)
               local t = string.sub(upd, 1, 1)
               if t == '-' then pend[f] = false
               elseif t == 'N' then pend[f] = string.sub(upd, 2)
               elseif t == 'L' then pend[f] = string.sub(cur, 1, 8) .. string.sub(upd, 2)
-              elseif t == 'W' then
-                local hi = u32(cur, 1)
-                pend[f] = p32(wrel * 4 + hi % 4) .. string.sub(cur, 5, 8) .. string.sub(upd, 2)
               end
             end
             -- one HSET and one HDEL for everything pending
@@ -148,30 +144,61 @@ public final class Lua {
             return {1, table.concat(flags)}
             """);
 
-    /** A session and the current values of its keys. KEYS: session key, blocks. Returns nil or {blob, v...}. */
-    static final Script SESSION_READ = Script.of("session-read", """
-            local s = redis.call('GET', KEYS[1])
-            if not s then return false end
-            local fields = {}
-            for o = 17, #s, 16 do fields[#fields + 1] = string.sub(s, o, o + 7) end
-            local out = {s}
-            for c = 1, #fields, 4000 do
-              local r = redis.call('HMGET', KEYS[2], unpack(fields, c, math.min(#fields, c + 3999)))
-              for j = 1, #r do out[#out + 1] = r[j] end
-            end
-            return out
-            """);
-
     /**
-     * finishWrite. KEYS: blocks, session set, session key. ARGV: session id, the session value read, wrel, then
-     * (field, expectation, update) triples. Returns 1 | 0 (session gone or replaced) | -1 conflict.
+     * finishWrite in one step: reads the session, decides every location itself, writes and closes. KEYS: blocks,
+     * session set, session key. ARGV: session id, wrel, how the mask must fit ('1' exactly the session's
+     * length, '0' at most, '2' any), the mask as '1'/'0' per location (missing ones fail). A location is this session's when it still has the
+     * session's id and is WRITING (a DELETING one belongs to its deleter); success makes it SERVING with write
+     * time wrel, failure removes it. Returns nil (no such session) or {session blob, served, fits 1|0, then per
+     * failed location: field .. word A .. word B .. '1' when the key went, else '0'}.
      */
     static final Script FINISH = Script.of("finish", COMMON + """
-            if redis.call('GET', KEYS[3]) ~= ARGV[2] then return 0 end
-            if not cas(KEYS[1], 4, tonumber(ARGV[3])) then return -1 end
+            local s = redis.call('GET', KEYS[3])
+            if not s then return false end
+            local n = (#s - 16) / 16
+            local mask = ARGV[4]
+            local fits = #mask == n or (ARGV[3] == '0' and #mask < n) or ARGV[3] == '2'
+            local wrel = tonumber(ARGV[2])
+            local fields = {}
+            for i = 1, n do
+              local q = 1 + i * 16
+              fields[i] = string.sub(s, q, q + 7)
+            end
+            local got = mget(KEYS[1], fields)
+            local out = {s, 0, fits and 1 or 0}
+            local served = 0
+            for i = 1, n do
+              local v = got[i]
+              if v then
+                local q = 1 + i * 16
+                -- the location id: the low 2 bits of byte 3 and bytes 4-8 of word A
+                local idlo, idhi = string.sub(s, q + 11, q + 15), string.byte(s, q + 10) % 4
+                for p = 9, #v, 16 do
+                  local b3 = string.byte(v, p + 2)
+                  if b3 % 4 == idhi and string.sub(v, p + 3, p + 7) == idlo then
+                    if math.floor(b3 / 4) % 8 == 2 then
+                      if fits and string.byte(mask, i) == 49 then
+                        -- status WRITING (2) -> SERVING (3) is +4 in byte 3; write time in bits 2-31 of the meta's high half
+                        local hi = u32(v, 1)
+                        pend[fields[i]] = p32(wrel * 4 + hi % 4) .. string.sub(v, 5, p + 1) .. string.char(b3 + 4)
+                                          .. string.sub(v, p + 3)
+                        served = served + 1
+                      else
+                        local rest = string.sub(v, 9, p - 1) .. string.sub(v, p + 16)
+                        if rest == '' then pend[fields[i]] = false else pend[fields[i]] = string.sub(v, 1, 8) .. rest end
+                        out[#out + 1] = fields[i] .. string.sub(v, p, p + 15) .. (rest == '' and '1' or '0')
+                      end
+                    end
+                    break
+                  end
+                end
+              end
+            end
+            flush(KEYS[1])
             redis.call('DEL', KEYS[3])
             redis.call('SREM', KEYS[2], ARGV[1])
-            return 1
+            out[2] = served
+            return out
             """);
 
     /** markDeleting, purge. KEYS: blocks. ARGV: wrel, then (field, expectation, update). Returns 1 | -1. */
@@ -245,6 +272,21 @@ public final class Lua {
             if v then return v end
             redis.call('SET', KEYS[1], ARGV[1])
             return ARGV[1]
+            """);
+
+    /** Claims a session id for an instance. KEYS: owner key. ARGV: owner value, PXAT. Returns OK or nil. */
+    static final Script CLAIM = Script.of("claim", """
+            return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PXAT', ARGV[2])
+            """);
+
+    /**
+     * Releases a session id claimed by an instance, whatever claim token it carries (a finish no longer reads the
+     * session before it runs). KEYS: owner key. ARGV: instance id. Returns 1 when deleted.
+     */
+    static final Script RELEASE_OWNER = Script.of("release-owner", """
+            local v = redis.call('GET', KEYS[1])
+            if v and #v == 16 + #ARGV[1] and string.sub(v, 17) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+            return 0
             """);
 
     /** Compare-and-delete. KEYS: key. ARGV: expected value. Returns 1 when deleted. */

@@ -30,7 +30,7 @@ final class RedisIndex implements InstanceIndex {
     private static final byte[] UNDECIDED = {'?'};
     private static final byte[] NO_UPDATE = new byte[0];
     private static final byte[] DELETE = {'-'};
-    private static final byte NEW = 'N', KEEP_META = 'L', REWRITTEN = 'W', EQUALS = '=';
+    private static final byte NEW = 'N', KEEP_META = 'L', EQUALS = '=';
 
     private final RedisStore store;
     private final Calls calls;
@@ -206,13 +206,9 @@ final class RedisIndex implements InstanceIndex {
         long token = ThreadLocalRandom.current().nextLong();
         long expireAt = Math.max(deadlineMs, System.currentTimeMillis()) + store.options().sessionGrace().toMillis();
         String ownerKey = store.ownerKey(sessionId);
-        // one owner per session id in the whole store, claimed before the instance's own atomic step
-        Response claim = calls.send(Request.cmd(Command.SET).arg(ownerKey)
-                .arg(RedisStore.ownerValue(token, instanceId)).arg("NX").arg("PXAT").arg(expireAt),
-                "claim session id " + sessionId);
-        if (claim == null) {
-            throw new IllegalArgumentException("write session id already open: " + sessionId);
-        }
+        // one owner per session id in the whole store: claimed together with the first attempt of the instance's
+        // own atomic step (one round trip); a start whose claim failed is undone
+        boolean claimed = false;
         boolean inFlight = false;
         try {
             byte[] header = Codec.sessionHeader(deadlineMs, token);
@@ -272,8 +268,27 @@ final class RedisIndex implements InstanceIndex {
                     }
                 }
                 inFlight = true;
-                Response r = calls.eval(Lua.START, List.of(live, blocks, sessionSet, sessionPrefix + sessionId), args,
-                        "startWrite " + instanceId);
+                List<String> startKeys = List.of(live, blocks, sessionSet, sessionPrefix + sessionId);
+                Response r;
+                if (claimed) {
+                    r = calls.eval(Lua.START, startKeys, args, "startWrite " + instanceId);
+                } else {
+                    List<Response> rs = calls.evalAll(List.of(
+                            new Calls.ScriptCall(Lua.CLAIM, List.of(ownerKey),
+                                    List.of(RedisStore.ownerValue(token, instanceId), expireAt)),
+                            new Calls.ScriptCall(Lua.START, startKeys, args)), "startWrite " + instanceId);
+                    r = rs.get(1);
+                    if (rs.getFirst() == null) {
+                        inFlight = false;
+                        if (r.get(0).toInteger() == 1) {
+                            // another instance holds this id: take back what the start wrote (the caller frees
+                            // the slots and quota of every candidate when this throws)
+                            finish(sessionId, new boolean[0], "2", nowSec);
+                        }
+                        throw new IllegalArgumentException("write session id already open: " + sessionId);
+                    }
+                    claimed = true;
+                }
                 inFlight = false;
                 int code = r.get(0).toInteger();
                 switch (code) {
@@ -296,7 +311,7 @@ final class RedisIndex implements InstanceIndex {
             }
         } catch (RuntimeException e) {
             // when the script's answer was lost it may have run: keep the claim rather than orphan a session
-            if (!(inFlight && e instanceof RedisStoreException)) {
+            if (claimed && !(inFlight && e instanceof RedisStoreException)) {
                 try {
                     store.releaseOwner(sessionId, token, instanceId);
                 } catch (RuntimeException release) {
@@ -351,59 +366,48 @@ final class RedisIndex implements InstanceIndex {
 
     @Override
     public FinishResult finishWrite(String sessionId, boolean[] success, int nowSec) {
+        // this form takes any length: positions past the session are ignored, missing ones fail
+        return finish(sessionId, success == null ? new boolean[0] : success, "2", nowSec);
+    }
+
+    /**
+     * One round trip: the finish script (reads the session, decides and writes every location, closes it) and the
+     * release of the session id, sent together. The release needs no token: it deletes the id's claim only when
+     * this instance holds it, and once the script ran the session is closed either way.
+     */
+    @Override
+    public FinishResult finishWrite(String sessionId, boolean[] ok, boolean exactLength, int nowSec) {
+        return finish(sessionId, ok, exactLength ? "1" : "0", nowSec);
+    }
+
+    private FinishResult finish(String sessionId, boolean[] ok, String fit, int nowSec) {
         if (sessionId == null) {
             return null;
         }
-        String sessionKey = sessionPrefix + sessionId;
-        for (int attempt = 1; ; attempt++) {
-            Response r = calls.eval(Lua.SESSION_READ, List.of(sessionKey, blocks), List.of(),
-                    "finishWrite read " + instanceId);
-            if (r == null) {
-                return null; // unknown, finished or expired
-            }
-            byte[] blob = r.get(0).toBytes();
-            WriteSession s = Codec.session(sessionId, instanceId, blob);
-            LocList failed = new LocList();
-            int served = 0;
-            List<Object> args = new ArrayList<>();
-            args.add(sessionId);
-            args.add(blob);
-            args.add(Codec.relSec(nowSec));
-            for (int i = 0; i < s.size(); i++) {
-                byte[] cur = Calls.bytes(r.get(i + 1));
-                if (cur == null) {
-                    continue;
-                }
-                long key = s.keys()[i];
-                long[] locs = Codec.locs(cur);
-                int idx = LocArrays.indexOfId(locs, s.locIds()[i]);
-                // only a location still WRITING belongs to this session; a DELETING one belongs to its deleter
-                if (idx < 0 || Loc.status(locs[idx * 2]) != Loc.WRITING) {
-                    continue;
-                }
-                args.add(Codec.field(key));
-                args.add(expectLocs(locs));
-                boolean ok = success != null && i < success.length && success[i];
-                if (ok) {
-                    locs[idx * 2] = Loc.withStatus(locs[idx * 2], Loc.SERVING);
-                    args.add(Codec.locs(REWRITTEN, locs));
-                    served++;
-                } else {
-                    long[] rest = LocArrays.without(locs, idx);
-                    failed.add(key, locs[idx * 2], locs[idx * 2 + 1], rest.length == 0);
-                    args.add(rest.length == 0 ? DELETE : Codec.locs(KEEP_META, rest));
-                }
-            }
-            long code = calls.eval(Lua.FINISH, List.of(blocks, sessionSet, sessionKey), args,
-                    "finishWrite " + instanceId).toLong();
-            if (code == 1) {
-                store.releaseOwner(sessionId, Codec.sessionToken(blob), instanceId);
-                return new FinishResult(s, served, failed);
-            }
-            // -1: a key changed since the read; 0: the session was finished, expired or cleared meanwhile (the
-            // next read then finds it gone): either way read again
-            backoff(attempt, "finishWrite");
+        byte[] mask = new byte[ok.length];
+        for (int i = 0; i < ok.length; i++) {
+            mask[i] = (byte) (ok[i] ? '1' : '0');
         }
+        List<Response> rs = calls.evalAll(List.of(
+                new Calls.ScriptCall(Lua.FINISH, List.of(blocks, sessionSet, sessionPrefix + sessionId),
+                        List.of(sessionId, Codec.relSec(nowSec), fit, mask)),
+                new Calls.ScriptCall(Lua.RELEASE_OWNER, List.of(store.ownerKey(sessionId)), List.of(instanceId))),
+                "finishWrite " + instanceId);
+        Response r = rs.getFirst();
+        if (r == null) {
+            return null; // unknown, finished or expired
+        }
+        WriteSession s = Codec.session(sessionId, instanceId, r.get(0).toBytes());
+        LocList failed = new LocList();
+        for (int i = 3; i < r.size(); i++) {
+            byte[] f = r.get(i).toBytes();
+            if (f.length != 25) {
+                throw new RedisStoreException("finishWrite " + instanceId + ": corrupt failed location of " + f.length
+                        + " bytes");
+            }
+            failed.add(Codec.get(f, 0), Codec.get(f, 8), Codec.get(f, 16), f[24] == '1');
+        }
+        return new FinishResult(s, r.get(1).toInteger(), failed, r.get(2).toInteger() == 1);
     }
 
     @Override

@@ -371,8 +371,8 @@ class RedisStoreReplicasTest {
         assertEquals(1024, ix.markDeleting(ks, 0, 1024, null).size());
         long afterMark = a.roundTrips();
 
-        assertEquals(2, afterStart - t0, "startWrite: claim the session id + one script");
-        assertEquals(3, afterFinish - afterStart, "finishWrite: read session + blocks, one script, release id");
+        assertEquals(1, afterStart - t0, "startWrite: the session id claim and the script, sent together");
+        assertEquals(1, afterFinish - afterStart, "finishWrite: one script and the id release, sent together");
         assertEquals(1, afterGet - afterFinish, "getAll of 1,024 keys");
         assertEquals(1, afterTouch - afterGet, "touch of 1,024 keys");
         assertEquals(1, afterBig - afterTouch, "getAll of 10,000 keys: 3 HMGETs in one pipeline");
