@@ -25,35 +25,55 @@ import java.util.Set;
  */
 public final class RedisSlots implements Slots {
     // addresses are below 2^53, so Lua's doubles hold them exactly; %.0f avoids exponent notation
+    // freed slots come back one by one; fresh ones as a range of slot indexes (Java turns them into addresses), so
+    // the script's work per fresh slot is nothing and per file one counter update
     private static final Lua.Script ALLOCATE = Lua.Script.of("allocate", """
             local n = tonumber(ARGV[1])
             local spf = tonumber(ARGV[2])
-            local out, perFile = {}, {}
-            local popped = {}
+            local popped, perFile = {}, {}
             if n > 0 then popped = redis.call('SPOP', KEYS[2], n) end
             for _, a in ipairs(popped) do
-              out[#out + 1] = a
-              local f = string.format('%.0f', math.floor(tonumber(a) / 16777216))
+              local f = math.floor(tonumber(a) / 16777216)
               perFile[f] = (perFile[f] or 0) + 1
             end
             local rest = n - #popped
+            local first = 0
             if rest > 0 then
               local last = redis.call('HINCRBY', KEYS[1], 'next', rest)
-              for i = last - rest, last - 1 do
-                local file = math.floor(i / spf)
-                out[#out + 1] = string.format('%.0f', file * 16777216 + (i % spf))
-                local f = string.format('%.0f', file)
-                perFile[f] = (perFile[f] or 0) + 1
+              first = last - rest
+              local i = first
+              while i < last do
+                local f = math.floor(i / spf)
+                local e = math.min(last, (f + 1) * spf)
+                perFile[f] = (perFile[f] or 0) + (e - i)
+                i = e
               end
             end
-            -- one counter update per file, not per slot
-            for f, c in pairs(perFile) do redis.call('HINCRBY', KEYS[3], f, c) end
-            return out""");
+            for f, c in pairs(perFile) do redis.call('HINCRBY', KEYS[3], string.format('%.0f', f), c) end
+            return {popped, first, rest}""");
+    // an emptied file is deleted by the caller, so none of its slots may be handed out again: its free addresses
+    // leave the set (once per file, amortised over its slots) and, when it is the file being filled, fresh slots
+    // move on to the next file
     private static final Lua.Script FREE = Lua.Script.of("free", """
             if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then return -1 end
             local c = redis.call('HINCRBY', KEYS[3], ARGV[2], -1)
-            if c <= 0 then redis.call('HDEL', KEYS[3], ARGV[2]) return 1 end
-            return 0""");
+            if c > 0 then return 0 end
+            redis.call('HDEL', KEYS[3], ARGV[2])
+            local file, spf = tonumber(ARGV[2]), tonumber(ARGV[3])
+            local base = file * 16777216
+            local nxt = tonumber(redis.call('HGET', KEYS[1], 'next') or '0')
+            if math.floor(nxt / spf) == file and nxt % spf ~= 0 then
+              redis.call('HSET', KEYS[1], 'next', string.format('%.0f', (file + 1) * spf))
+            end
+            local batch = {}
+            for i = 0, spf - 1 do
+              batch[#batch + 1] = string.format('%.0f', base + i)
+              if #batch == 4000 or i == spf - 1 then
+                redis.call('SREM', KEYS[2], unpack(batch))
+                batch = {}
+              end
+            end
+            return 1""");
 
     private final Calls redis;
     private final String kNext, kFree, kFiles;
@@ -76,16 +96,23 @@ public final class RedisSlots implements Slots {
     @Override
     public long[] allocate(int n) {
         Response r = redis.eval(ALLOCATE, keys(), List.of(n, slotsPerFile), "allocate " + n + " slots");
-        long[] out = new long[r.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = Long.parseLong(r.get(i).toString());
+        Response popped = r.get(0);
+        long first = r.get(1).toLong();
+        int fresh = r.get(2).toInteger();
+        long[] out = new long[popped.size() + fresh];
+        for (int i = 0; i < popped.size(); i++) {
+            out[i] = Long.parseLong(popped.get(i).toString());
+        }
+        for (int i = 0; i < fresh; i++) {
+            long idx = first + i;
+            out[popped.size() + i] = SlotAllocator.address(idx / slotsPerFile, (int) (idx % slotsPerFile));
         }
         return out;
     }
 
     @Override
     public boolean free(long address) {
-        return redis.eval(FREE, keys(), List.of(address, SlotAllocator.file(address)), "free slot " + address)
+        return redis.eval(FREE, keys(), List.of(address, SlotAllocator.file(address), slotsPerFile), "free slot " + address)
                 .toLong() == 1;
     }
 

@@ -279,7 +279,8 @@ public final class WritePath implements AutoCloseable {
 
     /** §3.9.2 steps 4-7: candidates in list order, available, within their type quota, then the prefer rule. */
     Storage selectStorage(GroupConfig g, long typeBytes, Block[] seen, int[] cand, int nc) {
-        QuotaLedger.Usage u = ledger.usage(g.name());
+        // usage is a round trip on a shared ledger: read it only when a type quota needs it
+        QuotaLedger.Usage u = g.typeQuotas().isEmpty() ? null : ledger.usage(g.name());
         Set<Integer> avoid = new HashSet<>(); // storages that already hold a replica of a key we add one to
         for (int c = 0; c < nc; c++) {
             Block bl = seen[cand[c]];
@@ -295,7 +296,7 @@ public final class WritePath implements AutoCloseable {
                 continue; // PACE allocation is not implemented (nor is it at the KVCM baseline)
             }
             Long cap = g.typeQuotas().get(st.kind.usageKind());
-            if (cap != null && u.byType(st.kind) + typeBytes > cap) {
+            if (cap != null && u != null && u.byType(st.kind) + typeBytes > cap) {
                 quotaExcluded = true;
                 continue;
             }
