@@ -66,6 +66,15 @@ final class Codec {
         return out;
     }
 
+    /** The value of a block with one location. */
+    static byte[] value(long a, long b, long meta) {
+        byte[] out = new byte[24];
+        put(out, 0, meta);
+        put(out, 8, a);
+        put(out, 16, b);
+        return out;
+    }
+
     static long meta(byte[] value) {
         return get(value, 0);
     }

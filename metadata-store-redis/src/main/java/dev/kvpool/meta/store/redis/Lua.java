@@ -101,11 +101,10 @@ public final class Lua {
             """;
 
     /**
-     * startWrite. KEYS: live, blocks, session set, session key. ARGV: incarnation, session id, PXAT, maxKeys,
-     * session header, then per distinct key (field, expectation, update, session chunk). Expectation '?' decides
-     * here (insert when absent: KVCM's rule for minReplicas ≤ 1, conflict-free under racing writers); others are
-     * Java's compare-and-set decisions. Returns {1, inserted flags} | {-1} conflict | {-2} dropped | {-3} capacity
-     * | {-4} session already there.
+     * startWrite when replicas are counted (minReplicas > 1; {@link #START_ABSENT} otherwise). KEYS: live, blocks,
+     * session set, session key. ARGV: incarnation, session id, PXAT, maxKeys, session header, then per distinct key
+     * (field, expectation, update, session chunk): Java's compare-and-set decisions. Returns {1, inserted flags} |
+     * {-1} conflict | {-2} dropped | {-3} capacity | {-4} session already there.
      */
     static final Script START = Script.of("start", COMMON + """
             if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {-2} end
@@ -118,12 +117,8 @@ public final class Lua {
               local cur = got[(i - 6) / 4 + 1]
               local exp, upd = ARGV[i + 1], ARGV[i + 2]
               curs[i] = cur
-              if exp == '?' then
-                ins[i] = not cur
-              else
-                if not matches(cur, exp) then return {-1} end
-                ins[i] = upd ~= ''
-              end
+              if not matches(cur, exp) then return {-1} end
+              ins[i] = upd ~= ''
               if ins[i] and not cur then newKeys = newKeys + 1 end
             end
             local maxKeys = tonumber(ARGV[4])
@@ -145,6 +140,46 @@ public final class Lua {
             """);
 
     /**
+     * startWrite when any replica counts (minReplicas ≤ 1): a key is inserted when absent. KEYS: live, blocks,
+     * session set, session key. ARGV: incarnation, session id, PXAT, maxKeys, session blob (header, then a chunk
+     * per key), then per distinct key (field, value). Kept apart from {@link #START} because it is the common case
+     * and needs no per-key decision beyond presence: the Lua work per key is a table entry. Returns as START.
+     */
+    static final Script START_ABSENT = Script.of("start-absent", COMMON + """
+            if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {-2} end
+            if redis.call('EXISTS', KEYS[4]) == 1 then return {-4} end
+            local n = (#ARGV - 5) / 2
+            local fields = {}
+            for i = 1, n do fields[i] = ARGV[4 + 2 * i] end
+            local got = mget(KEYS[2], fields)
+            local sets, flags, added = {}, {}, 0
+            for i = 1, n do
+              if got[i] then
+                flags[i] = '0'
+              else
+                flags[i] = '1'
+                added = added + 1
+                sets[#sets + 1] = fields[i]
+                sets[#sets + 1] = ARGV[5 + 2 * i]
+              end
+            end
+            local maxKeys = tonumber(ARGV[4])
+            if added > 0 and maxKeys > 0 and redis.call('HLEN', KEYS[2]) + added > maxKeys then return {-3} end
+            for s = 1, #sets, 4000 do redis.call('HSET', KEYS[2], unpack(sets, s, math.min(#sets, s + 3999))) end
+            local blob = ARGV[5]
+            if added < n then
+              local parts = {string.sub(blob, 1, 16)}
+              for i = 1, n do
+                if flags[i] == '1' then parts[#parts + 1] = string.sub(blob, 1 + i * 16, 16 + i * 16) end
+              end
+              blob = table.concat(parts)
+            end
+            redis.call('SET', KEYS[4], blob, 'PXAT', ARGV[3])
+            redis.call('SADD', KEYS[3], ARGV[2])
+            return {1, table.concat(flags)}
+            """);
+
+    /**
      * finishWrite in one step: reads the session, decides every location itself, writes and closes. KEYS: blocks,
      * session set, session key. ARGV: session id, wrel, how the mask must fit ('1' exactly the session's
      * length, '0' at most, '2' any), the mask as '1'/'0' per location (missing ones fail). A location is this session's when it still has the
@@ -159,6 +194,9 @@ public final class Lua {
             local mask = ARGV[4]
             local fits = #mask == n or (ARGV[3] == '0' and #mask < n) or ARGV[3] == '2'
             local wrel = tonumber(ARGV[2])
+            -- the meta's new high half, by its low 2 bits (the write time fills bits 2-31): 4 strings, not one per key
+            local hiw = {}
+            for k = 0, 3 do hiw[k] = p32(wrel * 4 + k) end
             local fields = {}
             for i = 1, n do
               local q = 1 + i * 16
@@ -179,9 +217,8 @@ public final class Lua {
                     if math.floor(b3 / 4) % 8 == 2 then
                       if fits and string.byte(mask, i) == 49 then
                         -- status WRITING (2) -> SERVING (3) is +4 in byte 3; write time in bits 2-31 of the meta's high half
-                        local hi = u32(v, 1)
-                        pend[fields[i]] = p32(wrel * 4 + hi % 4) .. string.sub(v, 5, p + 1) .. string.char(b3 + 4)
-                                          .. string.sub(v, p + 3)
+                        pend[fields[i]] = hiw[string.byte(v, 4) % 4] .. string.sub(v, 5, p + 1)
+                                          .. string.char(b3 + 4) .. string.sub(v, p + 3)
                         served = served + 1
                       else
                         local rest = string.sub(v, 9, p - 1) .. string.sub(v, p + 16)

@@ -27,7 +27,6 @@ import java.util.random.RandomGenerator;
  */
 final class RedisIndex implements InstanceIndex {
     private static final byte[] ABSENT = new byte[0];
-    private static final byte[] UNDECIDED = {'?'};
     private static final byte[] NO_UPDATE = new byte[0];
     private static final byte[] DELETE = {'-'};
     private static final byte NEW = 'N', KEEP_META = 'L', EQUALS = '=';
@@ -218,19 +217,27 @@ final class RedisIndex implements InstanceIndex {
                 args.add(sessionId);
                 args.add(expireAt);
                 args.add(Math.max(0, maxKeys));
-                args.add(header);
                 boolean[] created = new boolean[n];
+                Lua.Script script = minReplicas <= 1 ? Lua.START_ABSENT : Lua.START;
                 if (minReplicas <= 1) {
-                    // any replica counts: the script decides by presence alone
+                    // any replica counts: the script decides by presence alone, and keeps the whole session blob
+                    // as sent when every key was absent
+                    byte[] blob = Arrays.copyOf(header, Codec.SESSION_HEADER + distinct * 16);
+                    long meta = Loc.meta(nowSec, nowSec);
                     for (int d = 0; d < distinct; d++) {
                         int i = first[d];
                         long wa = Loc.withStatus(a[i], Loc.WRITING);
+                        Codec.put(blob, Codec.SESSION_HEADER + d * 16, keys[i]);
+                        Codec.put(blob, Codec.SESSION_HEADER + d * 16 + 8, Loc.id(wa));
+                    }
+                    args.add(blob);
+                    for (int d = 0; d < distinct; d++) {
+                        int i = first[d];
                         args.add(Codec.field(keys[i]));
-                        args.add(UNDECIDED);
-                        args.add(Codec.value(NEW, Loc.meta(nowSec, nowSec), new long[] {wa, b[i]}));
-                        args.add(Codec.chunk(keys[i], Loc.id(wa)));
+                        args.add(Codec.value(Loc.withStatus(a[i], Loc.WRITING), b[i], meta));
                     }
                 } else {
+                    args.add(header);
                     long[] distinctKeys = new long[distinct];
                     for (int d = 0; d < distinct; d++) {
                         distinctKeys[d] = keys[first[d]];
@@ -271,12 +278,12 @@ final class RedisIndex implements InstanceIndex {
                 List<String> startKeys = List.of(live, blocks, sessionSet, sessionPrefix + sessionId);
                 Response r;
                 if (claimed) {
-                    r = calls.eval(Lua.START, startKeys, args, "startWrite " + instanceId);
+                    r = calls.eval(script, startKeys, args, "startWrite " + instanceId);
                 } else {
                     List<Response> rs = calls.evalAll(List.of(
                             new Calls.ScriptCall(Lua.CLAIM, List.of(ownerKey),
                                     List.of(RedisStore.ownerValue(token, instanceId), expireAt)),
-                            new Calls.ScriptCall(Lua.START, startKeys, args)), "startWrite " + instanceId);
+                            new Calls.ScriptCall(script, startKeys, args)), "startWrite " + instanceId);
                     r = rs.get(1);
                     if (rs.getFirst() == null) {
                         inFlight = false;
