@@ -18,6 +18,7 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -47,7 +48,8 @@ class RedisSlotsTest {
         return SlotAllocator.address(file, slot);
     }
 
-    private void cleanup() throws Exception {
+    @AfterEach
+    void cleanup() throws Exception {
         var keys = redis.send(Request.cmd(Command.KEYS).arg(prefix + "*")).toCompletionStage().toCompletableFuture()
                 .get(5, TimeUnit.SECONDS);
         for (var k : keys) {
@@ -58,79 +60,63 @@ class RedisSlotsTest {
 
     @Test
     void freshSlotsFillFilesInOrderAcrossFileBoundaries() throws Exception {
-        try {
-            RedisSlots s = slots(4);
-            assertArrayEquals(new long[] {at(0, 0), at(0, 1), at(0, 2)}, s.allocate(3));
-            assertArrayEquals(new long[] {at(0, 3), at(1, 0), at(1, 1), at(1, 2), at(1, 3), at(2, 0)}, s.allocate(6));
-            assertArrayEquals(new long[0], s.allocate(0));
-            assertEquals(9, s.usedSlots());
-            assertEquals(3, s.files());
-        } finally {
-            cleanup();
-        }
+        RedisSlots s = slots(4);
+        assertArrayEquals(new long[] {at(0, 0), at(0, 1), at(0, 2)}, s.allocate(3));
+        assertArrayEquals(new long[] {at(0, 3), at(1, 0), at(1, 1), at(1, 2), at(1, 3), at(2, 0)}, s.allocate(6));
+        assertArrayEquals(new long[0], s.allocate(0));
+        assertEquals(9, s.usedSlots());
+        assertEquals(3, s.files());
     }
 
     @Test
     void freedSlotsComeBackBeforeFreshOnes() throws Exception {
-        try {
-            RedisSlots s = slots(4);
-            s.allocate(8);
-            assertFalse(s.free(at(0, 2)));
-            assertFalse(s.free(at(1, 1)));
-            assertFalse(s.free(at(1, 1)), "a slot freed twice counts once");
-            long[] again = s.allocate(3);
-            assertEquals(Set.of(at(0, 2), at(1, 1)), Set.of(again[0], again[1]));
-            assertEquals(at(2, 0), again[2]);
-            assertEquals(9, s.usedSlots());
-        } finally {
-            cleanup();
-        }
+        RedisSlots s = slots(4);
+        s.allocate(8);
+        assertFalse(s.free(at(0, 2)));
+        assertFalse(s.free(at(1, 1)));
+        assertFalse(s.free(at(1, 1)), "a slot freed twice counts once");
+        long[] again = s.allocate(3);
+        assertEquals(Set.of(at(0, 2), at(1, 1)), Set.of(again[0], again[1]));
+        assertEquals(at(2, 0), again[2]);
+        assertEquals(9, s.usedSlots());
     }
 
     @Test
     void noSlotOfAnEmptiedFileIsHandedOutAgain() throws Exception {
-        try {
-            RedisSlots s = slots(4);
-            long[] a = s.allocate(6); // file 0 full, file 1 half
-            for (int i = 0; i < 3; i++) {
-                assertFalse(s.free(a[i]));
-            }
-            assertTrue(s.free(a[3]), "the last slot of file 0 left: the caller deletes the file");
-            // file 1, the one being filled, empties too
-            assertFalse(s.free(a[4]));
-            assertTrue(s.free(a[5]));
-            assertEquals(0, s.usedSlots());
-            assertEquals(0, s.files());
-            long[] next = s.allocate(10);
-            Set<Long> files = new HashSet<>();
-            Arrays.stream(next).forEach(x -> files.add(SlotAllocator.file(x)));
-            assertFalse(files.contains(0L), "file 0 may be deleted at any moment");
-            assertFalse(files.contains(1L), "file 1 too");
-            assertEquals(at(2, 0), next[0]);
-            assertEquals(10, Arrays.stream(next).distinct().count());
-        } finally {
-            cleanup();
+        RedisSlots s = slots(4);
+        long[] a = s.allocate(6); // file 0 full, file 1 half
+        for (int i = 0; i < 3; i++) {
+            assertFalse(s.free(a[i]));
         }
+        assertTrue(s.free(a[3]), "the last slot of file 0 left: the caller deletes the file");
+        // file 1, the one being filled, empties too
+        assertFalse(s.free(a[4]));
+        assertTrue(s.free(a[5]));
+        assertEquals(0, s.usedSlots());
+        assertEquals(0, s.files());
+        long[] next = s.allocate(10);
+        Set<Long> files = new HashSet<>();
+        Arrays.stream(next).forEach(x -> files.add(SlotAllocator.file(x)));
+        assertFalse(files.contains(0L), "file 0 may be deleted at any moment");
+        assertFalse(files.contains(1L), "file 1 too");
+        assertEquals(at(2, 0), next[0]);
+        assertEquals(10, Arrays.stream(next).distinct().count());
     }
 
     @Test
     void rebuildKeepsExactlyTheUsedSlots() throws Exception {
-        try {
-            RedisSlots s = slots(4);
-            s.allocate(3);
-            s.rebuild(new long[] {at(0, 1), at(1, 2)});
-            assertEquals(2, s.usedSlots());
-            assertEquals(2, s.files());
-            long[] got = s.allocate(5);
-            Set<Long> set = new HashSet<>();
-            Arrays.stream(got).forEach(set::add);
-            assertEquals(5, set.size());
-            assertFalse(set.contains(at(0, 1)));
-            assertFalse(set.contains(at(1, 2)));
-            assertTrue(set.containsAll(Set.of(at(0, 0), at(0, 2), at(0, 3), at(1, 0), at(1, 1))));
-            assertNotEquals(0, s.usedSlots());
-        } finally {
-            cleanup();
-        }
+        RedisSlots s = slots(4);
+        s.allocate(3);
+        s.rebuild(new long[] {at(0, 1), at(1, 2)});
+        assertEquals(2, s.usedSlots());
+        assertEquals(2, s.files());
+        long[] got = s.allocate(5);
+        Set<Long> set = new HashSet<>();
+        Arrays.stream(got).forEach(set::add);
+        assertEquals(5, set.size());
+        assertFalse(set.contains(at(0, 1)));
+        assertFalse(set.contains(at(1, 2)));
+        assertTrue(set.containsAll(Set.of(at(0, 0), at(0, 2), at(0, 3), at(1, 0), at(1, 1))));
+        assertNotEquals(0, s.usedSlots());
     }
 }
