@@ -27,5 +27,13 @@ cp -r data-agent/target/test-classes .gpu/agent-test-classes
   --strip-debug --no-header-files --no-man-pages --output "$tmp/jre"
 tar cJf .gpu/jre.tar.xz -C "$tmp" jre
 rm -rf "$tmp"
-cp bench/gpu/run.sh .gpu/run.sh
+cp bench/gpu/run.sh bench/gpu/nvme.sh .gpu/
+# FIO_BUNDLE=1: fio and every library it links (with the loader), for the agent-vs-fio disk bench (nvme.sh)
+if [ "${FIO_BUNDLE:-0}" = 1 ]; then
+  f=$(mktemp -d) && mkdir -p "$f/fio" && cp /usr/bin/fio "$f/fio/fio.bin"
+  for l in $(ldd /usr/bin/fio | awk '$3 ~ /^\// {print $3}'); do cp -L "$l" "$f/fio/"; done
+  cp -L /lib64/ld-linux-x86-64.so.2 "$f/fio/"
+  printf '#!/bin/sh\nD=$(dirname "$(readlink -f "$0")")\nexec "$D/ld-linux-x86-64.so.2" --library-path "$D" "$D/fio.bin" "$@"\n' > "$f/fio/fio"
+  chmod +x "$f/fio/fio" && tar cJf .gpu/fio.tar.xz -C "$f" fio && rm -rf "$f"
+fi
 du -sh .gpu

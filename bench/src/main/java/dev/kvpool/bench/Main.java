@@ -269,9 +269,7 @@ public final class Main {
                 redis.call(mget);
             }
             // optional: the same call over the KVCM gRPC service (--grpc host:port), a cheaper transport than HTTP+JSON
-            io.grpc.ManagedChannel channel = opt.containsKey("grpc")
-                    ? io.grpc.ManagedChannelBuilder.forTarget(opt.get("grpc")).usePlaintext().build() : null;
-            var stub = channel == null ? null : dev.kvpool.api.proto.meta.MetaServiceGrpc.newBlockingStub(channel);
+            GrpcMeta stub = opt.containsKey("grpc") ? new GrpcMeta(opt.get("grpc")) : null;
             if (stub != null) {
                 for (int i = 0; i < Math.max(200, iters); i++) {
                     stub.getCacheLocation(q);
@@ -357,7 +355,7 @@ public final class Main {
                 System.out.println(allG.line("KVPool prefix " + n + " over gRPC"));
                 System.out.printf("RESULT prefix-%d p50 ratio KVPool over gRPC/Redis, decoded into messages: median %.2fx (min %.2fx, max %.2fx)%n",
                         n, grpcRatios[rounds / 2], grpcRatios[0], grpcRatios[rounds - 1]);
-                channel.shutdownNow();
+                stub.close();
             }
             byte[][] del = mget.clone();
             del[0] = "DEL".getBytes(StandardCharsets.US_ASCII);

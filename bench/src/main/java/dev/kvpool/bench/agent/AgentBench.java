@@ -56,6 +56,7 @@ public final class AgentBench {
 
     public static void run(Map<String, String> opt, String what) throws Exception {
         Path dir = Path.of(opt.getOrDefault("dir", "target/agent-bench"));
+        fioPath = opt.getOrDefault("fio", fioPath);
         Files.createDirectories(dir);
         int pairs = Integer.parseInt(opt.getOrDefault("pairs", "5"));
         int secs = Integer.parseInt(opt.getOrDefault("seconds", "5"));
@@ -263,8 +264,11 @@ public final class AgentBench {
     }
 
     /** One fio run: {bytes/s, CPU s per GB}. */
+    /** The fio binary: {@code --fio PATH} (a machine without a system fio gets a carried one). */
+    static String fioPath = "/usr/bin/fio";
+
     static double[] fio(Path file, int bs, boolean write, int qd, long size, int secs) throws Exception {
-        Process p = new ProcessBuilder("/usr/bin/fio", "--name=base", "--filename=" + file, "--rw=" + (write ? "write" : "read"),
+        Process p = new ProcessBuilder(fioPath, "--name=base", "--filename=" + file, "--rw=" + (write ? "write" : "read"),
                 "--bs=" + bs, "--iodepth=" + qd, "--ioengine=io_uring", "--direct=1", "--size=" + size,
                 "--runtime=" + secs, "--time_based", "--output-format=json").redirectErrorStream(false).start();
         byte[] out = p.getInputStream().readAllBytes();
