@@ -61,6 +61,7 @@ public final class AgentBench {
         int pairs = Integer.parseInt(opt.getOrDefault("pairs", "5"));
         int secs = Integer.parseInt(opt.getOrDefault("seconds", "5"));
         int qd = Integer.parseInt(opt.getOrDefault("qd", "8"));
+        int perRequest = Integer.parseInt(opt.getOrDefault("per-request", "" + 16 * qd));
         long fileBytes = Long.parseLong(opt.getOrDefault("file-mib", "1024")) << 20;
         List<String> table = new ArrayList<>();
         if (what.equals("all") || what.equals("disk")) {
@@ -72,9 +73,15 @@ public final class AgentBench {
                     if (!rw.contains(write ? "write" : "read")) {
                         continue;
                     }
-                    table.add(disk(dir, bs, write, qd, fileBytes, secs, pairs));
+                    table.add(disk(dir, bs, write, qd, perRequest, fileBytes, secs, pairs));
                 }
             }
+        }
+        if (what.equals("footprint")) {
+            // not part of "all": a diagnosis of a virtual disk, not a target
+            footprint(dir, Integer.parseInt(opt.getOrDefault("bs", "256")) << 10, qd,
+                    opt.getOrDefault("buf-mib", "2,64,512"), fileBytes, secs, pairs);
+            return;
         }
         if (what.equals("all") || what.equals("pool")) {
             table.add(pool(dir, opt.getOrDefault("throttle-mbps", "150,300,450"), 2 << 20, qd, pairs));
@@ -90,13 +97,16 @@ public final class AgentBench {
 
     // ---- disk --------------------------------------------------------------------------------------------------
 
-    static String disk(Path dir, int bs, boolean write, int qd, long fileBytes, int secs, int pairs) throws Exception {
+    static String disk(Path dir, int bs, boolean write, int qd, int perRequest, long fileBytes, int secs, int pairs)
+            throws Exception {
         Path devDir = dir.resolve("disk");
         long slots = fileBytes / bs;
         BlockIo io = AgentSetup.blockIo("io_uring", qd);
         FileDevice dev = new FileDevice("bench", devDir, slots, bs, io);
         Path file = dev.path();
-        int batch = 2 * 16 * qd; // two callers, each with 16 x qd ops per request (an engine loads hundreds of blocks at once)
+        // two callers, each with perRequest blocks per request (default 16 x qd: an engine loads hundreds of blocks at
+        // once); they read into / write from that many distinct buffers, fio into iodepth x bs of its own
+        int batch = 2 * perRequest;
         double[] ratio = new double[pairs], agentBw = new double[pairs], fioBw = new double[pairs];
         double[] agentCpu = new double[pairs], fioCpu = new double[pairs], engineRatio = new double[pairs];
         try (Arena arena = Arena.ofShared()) {
@@ -142,8 +152,8 @@ public final class AgentBench {
             }
             tier.close();
         }
-        return String.format(Locale.ROOT, "| NVMe %s %d KiB qd%d (io_uring, O_DIRECT) | %.0f MB/s | fio %.0f MB/s | %.2f (%.2f–%.2f); io_uring engine alone %.2f (%.2f–%.2f) | %.2f vs %.2f |",
-                write ? "write" : "read", bs >> 10, qd, median(agentBw) / 1e6, median(fioBw) / 1e6, median(ratio),
+        return String.format(Locale.ROOT, "| NVMe %s %d KiB qd%d, %d blocks/request (io_uring, O_DIRECT) | %.0f MB/s | fio %.0f MB/s | %.2f (%.2f–%.2f); io_uring engine alone %.2f (%.2f–%.2f) | %.2f vs %.2f |",
+                write ? "write" : "read", bs >> 10, qd, batch / 2, median(agentBw) / 1e6, median(fioBw) / 1e6, median(ratio),
                 min(ratio), max(ratio), median(engineRatio), min(engineRatio), max(engineRatio), median(agentCpu), median(fioCpu));
     }
 
@@ -264,6 +274,58 @@ public final class AgentBench {
     }
 
     /** One fio run: {bytes/s, CPU s per GB}. */
+    /**
+     * Sequential O_DIRECT reads by our engine alone into {@code bufMibs} MiB of registered buffers (used round
+     * robin), alternating with fio, which reads into iodepth × bs of its own. On a virtual disk the destination's
+     * footprint changes read speed (the host copies into guest memory); this tells that apart from the submission
+     * path.
+     */
+    static void footprint(Path dir, int bs, int qd, String bufMibs, long fileBytes, int secs, int pairs) throws Exception {
+        Path file = dir.resolve("footprint.dat");
+        Files.createDirectories(dir);
+        long[] mibs = Arrays.stream(bufMibs.split(",")).mapToLong(Long::parseLong).toArray();
+        try (dev.kvpool.agent.io.uring.IoUringBlockIo io = new dev.kvpool.agent.io.uring.IoUringBlockIo(qd);
+             Arena arena = Arena.ofShared()) {
+            dev.kvpool.agent.io.BlockFile f = io.open(file, fileBytes);
+            MemorySegment host = arena.allocate(Arrays.stream(mibs).max().orElse(2) << 20, BlockIo.ALIGN);
+            host.fill((byte) 0x5a);
+            io.registerBuffers(List.of(host));
+            List<BlockIo.Op> fill = new ArrayList<>();
+            for (long off = 0; off < fileBytes; off += bs) {
+                fill.add(new BlockIo.Op(true, off, host.asSlice((fill.size() % qd) * (long) bs, bs)));
+                if (fill.size() == 256 || off + bs >= fileBytes) {
+                    io.execute(f, fill);
+                    fill.clear();
+                }
+            }
+            for (int p = 0; p < pairs; p++) {
+                System.out.printf(Locale.ROOT, "footprint round %d: fio %.0f MB/s", p + 1,
+                        fio(file, bs, false, qd, fileBytes, secs)[0] / 1e6);
+                for (long mib : mibs) {
+                    int nb = (int) Math.max(1, (mib << 20) / bs);
+                    long off = 0, bytes = 0;
+                    int bi = 0;
+                    long t0 = System.nanoTime(), end = t0 + TimeUnit.SECONDS.toNanos(secs);
+                    while (System.nanoTime() < end) {
+                        List<BlockIo.Op> ops = new ArrayList<>(qd);
+                        for (int i = 0; i < qd; i++) {
+                            ops.add(new BlockIo.Op(false, off, host.asSlice((long) (bi++ % nb) * bs, bs)));
+                            off = off + 2L * bs > fileBytes ? 0 : off + bs;
+                        }
+                        io.execute(f, ops);
+                        bytes += (long) qd * bs;
+                    }
+                    System.out.printf(Locale.ROOT, ", engine into %d MiB %.0f MB/s", mib,
+                            bytes / ((System.nanoTime() - t0) / 1e9) / 1e6);
+                }
+                System.out.println();
+            }
+            f.close();
+        } finally {
+            Files.deleteIfExists(file);
+        }
+    }
+
     /** The fio binary: {@code --fio PATH} (a machine without a system fio gets a carried one). */
     static String fioPath = "/usr/bin/fio";
 
