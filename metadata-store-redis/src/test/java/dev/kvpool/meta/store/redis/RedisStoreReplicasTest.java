@@ -348,7 +348,36 @@ class RedisStoreReplicasTest {
     }
 
     @Test
+    void aServerThatLostItsScriptsStillStartsAndFinishesWrites() {
+        // a restarted or failed-over Redis answers NOSCRIPT: every script call, also the ones sent together
+        // (claim + start, finish + release), must fall back to sending its body
+        InstanceIndex ix = a.index(INST);
+        write(ix, "before", 1, 1, keys(0, 4));
+        assertEquals(4, ix.finishWrite("before", new boolean[] {true, true, true, true}, true, NOW).served());
+        redis.call(Request.cmd(Command.SCRIPT).arg("FLUSH"));
+        StartResult r = write(ix, "after", 1, 1, keys(2, 4));
+        assertArrayEquals(new boolean[] {false, false, true, true}, r.inserted());
+        assertEquals(INST, a.sessionOwner("after"));
+        redis.call(Request.cmd(Command.SCRIPT).arg("FLUSH"));
+        FinishResult f = ix.finishWrite("after", new boolean[] {true, false}, true, NOW);
+        assertTrue(f.maskFits());
+        assertEquals(1, f.served());
+        assertEquals(1, f.failed().size());
+        assertNull(a.sessionOwner("after"));
+        assertEquals(5, ix.keyCount());
+        assertEquals(Loc.SERVING, Loc.status(ix.get(key(4)).a(0)));
+    }
+
+    @Test
     void batchesAreSingleRoundTrips() {
+        // the server may not know the scripts yet (another test flushed them): load each once, off the count and
+        // on another instance
+        InstanceIndex w = a.index("inst-warm");
+        long[] warm = keys(0, 2);
+        write(w, "warm", 1, 1, warm);
+        w.finishWrite("warm", new boolean[] {true, true}, true, NOW);
+        w.touch(warm, 0, 2, NOW);
+        w.markDeleting(warm, 0, 2, null);
         InstanceIndex ix = a.index(INST);
         long[] ks = keys(0, 1024);
         long t0 = a.roundTrips();
