@@ -47,12 +47,16 @@ final class WriteBench {
         List<Double> ratios = new ArrayList<>();
         double kvTotal = 0, redisTotal = 0;
         String hash = "kvpool-bench:" + instance;
-        try {
+        long blocksPerPhase = (long) threads * perRound * batch;
+        Cpu kvCpu = Cpu.ZERO, baseCpu = Cpu.ZERO;
+        try (Resp info = new Resp(redisAddr[0], Integer.parseInt(redisAddr[1]))) {
             for (int round = 0; round <= rounds; round++) {
+                Cpu c0 = Cpu.now(url, info);
                 double kvRate = measure(ex, threads, perRound, batch, () -> {
                     KvcmHttp kv = new KvcmHttp(url);
                     return keys -> save(kv, instance, keys);
                 });
+                Cpu c1 = Cpu.now(url, info);
                 double redisRate = measure(ex, threads, perRound, batch, () -> {
                     Resp r = new Resp(redisAddr[0], Integer.parseInt(redisAddr[1]));
                     byte[] h = hash.getBytes(StandardCharsets.US_ASCII), v = value.getBytes(StandardCharsets.US_ASCII);
@@ -65,6 +69,7 @@ final class WriteBench {
                         r.pipeline(cmds);
                     };
                 });
+                Cpu c2 = Cpu.now(url, info);
                 if (round == 0) {
                     System.out.printf("  warm-up: KVPool %.0f blocks/s, Redis HSET %.0f blocks/s%n", kvRate, redisRate);
                     continue;
@@ -72,8 +77,11 @@ final class WriteBench {
                 ratios.add(kvRate / redisRate);
                 kvTotal += kvRate;
                 redisTotal += redisRate;
-                System.out.printf("  round %d: KVPool start+finish %.0f blocks/s, Redis pipelined HSET %.0f blocks/s: %.2fx%n",
-                        round, kvRate, redisRate, kvRate / redisRate);
+                kvCpu = kvCpu.plus(c1.minus(c0));
+                baseCpu = baseCpu.plus(c2.minus(c1));
+                System.out.printf("  round %d: KVPool start+finish %.0f blocks/s, Redis pipelined HSET %.0f blocks/s: %.2fx; "
+                                + "CPU us/block KVPool %s | HSET %s%n", round, kvRate, redisRate, kvRate / redisRate,
+                        c1.minus(c0).perBlock(blocksPerPhase), c2.minus(c1).perBlock(blocksPerPhase));
             }
         } finally {
             ex.shutdown();
@@ -84,6 +92,57 @@ final class WriteBench {
         ratios.sort(Double::compare);
         System.out.printf("write throughput: KVPool %.0f blocks/s, Redis HSET %.0f blocks/s; median ratio %.2fx (target >= 0.5x)%n",
                 kvTotal / rounds, redisTotal / rounds, ratios.get(ratios.size() / 2));
+        System.out.printf("CPU per block over the measured rounds (us): KVPool %s; Redis pipelined HSET %s%n",
+                kvCpu.perBlock(blocksPerPhase * rounds), baseCpu.perBlock(blocksPerPhase * rounds));
+    }
+
+    /**
+     * CPU seconds used so far by the three parties: the metadata plane (its {@code process_cpu_time_ns_total}
+     * metric; NaN when it has none), Redis ({@code INFO cpu}) and this client process. Where a write's time goes,
+     * and whether a target is reachable at all on the machine the bench runs on.
+     */
+    record Cpu(double plane, double redis, double client) {
+        static final Cpu ZERO = new Cpu(0, 0, 0);
+        private static final java.net.http.HttpClient HTTP = java.net.http.HttpClient.newHttpClient();
+
+        static Cpu now(String url, Resp redis) throws IOException, InterruptedException {
+            double plane = Double.NaN;
+            try {
+                var r = HTTP.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url + "/q/metrics"))
+                        .timeout(java.time.Duration.ofSeconds(5)).build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+                for (String line : r.body().split("\n")) {
+                    if (line.startsWith("process_cpu_time_ns_total ")) {
+                        plane = Double.parseDouble(line.substring(line.indexOf(' ') + 1).trim()) / 1e9;
+                    }
+                }
+            } catch (IOException e) {
+                // a plane without metrics: its share stays unknown
+            }
+            double rc = 0;
+            Object info = redis.call("INFO", "cpu");
+            String text = info instanceof byte[] b ? new String(b, StandardCharsets.US_ASCII) : String.valueOf(info);
+            for (String line : text.split("\r\n")) {
+                if (line.startsWith("used_cpu_sys:") || line.startsWith("used_cpu_user:")) {
+                    rc += Double.parseDouble(line.substring(line.indexOf(':') + 1));
+                }
+            }
+            double client = ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
+                    .getOperatingSystemMXBean()).getProcessCpuTime() / 1e9;
+            return new Cpu(plane, rc, client);
+        }
+
+        Cpu minus(Cpu o) {
+            return new Cpu(plane - o.plane, redis - o.redis, client - o.client);
+        }
+
+        Cpu plus(Cpu o) {
+            return new Cpu(plane + o.plane, redis + o.redis, client + o.client);
+        }
+
+        String perBlock(long blocks) {
+            return String.format(java.util.Locale.ROOT, "plane %.1f, Redis %.1f, client %.1f", plane / blocks * 1e6,
+                    redis / blocks * 1e6, client / blocks * 1e6);
+        }
     }
 
     interface Writer {
