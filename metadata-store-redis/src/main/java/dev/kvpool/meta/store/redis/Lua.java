@@ -205,24 +205,33 @@ public final class Lua {
             local got = mget(KEYS[1], fields)
             local out = {s, 0, fits and 1 or 0}
             local served = 0
+            -- a session's keys are distinct: the writes go straight into one HSET and one HDEL
+            local sets, dels = {}, {}
             for i = 1, n do
               local v = got[i]
               if v then
-                local q = 1 + i * 16
-                -- the location id: the low 2 bits of byte 3 and bytes 4-8 of word A
-                local idlo, idhi = string.sub(s, q + 11, q + 15), string.byte(s, q + 10) % 4
+                -- the location id: the low 2 bits of byte 3 and bytes 4-8 of word A, compared as numbers (no
+                -- substrings: every string Lua makes is hashed and interned)
+                local i3, i4, i5, i6, i7, i8 = string.byte(s, 11 + i * 16, 16 + i * 16)
+                i3 = i3 % 4
                 for p = 9, #v, 16 do
-                  local b3 = string.byte(v, p + 2)
-                  if b3 % 4 == idhi and string.sub(v, p + 3, p + 7) == idlo then
+                  local b3, b4, b5, b6, b7, b8 = string.byte(v, p + 2, p + 7)
+                  if b8 == i8 and b7 == i7 and b6 == i6 and b5 == i5 and b4 == i4 and b3 % 4 == i3 then
                     if math.floor(b3 / 4) % 8 == 2 then
                       if fits and string.byte(mask, i) == 49 then
                         -- status WRITING (2) -> SERVING (3) is +4 in byte 3; write time in bits 2-31 of the meta's high half
-                        pend[fields[i]] = hiw[string.byte(v, 4) % 4] .. string.sub(v, 5, p + 1)
+                        sets[#sets + 1] = fields[i]
+                        sets[#sets + 1] = hiw[string.byte(v, 4) % 4] .. string.sub(v, 5, p + 1)
                                           .. string.char(b3 + 4) .. string.sub(v, p + 3)
                         served = served + 1
                       else
                         local rest = string.sub(v, 9, p - 1) .. string.sub(v, p + 16)
-                        if rest == '' then pend[fields[i]] = false else pend[fields[i]] = string.sub(v, 1, 8) .. rest end
+                        if rest == '' then
+                          dels[#dels + 1] = fields[i]
+                        else
+                          sets[#sets + 1] = fields[i]
+                          sets[#sets + 1] = string.sub(v, 1, 8) .. rest
+                        end
                         out[#out + 1] = fields[i] .. string.sub(v, p, p + 15) .. (rest == '' and '1' or '0')
                       end
                     end
@@ -231,7 +240,8 @@ public final class Lua {
                 end
               end
             end
-            flush(KEYS[1])
+            for c = 1, #sets, 4000 do redis.call('HSET', KEYS[1], unpack(sets, c, math.min(#sets, c + 3999))) end
+            for c = 1, #dels, 4000 do redis.call('HDEL', KEYS[1], unpack(dels, c, math.min(#dels, c + 3999))) end
             redis.call('DEL', KEYS[3])
             redis.call('SREM', KEYS[2], ARGV[1])
             out[2] = served
