@@ -251,15 +251,24 @@ public final class AgentBench {
     /** Our io_uring BlockIo alone (no worker, index or checksum), sequential over the file, same qd: {bytes/s}. */
     static double[] engineOnly(BlockIo io, FileDevice dev, int bs, boolean write, MemorySegment[] bufs, int secs) {
         int batch = bufs.length / 2;
+        return engineOnly(dev, bs, write, Arrays.copyOf(bufs, batch), batch, secs);
+    }
+
+    /** The same, {@code batch} ops per call, cycling through {@code bufs} (their total size is the footprint). */
+    static double[] engineOnly(FileDevice dev, int bs, boolean write, MemorySegment[] bufs, int batch, int secs) {
         long slots = dev.slotCount();
         long slot = 0, bytes = 0, t0 = System.nanoTime(), end = t0 + TimeUnit.SECONDS.toNanos(secs);
+        int next = 0;
         while (System.nanoTime() < end) {
             long[] sl = new long[batch];
+            MemorySegment[] b = new MemorySegment[batch];
             for (int i = 0; i < batch; i++) {
                 sl[i] = slot;
                 slot = (slot + 1) % slots;
+                b[i] = bufs[next];
+                next = (next + 1) % bufs.length;
             }
-            dev.io(write, sl, Arrays.copyOf(bufs, batch));
+            dev.io(write, sl, b);
             bytes += (long) batch * bs;
         }
         return new double[] {bytes / ((System.nanoTime() - t0) / 1e9)};
@@ -281,48 +290,40 @@ public final class AgentBench {
      * path.
      */
     static void footprint(Path dir, int bs, int qd, String bufMibs, long fileBytes, int secs, int pairs) throws Exception {
-        Path file = dir.resolve("footprint.dat");
-        Files.createDirectories(dir);
         long[] mibs = Arrays.stream(bufMibs.split(",")).mapToLong(Long::parseLong).toArray();
-        try (dev.kvpool.agent.io.uring.IoUringBlockIo io = new dev.kvpool.agent.io.uring.IoUringBlockIo(qd);
-             Arena arena = Arena.ofShared()) {
-            dev.kvpool.agent.io.BlockFile f = io.open(file, fileBytes);
+        BlockIo io = AgentSetup.blockIo("io_uring", qd);
+        FileDevice dev = new FileDevice("footprint", dir.resolve("footprint"), fileBytes / bs, bs, io);
+        try (Arena arena = Arena.ofShared()) {
             MemorySegment host = arena.allocate(Arrays.stream(mibs).max().orElse(2) << 20, BlockIo.ALIGN);
             host.fill((byte) 0x5a);
             io.registerBuffers(List.of(host));
-            List<BlockIo.Op> fill = new ArrayList<>();
-            for (long off = 0; off < fileBytes; off += bs) {
-                fill.add(new BlockIo.Op(true, off, host.asSlice((fill.size() % qd) * (long) bs, bs)));
-                if (fill.size() == 256 || off + bs >= fileBytes) {
-                    io.execute(f, fill);
-                    fill.clear();
+            MemorySegment[] all = new MemorySegment[(int) (host.byteSize() / bs)];
+            for (int i = 0; i < all.length; i++) {
+                all[i] = host.asSlice((long) i * bs, bs);
+            }
+            // write the whole file once, so fio and the engine read written extents
+            for (long s = 0; s < dev.slotCount(); s += 64) {
+                int n = (int) Math.min(64, dev.slotCount() - s);
+                long[] sl = new long[n];
+                MemorySegment[] b = new MemorySegment[n];
+                for (int i = 0; i < n; i++) {
+                    sl[i] = s + i;
+                    b[i] = all[(int) ((s + i) % all.length)];
                 }
+                dev.io(true, sl, b);
             }
             for (int p = 0; p < pairs; p++) {
                 System.out.printf(Locale.ROOT, "footprint round %d: fio %.0f MB/s", p + 1,
-                        fio(file, bs, false, qd, fileBytes, secs)[0] / 1e6);
+                        fio(dev.path(), bs, false, qd, fileBytes, secs)[0] / 1e6);
                 for (long mib : mibs) {
-                    int nb = (int) Math.max(1, (mib << 20) / bs);
-                    long off = 0, bytes = 0;
-                    int bi = 0;
-                    long t0 = System.nanoTime(), end = t0 + TimeUnit.SECONDS.toNanos(secs);
-                    while (System.nanoTime() < end) {
-                        List<BlockIo.Op> ops = new ArrayList<>(qd);
-                        for (int i = 0; i < qd; i++) {
-                            ops.add(new BlockIo.Op(false, off, host.asSlice((long) (bi++ % nb) * bs, bs)));
-                            off = off + 2L * bs > fileBytes ? 0 : off + bs;
-                        }
-                        io.execute(f, ops);
-                        bytes += (long) qd * bs;
-                    }
+                    MemorySegment[] bufs = Arrays.copyOf(all, (int) Math.max(1, (mib << 20) / bs));
                     System.out.printf(Locale.ROOT, ", engine into %d MiB %.0f MB/s", mib,
-                            bytes / ((System.nanoTime() - t0) / 1e9) / 1e6);
+                            engineOnly(dev, bs, false, bufs, qd, secs)[0] / 1e6);
                 }
                 System.out.println();
             }
-            f.close();
         } finally {
-            Files.deleteIfExists(file);
+            dev.close(); // closes the ring too
         }
     }
 

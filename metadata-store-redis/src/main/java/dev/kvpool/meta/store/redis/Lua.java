@@ -70,6 +70,10 @@ public final class Lua {
               end
             end
             -- one HSET and one HDEL for everything pending
+            -- one command over a long argument list, in chunks below Lua's unpack limit (sets: field, value pairs)
+            local function chunked(cmd, h, list)
+              for c = 1, #list, 4000 do redis.call(cmd, h, unpack(list, c, math.min(#list, c + 3999))) end
+            end
             local function flush(h)
               local sets, dels = {}, {}
               for f, v in pairs(pend) do
@@ -80,12 +84,12 @@ public final class Lua {
                   dels[#dels + 1] = f
                 end
               end
-              for s = 1, #sets, 4000 do redis.call('HSET', h, unpack(sets, s, math.min(#sets, s + 3999))) end
-              for s = 1, #dels, 4000 do redis.call('HDEL', h, unpack(dels, s, math.min(#dels, s + 3999))) end
+              chunked('HSET', h, sets)
+              chunked('HDEL', h, dels)
               pend = {}
             end
             -- compare-and-set over (field, expectation, update) triples of ARGV from index first: all or nothing
-            local function cas(h, first, wrel)
+            local function cas(h, first)
               local fields = {}
               for i = first, #ARGV, 3 do fields[#fields + 1] = ARGV[i] end
               local got = mget(h, fields)
@@ -93,7 +97,7 @@ public final class Lua {
                 if not matches(got[(i - first) / 3 + 1], ARGV[i + 1]) then return false end
               end
               for i = first, #ARGV, 3 do
-                apply(h, ARGV[i], cur_of(ARGV[i], got[(i - first) / 3 + 1]), ARGV[i + 2], wrel)
+                apply(h, ARGV[i], cur_of(ARGV[i], got[(i - first) / 3 + 1]), ARGV[i + 2])
               end
               flush(h)
               return true
@@ -126,7 +130,7 @@ public final class Lua {
             local chunks, flags = {}, {}
             for i = 6, #ARGV, 4 do
               if ins[i] then
-                apply(KEYS[2], ARGV[i], cur_of(ARGV[i], curs[i]), ARGV[i + 2], 0)
+                apply(KEYS[2], ARGV[i], cur_of(ARGV[i], curs[i]), ARGV[i + 2])
                 chunks[#chunks + 1] = ARGV[i + 3]
                 flags[#flags + 1] = '1'
               else
@@ -165,7 +169,7 @@ public final class Lua {
             end
             local maxKeys = tonumber(ARGV[4])
             if added > 0 and maxKeys > 0 and redis.call('HLEN', KEYS[2]) + added > maxKeys then return {-3} end
-            for s = 1, #sets, 4000 do redis.call('HSET', KEYS[2], unpack(sets, s, math.min(#sets, s + 3999))) end
+            chunked('HSET', KEYS[2], sets)
             local blob = ARGV[5]
             if added < n then
               local parts = {string.sub(blob, 1, 16)}
@@ -240,17 +244,17 @@ public final class Lua {
                 end
               end
             end
-            for c = 1, #sets, 4000 do redis.call('HSET', KEYS[1], unpack(sets, c, math.min(#sets, c + 3999))) end
-            for c = 1, #dels, 4000 do redis.call('HDEL', KEYS[1], unpack(dels, c, math.min(#dels, c + 3999))) end
+            chunked('HSET', KEYS[1], sets)
+            chunked('HDEL', KEYS[1], dels)
             redis.call('DEL', KEYS[3])
             redis.call('SREM', KEYS[2], ARGV[1])
             out[2] = served
             return out
             """);
 
-    /** markDeleting, purge. KEYS: blocks. ARGV: wrel, then (field, expectation, update). Returns 1 | -1. */
+    /** markDeleting, purge. KEYS: blocks. ARGV: (field, expectation, update) triples. Returns 1 | -1. */
     static final Script CAS = Script.of("cas", COMMON + """
-            if not cas(KEYS[1], 2, tonumber(ARGV[1])) then return -1 end
+            if not cas(KEYS[1], 1) then return -1 end
             return 1
             """);
 

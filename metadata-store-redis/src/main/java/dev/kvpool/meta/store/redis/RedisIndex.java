@@ -458,7 +458,6 @@ final class RedisIndex implements InstanceIndex {
             byte[][] cur = read(picked, 0, m, "markDeleting read " + instanceId);
             LocList moved = new LocList();
             List<Object> args = new ArrayList<>();
-            args.add(0L);
             for (int i = 0; i < m; i++) {
                 if (cur[i] == null) {
                     continue; // absent: nothing to move, and nothing this call's outcome depends on
@@ -479,7 +478,7 @@ final class RedisIndex implements InstanceIndex {
                     args.add(Codec.locs(KEEP_META, locs));
                 }
             }
-            if (args.size() == 1 || casOk(args, "markDeleting")) {
+            if (args.isEmpty() || casOk(args, "markDeleting")) {
                 return moved;
             }
             backoff(attempt, "markDeleting");
@@ -509,7 +508,7 @@ final class RedisIndex implements InstanceIndex {
             }
             long[] rest = LocArrays.without(locs, idx);
             out.add(key, locs[idx * 2], locs[idx * 2 + 1], rest.length == 0);
-            List<Object> args = List.of(0L, Codec.field(key), expectLocs(locs),
+            List<Object> args = List.of(Codec.field(key), expectLocs(locs),
                     rest.length == 0 ? DELETE : Codec.locs(KEEP_META, rest));
             if (casOk(args, "purge")) {
                 return out;
