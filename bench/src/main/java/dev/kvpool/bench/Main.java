@@ -42,6 +42,9 @@ public final class Main {
     public static void main(String[] args) throws Exception {
         Map<String, String> opt = options(args);
         String cmd = args.length == 0 || args[0].startsWith("--") ? "help" : args[0];
+        if (cmd.equals("replay") || cmd.equals("prefix") || cmd.equals("writes")) {
+            System.out.println(idleNote());
+        }
         switch (cmd) {
             case "replay" -> replay(opt);
             case "prefix" -> prefix(opt);
@@ -66,6 +69,32 @@ public final class Main {
                                one contiguous copy; needs a CUDA device)
                     replay, prefix and writes need a running metadata plane (./kvpool up) and a local Redis;
                     heap and policies run in process.""");
+        }
+    }
+
+    /**
+     * How this machine's idle CPUs wake up, printed with every latency bench: on a VM whose cpuidle driver is
+     * haltpoll with {@code guest_halt_poll_ns} 0, an idle vCPU halts at once and each wake-up of a thread on it
+     * costs tens of µs. A KVCM call over the Redis store crosses processes four times (client → plane → Redis →
+     * plane → client) where MGET crosses twice, so this setting alone moves the ratios (docs/benchmarks.md).
+     */
+    static String idleNote() {
+        String driver = readSys("/sys/devices/system/cpu/cpuidle/current_driver");
+        String poll = readSys("/sys/module/haltpoll/parameters/guest_halt_poll_ns");
+        String note = "machine: " + Runtime.getRuntime().availableProcessors() + " CPUs, cpuidle driver "
+                + (driver == null ? "unknown" : driver)
+                + (poll == null ? "" : ", guest_halt_poll_ns " + poll);
+        if ("haltpoll".equals(driver) && "0".equals(poll)) {
+            note += " (idle vCPUs halt at once: every cross-CPU wake-up is slow, latency ratios read high)";
+        }
+        return note;
+    }
+
+    private static String readSys(String path) {
+        try {
+            return java.nio.file.Files.readString(java.nio.file.Path.of(path)).trim();
+        } catch (IOException | RuntimeException e) {
+            return null;
         }
     }
 

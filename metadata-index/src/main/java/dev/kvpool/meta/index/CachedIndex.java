@@ -344,6 +344,16 @@ public final class CachedIndex extends ForwardingIndex {
     @Override
     public void touch(long[] keys, int off, int len, int nowSec) {
         delegate.touch(keys, off, len, nowSec);
+        touchCached(keys, off, len, nowSec);
+    }
+
+    @Override
+    public void touch(long[] keys, int[] hits, int len, int nowSec) {
+        delegate.touch(keys, hits, len, nowSec);
+        touchCached(keys, 0, len, nowSec);
+    }
+
+    private void touchCached(long[] keys, int off, int len, int nowSec) {
         if (shards.length == 0) {
             return;
         }

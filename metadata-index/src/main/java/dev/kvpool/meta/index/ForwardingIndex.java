@@ -53,6 +53,11 @@ public abstract class ForwardingIndex implements InstanceIndex {
     }
 
     @Override
+    public void touch(long[] keys, int[] hits, int len, int nowSec) {
+        delegate.touch(keys, hits, len, nowSec);
+    }
+
+    @Override
     public StartResult startWrite(long[] keys, long[] a, long[] b, int minReplicas, IntPredicate storageUsable,
                                   long maxKeys, String sessionId, long deadlineMs, int nowSec) {
         return delegate.startWrite(keys, a, b, minReplicas, storageUsable, maxKeys, sessionId, deadlineMs, nowSec);

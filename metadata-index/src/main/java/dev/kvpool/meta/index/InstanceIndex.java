@@ -39,6 +39,25 @@ public interface InstanceIndex {
     void touch(long[] keys, int off, int len, int nowSec);
 
     /**
+     * Records {@code hits[i]} read hits of {@code keys[i]} at once, as that many {@link #touch} calls would (a
+     * batch of touches coalesced off the read path); a count below 1 counts as 1. Stores override it to send each
+     * key once with its count.
+     */
+    default void touch(long[] keys, int[] hits, int len, int nowSec) {
+        int n = 0;
+        for (int i = 0; i < len; i++) {
+            n += Math.max(1, hits[i]);
+        }
+        long[] all = new long[n];
+        for (int i = 0, k = 0; i < len; i++) {
+            for (int h = 0; h < Math.max(1, hits[i]); h++) {
+                all[k++] = keys[i];
+            }
+        }
+        touch(all, 0, n, nowSec);
+    }
+
+    /**
      * Adds the WRITING location {@code (a[i], b[i])} to {@code keys[i]} unless the key already has enough
      * replicas: with {@code minReplicas} ≤ 1 any replica in any status counts (KVCM's rule); above 1 only
      * WRITING/SERVING replicas on storages where {@code storageUsable} holds count. Later duplicates of a key

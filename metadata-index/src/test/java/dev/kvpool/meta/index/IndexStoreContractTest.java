@@ -226,6 +226,26 @@ public abstract class IndexStoreContractTest {
         assertEquals(NOW + 10, idx.get(1).accessSec());
     }
 
+    @Test
+    void countedHitsActAsThatManyTouches() {
+        serve(1, 2, 3);
+        idx.touch(new long[] {1, 2, 9}, new int[] {1, 200, 5}, 3, NOW + 20); // 9 is absent: ignored
+        assertEquals(1, evictionView(idx).get(1).freq(), "a first hit always counts");
+        int f = evictionView(idx).get(2).freq();
+        // as 200 single touches: about log2(201) = 7.65, within 4..11 with overwhelming probability
+        assertTrue(f >= 4 && f <= 11, "counter after 200 counted hits: " + f);
+        assertEquals(NOW + 20, idx.get(1).accessSec());
+        assertEquals(NOW + 20, idx.get(2).accessSec());
+        assertEquals(0, evictionView(idx).get(3).freq());
+        assertTrue(idx.get(3).accessSec() < NOW + 20);
+        assertNull(idx.get(9));
+        idx.touch(new long[] {3}, new int[] {0}, 1, NOW + 30); // a count below 1 is one hit
+        assertEquals(1, evictionView(idx).get(3).freq());
+        assertEquals(NOW + 30, idx.get(3).accessSec());
+        idx.touch(new long[0], new int[0], 0, NOW + 40);
+        assertEquals(3, idx.keyCount());
+    }
+
     // ---- startWrite ----------------------------------------------------------------------------------------
 
     @Test

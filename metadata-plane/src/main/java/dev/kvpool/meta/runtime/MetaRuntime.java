@@ -124,7 +124,7 @@ public class MetaRuntime {
                 leadership = lead;
                 // no search cache (other replicas change the index under it); access times are recorded off the
                 // read path: a touch is a round trip and a script, and it is only eviction input
-                toucher = new DeferredTouchIndex.Toucher(4096);
+                toucher = new DeferredTouchIndex.Toucher(rc.touchBuffer(), rc.touchInterval());
                 var t = toucher;
                 var shared = store;
                 startup = configure(startup);
@@ -329,6 +329,11 @@ public class MetaRuntime {
                     .description("WRITING locations removed because their session expired unclosed").register(meters);
             Gauge.builder("kvpool.meta.touch.dropped", this, r -> r.toucher == null ? 0 : r.toucher.dropped.get())
                     .description("access-time updates dropped because the store was too slow to take them").register(meters);
+            Gauge.builder("kvpool.meta.touch.pending", this, r -> r.toucher == null ? 0 : r.toucher.pending())
+                    .description("block keys waiting for their buffered access-time update").register(meters);
+            Gauge.builder("kvpool.meta.touch.batches", this, r -> r.toucher == null ? 0 : r.toucher.batches.get())
+                    .description("buffered access-time updates applied to the store (one call per instance and interval)")
+                    .register(meters);
             Gauge.builder("kvpool.meta.events.published", this, r -> r.events.published.get()).register(meters);
             Gauge.builder("kvpool.meta.events.dropped", this, r -> r.events.dropped.get())
                     .description("kvpool.cache events dropped because the queue was full").register(meters);

@@ -65,6 +65,17 @@ public interface MetaSettings {
         /** How long an abandoned session outlives its deadline in Redis (the leader's expiry normally closes it). */
         @WithDefault("10m")
         Duration sessionGrace();
+
+        /**
+         * Read hits (access time, LFU counter) are buffered and applied this often, each key once with its count:
+         * eviction may see an access up to this late.
+         */
+        @WithDefault("100ms")
+        Duration touchInterval();
+
+        /** Block keys that may wait for their access-time update; beyond it hits are dropped and counted. */
+        @WithDefault("1000000")
+        long touchBuffer();
     }
 
     @WithName("meta.events")

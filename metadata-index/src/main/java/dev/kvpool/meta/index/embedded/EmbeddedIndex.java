@@ -169,7 +169,18 @@ final class EmbeddedIndex implements InstanceIndex {
 
     @Override
     public void touch(long[] keys, int off, int len, int nowSec) {
+        touch(keys, off, null, len, nowSec);
+    }
+
+    @Override
+    public void touch(long[] keys, int[] hits, int len, int nowSec) {
+        touch(keys, 0, hits, len, nowSec);
+    }
+
+    /** {@code hits} null: one hit per key. */
+    private void touch(long[] keys, int off, int[] hits, int len, int nowSec) {
         long[] set = shardSet(keys, off, len);
+        var rnd = java.util.concurrent.ThreadLocalRandom.current();
         // access time is advisory (eviction input), not journaled: racing readers may each store "now"
         lock(set, false);
         try {
@@ -177,7 +188,12 @@ final class EmbeddedIndex implements InstanceIndex {
                 LongTable t = shards[shardOf(keys[i])];
                 int slot = t.find(keys[i]);
                 if (slot >= 0) {
-                    t.setMeta(slot, Loc.touched(t.meta(slot), nowSec, java.util.concurrent.ThreadLocalRandom.current()));
+                    long meta = t.meta(slot);
+                    int n = hits == null ? 1 : Math.max(1, hits[i - off]);
+                    for (int h = 0; h < n && (h == 0 || Loc.freq(meta) < Loc.MAX_FREQ); h++) {
+                        meta = Loc.touched(meta, nowSec, rnd);
+                    }
+                    t.setMeta(slot, meta);
                 }
             }
         } finally {

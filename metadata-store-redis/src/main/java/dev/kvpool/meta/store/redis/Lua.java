@@ -259,21 +259,27 @@ public final class Lua {
             """);
 
     /**
-     * touch. KEYS: blocks. ARGV: access time (relative seconds), then (field, random 0..32767) pairs. The counter
-     * grows with probability 1/2^counter, as {@code Loc.touched}: r mod 2^f == 0 for a uniform r.
+     * touch. KEYS: blocks. ARGV: access time (relative seconds), then (field, hits, random 0..2^32-1) triples.
+     * Each hit grows the counter with probability 1/2^counter, as {@code Loc.touched}: the top f bits of a
+     * uniform 32-bit r are all zero; further hits of one key draw from a 32-bit LCG seeded with its random.
      */
     static final Script TOUCH = Script.of("touch", COMMON + """
             local arel = tonumber(ARGV[1])
             local ahi, alo = math.floor(arel / 268435456), (arel % 268435456) * 16
             local fields = {}
-            for i = 2, #ARGV, 2 do fields[#fields + 1] = ARGV[i] end
+            for i = 2, #ARGV, 3 do fields[#fields + 1] = ARGV[i] end
             local got = mget(KEYS[1], fields)
-            for i = 2, #ARGV, 2 do
-              local v = cur_of(ARGV[i], got[(i - 2) / 2 + 1])
+            for i = 2, #ARGV, 3 do
+              local v = cur_of(ARGV[i], got[(i - 2) / 3 + 1])
               if v then
                 local hi = u32(v, 1)
                 local f = u32(v, 5) % 16
-                if f < 15 and (f == 0 or tonumber(ARGV[i + 1]) % (2 ^ f) == 0) then f = f + 1 end
+                local r = tonumber(ARGV[i + 2])
+                for _ = 1, tonumber(ARGV[i + 1]) do
+                  if f >= 15 then break end
+                  if math.floor(r / 2 ^ (32 - f)) == 0 then f = f + 1 end
+                  r = (r * 69069 + 1) % 4294967296
+                end
                 pend[ARGV[i]] = p32(hi - hi % 4 + ahi) .. p32(alo + f) .. string.sub(v, 9)
               end
             end

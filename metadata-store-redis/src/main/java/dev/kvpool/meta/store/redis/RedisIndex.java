@@ -137,6 +137,13 @@ final class RedisIndex implements InstanceIndex {
 
     @Override
     public void touch(long[] keys, int off, int len, int nowSec) {
+        int[] once = new int[len];
+        java.util.Arrays.fill(once, 1);
+        touch(off == 0 ? keys : Arrays.copyOfRange(keys, off, off + len), once, len, nowSec);
+    }
+
+    @Override
+    public void touch(long[] keys, int[] hits, int len, int nowSec) {
         if (len == 0) {
             return;
         }
@@ -149,8 +156,9 @@ final class RedisIndex implements InstanceIndex {
             List<Object> args = new ArrayList<>();
             args.add(arel);
             for (int i = s; i < Math.min(len, s + batch); i++) {
-                args.add(Codec.field(keys[off + i]));
-                args.add((long) rnd.nextInt(1 << Loc.MAX_FREQ));
+                args.add(Codec.field(keys[i]));
+                args.add((long) Math.max(1, hits[i]));
+                args.add(rnd.nextLong(1L << 32));
             }
             rs.add(scriptRequest(Lua.TOUCH, List.of(blocks), args));
         }
