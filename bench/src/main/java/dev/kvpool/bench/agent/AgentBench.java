@@ -80,7 +80,7 @@ public final class AgentBench {
         if (what.equals("footprint")) {
             // not part of "all": a diagnosis of a virtual disk, not a target
             footprint(dir, Integer.parseInt(opt.getOrDefault("bs", "256")) << 10, qd,
-                    opt.getOrDefault("buf-mib", "2,64,512"), fileBytes, secs, pairs);
+                    opt.getOrDefault("buf-mib", "2,64,512"), fileBytes, secs, pairs, opt.containsKey("huge"));
             return;
         }
         if (what.equals("all") || what.equals("pool")) {
@@ -289,13 +289,17 @@ public final class AgentBench {
      * footprint changes read speed (the host copies into guest memory); this tells that apart from the submission
      * path.
      */
-    static void footprint(Path dir, int bs, int qd, String bufMibs, long fileBytes, int secs, int pairs) throws Exception {
+    static void footprint(Path dir, int bs, int qd, String bufMibs, long fileBytes, int secs, int pairs, boolean huge)
+            throws Exception {
         long[] mibs = Arrays.stream(bufMibs.split(",")).mapToLong(Long::parseLong).toArray();
         BlockIo io = AgentSetup.blockIo("io_uring", qd);
         FileDevice dev = new FileDevice("footprint", dir.resolve("footprint"), fileBytes / bs, bs, io);
         try (Arena arena = Arena.ofShared()) {
-            MemorySegment host = arena.allocate(Arrays.stream(mibs).max().orElse(2) << 20, BlockIo.ALIGN);
+            long hostBytes = Arrays.stream(mibs).max().orElse(2) << 20;
+            MemorySegment host = huge ? hugeAnon(hostBytes) : arena.allocate(hostBytes, BlockIo.ALIGN);
             host.fill((byte) 0x5a);
+            System.out.println("buffers: " + (huge ? "anonymous mmap + MADV_HUGEPAGE" : "Arena.allocate (4 KiB pages)")
+                    + ", AnonHugePages now " + anonHuge());
             io.registerBuffers(List.of(host));
             MemorySegment[] all = new MemorySegment[(int) (host.byteSize() / bs)];
             for (int i = 0; i < all.length; i++) {
@@ -324,6 +328,30 @@ public final class AgentBench {
             }
         } finally {
             dev.close(); // closes the ring too
+        }
+    }
+
+    /** {@code bytes} of anonymous memory, 2 MiB aligned, advised to be backed by transparent huge pages. */
+    static MemorySegment hugeAnon(long bytes) {
+        long two = 2L << 20;
+        long addr = dev.kvpool.agent.io.uring.Libc.syscall(9, 0, bytes + two, 3, 0x22, -1, 0); // mmap RW private anon
+        if (addr < 0 && addr > -4096) {
+            throw new IllegalStateException("mmap failed: errno " + -addr);
+        }
+        long aligned = (addr + two - 1) & -two;
+        long r = dev.kvpool.agent.io.uring.Libc.syscall(28, aligned, bytes, 14, 0, 0, 0); // madvise MADV_HUGEPAGE
+        if (r < 0) {
+            throw new IllegalStateException("madvise failed: errno " + -r);
+        }
+        return MemorySegment.ofAddress(aligned).reinterpret(bytes);
+    }
+
+    static String anonHuge() {
+        try {
+            return Files.readAllLines(Path.of("/proc/self/smaps_rollup")).stream()
+                    .filter(l -> l.startsWith("AnonHugePages")).findFirst().orElse("?").replaceAll("\\s+", " ");
+        } catch (Exception e) {
+            return "?";
         }
     }
 
