@@ -103,7 +103,7 @@ final class WriteBench {
      */
     record Cpu(double plane, double redis, double client) {
         static final Cpu ZERO = new Cpu(0, 0, 0);
-        private static final java.net.http.HttpClient HTTP = java.net.http.HttpClient.newHttpClient();
+        static final java.net.http.HttpClient HTTP = java.net.http.HttpClient.newHttpClient();
 
         static Cpu now(String url, Resp redis) throws IOException, InterruptedException {
             double plane = Double.NaN;
@@ -187,7 +187,7 @@ final class WriteBench {
         return (double) threads * perThread * batch / secs;
     }
 
-    private static void save(KvcmHttp kv, String instance, long[] keys) throws IOException {
+    static void save(KvcmHttp kv, String instance, long[] keys) throws IOException {
         StartWriteCacheRequest.Builder b = StartWriteCacheRequest.newBuilder().setTraceId("w").setInstanceId(instance)
                 .setWriteTimeoutSeconds(30);
         for (long k : keys) {

@@ -16,7 +16,7 @@ import java.util.random.RandomGenerator;
  * {@link LinkedHashMap} under its own lock, the capacity split evenly across them). Only present keys are cached.
  *
  * <p>Every mutating call that goes through this decorator ({@link #startWrite}, {@link #finishWrite},
- * {@link #markDeleting}, {@link #purge}, {@link #clear}) invalidates the keys it may have changed once the
+ * {@link #markDeleting}, {@link #purge}, {@link #purgeAll}, {@link #clear}) invalidates the keys it may have changed once the
  * delegate returned (or threw). A read that missed, went to the delegate and then raced with such a mutation
  * must not store what it read: each shard carries a version, bumped by every invalidation in that shard, and a
  * fill only lands if the shard's version is still the one the reader saw before asking the delegate. So after a
@@ -326,6 +326,19 @@ public final class CachedIndex extends ForwardingIndex {
         } finally {
             if (shards.length > 0) {
                 invalidate(key);
+            }
+        }
+    }
+
+    @Override
+    public LocList purgeAll(LocList deleting) {
+        try {
+            return delegate.purgeAll(deleting);
+        } finally {
+            if (shards.length > 0) {
+                for (int i = 0; i < deleting.size(); i++) {
+                    invalidate(deleting.key(i));
+                }
             }
         }
     }

@@ -94,6 +94,11 @@ public abstract class ForwardingIndex implements InstanceIndex {
     }
 
     @Override
+    public LocList purgeAll(LocList deleting) {
+        return delegate.purgeAll(deleting);
+    }
+
+    @Override
     public void clear() {
         delegate.clear();
     }

@@ -109,6 +109,19 @@ public interface InstanceIndex {
     /** Removes the location if it is still DELETING; returns it (with key-gone) or an empty list. */
     LocList purge(long key, long locId);
 
+    /**
+     * {@link #purge} of every location in {@code deleting} (key i, the id of a(i)): what left the index, a
+     * location with key-gone set when its key left with it. Remote stores override it to purge a batch in a few
+     * round trips instead of two per location.
+     */
+    default LocList purgeAll(LocList deleting) {
+        LocList out = new LocList();
+        for (int i = 0; i < deleting.size(); i++) {
+            out.addAll(purge(deleting.key(i), Loc.id(deleting.a(i))));
+        }
+        return out;
+    }
+
     /** Drops every key and session without handing anything back (TS_REMOVE_ALL_META, instance removal). */
     void clear();
 

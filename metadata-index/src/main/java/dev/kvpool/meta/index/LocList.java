@@ -42,6 +42,11 @@ public final class LocList {
         return v[i * 4 + 2];
     }
 
+    /** Sets key-gone on entry i (a batch learns only after its last removal of a key that the key went too). */
+    public void markKeyGone(int i) {
+        v[i * 4 + 3] = 1;
+    }
+
     /** True when this removal took the key's last location, so the key itself left the index. */
     public boolean keyGone(int i) {
         return v[i * 4 + 3] != 0;

@@ -672,6 +672,42 @@ public abstract class IndexStoreContractTest {
         restartAndCompare();
     }
 
+    @Test
+    void purgeAllRemovesTheDeletingLocationsOfABatchAndOnlyThose() throws Exception {
+        long[] keys = range(0, 1500); // more than one store batch
+        serve(keys);
+        serve(2000);
+        String s2 = sid();
+        write(idx, s2, 2, ANY_STORAGE, 0, 3, 2000); // a second replica of 2000
+        idx.finishWrite(s2, new boolean[] {true}, NOW + 1);
+        assertEquals(2, idx.get(2000).size());
+        LocList deleting = idx.markDeleting(keys, 0, keys.length, i -> i == 5); // key 5 stays SERVING
+        deleting.addAll(idx.markDeleting(new long[] {2000}, 0, 1, null));
+        assertEquals(1499 + 2, deleting.size());
+        deleting.add(5, onlyA(idx.get(5)), 0, false); // SERVING: not purged
+        deleting.add(77_777, Loc.a(123_456, Loc.DELETING, 1, 0), 0, false); // unknown key
+        restartAndCompare();
+
+        LocList gone = idx.purgeAll(deleting);
+        assertEquals(1499 + 2, gone.size());
+        java.util.Map<Long, Integer> goneKeys = new java.util.HashMap<>();
+        for (int i = 0; i < gone.size(); i++) {
+            assertEquals(Loc.DELETING, Loc.status(gone.a(i)));
+            assertEquals(addr(Loc.id(gone.a(i))), gone.b(i));
+            if (gone.keyGone(i)) {
+                assertNull(goneKeys.put(gone.key(i), i), "key-gone once per key: " + gone.key(i));
+            }
+        }
+        assertEquals(1500, goneKeys.size(), "every purged key left with its last location");
+        assertFalse(goneKeys.containsKey(5L));
+        assertEquals(1, idx.keyCount());
+        assertNotNull(idx.get(5));
+        assertNull(idx.get(2000));
+        assertEquals(0, idx.purgeAll(deleting).size(), "purging again finds nothing");
+        assertEquals(0, idx.purgeAll(new LocList()).size());
+        restartAndCompare();
+    }
+
     // ---- clear, scan, sample, forEach ----------------------------------------------------------------------
 
     @Test

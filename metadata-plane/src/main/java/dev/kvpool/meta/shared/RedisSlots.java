@@ -53,27 +53,43 @@ public final class RedisSlots implements Slots {
             return {popped, first, rest}""");
     // an emptied file is deleted by the caller, so none of its slots may be handed out again: its free addresses
     // leave the set (once per file, amortised over its slots) and, when it is the file being filled, fresh slots
-    // move on to the next file
+    // move on to the next file; a late second free of such a slot changes nothing. ARGV: slots per file, then
+    // addresses; returns the addresses that emptied a file
     private static final Lua.Script FREE = Lua.Script.of("free", """
-            if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then return -1 end
-            local c = redis.call('HINCRBY', KEYS[3], ARGV[2], -1)
-            if c > 0 then return 0 end
-            redis.call('HDEL', KEYS[3], ARGV[2])
-            local file, spf = tonumber(ARGV[2]), tonumber(ARGV[3])
-            local base = file * 16777216
-            local nxt = tonumber(redis.call('HGET', KEYS[1], 'next') or '0')
-            if math.floor(nxt / spf) == file and nxt % spf ~= 0 then
-              redis.call('HSET', KEYS[1], 'next', string.format('%.0f', (file + 1) * spf))
-            end
-            local batch = {}
-            for i = 0, spf - 1 do
-              batch[#batch + 1] = string.format('%.0f', base + i)
-              if #batch == 4000 or i == spf - 1 then
-                redis.call('SREM', KEYS[2], unpack(batch))
-                batch = {}
+            local spf = tonumber(ARGV[1])
+            local emptied = {}
+            for k = 2, #ARGV do
+              local address = ARGV[k]
+              if redis.call('SADD', KEYS[2], address) == 1 then
+                local file = math.floor(tonumber(address) / 16777216)
+                local fkey = string.format('%.0f', file)
+                local c = redis.call('HINCRBY', KEYS[3], fkey, -1)
+                if c < 0 then
+                  -- a file with no used slots: it emptied (and left) before, so this is a late double free
+                  redis.call('HDEL', KEYS[3], fkey)
+                  redis.call('SREM', KEYS[2], address)
+                elseif c == 0 then
+                  redis.call('HDEL', KEYS[3], fkey)
+                  local nxt = tonumber(redis.call('HGET', KEYS[1], 'next') or '0')
+                  if math.floor(nxt / spf) == file and nxt % spf ~= 0 then
+                    redis.call('HSET', KEYS[1], 'next', string.format('%.0f', (file + 1) * spf))
+                  end
+                  local base = file * 16777216
+                  local batch = {}
+                  for i = 0, spf - 1 do
+                    batch[#batch + 1] = string.format('%.0f', base + i)
+                    if #batch == 4000 or i == spf - 1 then
+                      redis.call('SREM', KEYS[2], unpack(batch))
+                      batch = {}
+                    end
+                  end
+                  emptied[#emptied + 1] = address
+                end
               end
             end
-            return 1""");
+            return emptied""");
+    /** Addresses per free script call (Lua's unpack and argument limits stay far away). */
+    private static final int FREE_BATCH = 4000;
 
     private final Calls redis;
     private final String kNext, kFree, kFiles;
@@ -112,8 +128,25 @@ public final class RedisSlots implements Slots {
 
     @Override
     public boolean free(long address) {
-        return redis.eval(FREE, keys(), List.of(address, SlotAllocator.file(address), slotsPerFile), "free slot " + address)
-                .toLong() == 1;
+        return freeAll(new long[] {address}).length == 1;
+    }
+
+    @Override
+    public long[] freeAll(long[] addresses) {
+        List<Long> emptied = new ArrayList<>();
+        for (int off = 0; off < addresses.length; off += FREE_BATCH) {
+            int n = Math.min(FREE_BATCH, addresses.length - off);
+            List<Object> args = new ArrayList<>(n + 1);
+            args.add(slotsPerFile);
+            for (int i = off; i < off + n; i++) {
+                args.add(addresses[i]);
+            }
+            Response r = redis.eval(FREE, keys(), args, "free " + n + " slots");
+            for (int i = 0; i < r.size(); i++) {
+                emptied.add(Long.parseLong(r.get(i).toString()));
+            }
+        }
+        return emptied.stream().mapToLong(Long::longValue).toArray();
     }
 
     @Override

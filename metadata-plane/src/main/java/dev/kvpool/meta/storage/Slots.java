@@ -11,6 +11,14 @@ public interface Slots {
     /** Returns a slot; true when its file holds no block any more (the caller deletes the file). */
     boolean free(long address);
 
+    /**
+     * Returns many slots at once: the addresses among them whose free emptied their file (the caller deletes those
+     * files), in no particular order. Shared allocators override it to free a batch in one round trip.
+     */
+    default long[] freeAll(long[] addresses) {
+        return java.util.Arrays.stream(addresses).filter(this::free).toArray();
+    }
+
     /** Start-up rebuild: exactly these addresses are in use, everything else is free. */
     void rebuild(long[] usedAddresses);
 

@@ -24,8 +24,10 @@ import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -240,19 +242,22 @@ public final class WritePath implements AutoCloseable {
     private void undo(Instance inst, GroupConfig g, Storage st, long[] ca, long[] cb, boolean[] absent,
                       boolean[] inserted, int nc) {
         long total = 0, type = 0;
+        long[] unused = new long[nc];
+        int nu = 0;
         for (int c = 0; c < nc; c++) {
             if (inserted == null || !inserted[c]) {
                 if (absent[c]) {
                     total += inst.bytesPerKey;
                 }
                 type += inst.bytesOf(Loc.specGroup(ca[c]));
-                if (st.usesFiles()) {
-                    freeSlot(inst, st, cb[c]);
-                }
+                unused[nu++] = cb[c];
             }
         }
         if (total != 0 || type != 0) {
             ledger.add(g.name(), -total, st.kind, -type);
+        }
+        if (st.usesFiles()) {
+            freeSlots(inst, st, Arrays.copyOf(unused, nu));
         }
     }
 
@@ -497,10 +502,17 @@ public final class WritePath implements AutoCloseable {
         return leaving.usage(group);
     }
 
+    /** Locations per purge batch: what a failed call can leave unreleased until the next start-up rebuild. */
+    private static final int PURGE_BATCH = 1024;
+
     private void purge(Instance inst, LocList deleting) {
         try {
-            for (int i = 0; i < deleting.size(); i++) {
-                LocList gone = inst.index.purge(deleting.key(i), Loc.id(deleting.a(i)));
+            for (int off = 0; off < deleting.size(); off += PURGE_BATCH) {
+                LocList batch = new LocList();
+                for (int i = off; i < Math.min(deleting.size(), off + PURGE_BATCH); i++) {
+                    batch.add(deleting.key(i), deleting.a(i), deleting.b(i), deleting.keyGone(i));
+                }
+                LocList gone = inst.index.purgeAll(batch);
                 release(inst, gone);
                 locationsDeleted.addAndGet(gone.size());
             }
@@ -509,37 +521,66 @@ public final class WritePath implements AutoCloseable {
         }
     }
 
-    /** Returns quota and slots of locations that left the index; deletes files that no block uses any more. */
+    /**
+     * Returns quota and slots of locations that left the index, in one ledger update per storage and one batched
+     * free per slot allocator (a shared ledger and allocator live in Redis: a round trip per location made
+     * evicting or failing big batches slow); deletes files that no block uses any more.
+     */
     void release(Instance inst, LocList removed) {
+        Map<Integer, long[]> quota = new HashMap<>(); // storage number -> {key bytes, type bytes}
+        Map<Integer, long[]> slots = new HashMap<>(); // storage number -> {count, addresses...}
         for (int i = 0; i < removed.size(); i++) {
             long a = removed.a(i);
             Storage st = registry.storageByNumber(Loc.storage(a));
             if (st == null) {
                 continue;
             }
-            ledger.add(inst.group, removed.keyGone(i) ? -inst.bytesPerKey : 0, st.kind, -inst.bytesOf(Loc.specGroup(a)));
+            long[] q = quota.computeIfAbsent(st.number, n -> new long[2]);
+            q[0] += removed.keyGone(i) ? inst.bytesPerKey : 0;
+            q[1] += inst.bytesOf(Loc.specGroup(a));
             if (st.usesFiles()) {
-                freeSlot(inst, st, removed.b(i));
+                long[] list = slots.computeIfAbsent(st.number, n -> new long[1 + removed.size()]);
+                list[1 + (int) list[0]++] = removed.b(i);
             }
         }
+        quota.forEach((number, q) -> {
+            Storage st = registry.storageByNumber(number);
+            if (st != null) {
+                ledger.add(inst.group, -q[0], st.kind, -q[1]);
+            }
+        });
+        slots.forEach((number, list) -> {
+            Storage st = registry.storageByNumber(number);
+            if (st != null) {
+                freeSlots(inst, st, Arrays.copyOfRange(list, 1, 1 + (int) list[0]));
+            }
+        });
     }
 
-    private void freeSlot(Instance inst, Storage st, long address) {
+    private void freeSlots(Instance inst, Storage st, long[] addresses) {
         dev.kvpool.meta.storage.Slots alloc = inst.allocatorIfAny(st.number);
-        if (alloc != null && alloc.free(address)) {
-            List<Path> files = Locations.localFiles(inst, st, 0, address, 0);
-            deleter.execute(() -> {
-                for (Path p : files) {
-                    try {
-                        if (Files.deleteIfExists(p)) {
-                            filesDeleted.incrementAndGet();
-                        }
-                    } catch (IOException e) {
-                        LOG.warnf("cannot delete %s: %s", p, e.getMessage());
-                    }
-                }
-            });
+        if (alloc == null || addresses.length == 0) {
+            return;
         }
+        long[] emptied = alloc.freeAll(addresses);
+        if (emptied.length == 0) {
+            return;
+        }
+        List<Path> files = new ArrayList<>();
+        for (long address : emptied) {
+            files.addAll(Locations.localFiles(inst, st, 0, address, 0));
+        }
+        deleter.execute(() -> {
+            for (Path p : files) {
+                try {
+                    if (Files.deleteIfExists(p)) {
+                        filesDeleted.incrementAndGet();
+                    }
+                } catch (IOException e) {
+                    LOG.warnf("cannot delete %s: %s", p, e.getMessage());
+                }
+            }
+        });
     }
 
     // ---- start-up ------------------------------------------------------------------------------------------

@@ -104,6 +104,31 @@ class RedisSlotsTest {
     }
 
     @Test
+    void aBatchFreeReportsEachEmptiedFileOnceAndMatchesSingleFrees() throws Exception {
+        RedisSlots s = slots(4);
+        long[] a = s.allocate(10); // files 0 and 1 full, file 2 half
+        // file 0 whole, file 1 but one slot, file 2 whole (the file being filled), and a slot twice
+        long[] batch = {a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[8], a[9], a[2]};
+        long[] emptied = s.freeAll(batch);
+        assertEquals(Set.of(a[3], a[9]), Set.of(Arrays.stream(emptied).boxed().toArray(Long[]::new)),
+                "the frees that emptied files 0 and 2");
+        assertEquals(1, s.usedSlots());
+        assertEquals(1, s.files());
+        assertArrayEquals(new long[0], s.freeAll(new long[] {a[0], a[9]}), "already free");
+        assertArrayEquals(new long[] {a[7]}, s.freeAll(new long[] {a[7]}));
+        long[] next = s.allocate(5);
+        for (long x : next) {
+            assertTrue(SlotAllocator.file(x) >= 3, "no slot of a deleted file: " + x);
+        }
+        // a batch larger than one script call
+        RedisSlots big = new RedisSlots(redis, prefix + "big:", "inst", 1, 10_000, Duration.ofSeconds(5));
+        long[] many = big.allocate(9_000);
+        assertArrayEquals(new long[0], big.freeAll(Arrays.copyOf(many, 8_999)));
+        assertEquals(1, big.usedSlots());
+        assertArrayEquals(new long[] {many[8_999]}, big.freeAll(new long[] {many[8_999]}));
+    }
+
+    @Test
     void rebuildKeepsExactlyTheUsedSlots() throws Exception {
         RedisSlots s = slots(4);
         s.allocate(3);

@@ -15,6 +15,7 @@ import dev.kvpool.meta.index.InstanceIndex.FinishResult;
 import dev.kvpool.meta.index.InstanceIndex.StartResult;
 import dev.kvpool.meta.index.IndexStoreContractTest;
 import dev.kvpool.meta.index.Loc;
+import dev.kvpool.meta.index.LocList;
 import dev.kvpool.meta.index.WriteSession;
 import io.vertx.redis.client.Command;
 import io.vertx.redis.client.Request;
@@ -393,23 +394,29 @@ class RedisStoreReplicasTest {
         long afterGet = a.roundTrips();
         ix.touch(ks, 0, 1024, NOW + 9);
         long afterTouch = a.roundTrips();
+        assertEquals(NOW + 9, ix.get(ks[5]).accessSec());
+        long afterCheck = a.roundTrips();
         long[] big = keys(0, 10_000);
         Block[] bigOut = new Block[big.length];
         ix.getAll(big, 0, big.length, bigOut);
         long afterBig = a.roundTrips();
-        assertEquals(1024, ix.markDeleting(ks, 0, 1024, null).size());
+        LocList deleting = ix.markDeleting(ks, 0, 1024, null);
+        assertEquals(1024, deleting.size());
         long afterMark = a.roundTrips();
+        assertEquals(1024, ix.purgeAll(deleting).size());
+        long afterPurge = a.roundTrips();
 
         assertEquals(1, afterStart - t0, "startWrite: the session id claim and the script, sent together");
         assertEquals(1, afterFinish - afterStart, "finishWrite: one script and the id release, sent together");
         assertEquals(1, afterGet - afterFinish, "getAll of 1,024 keys");
         assertEquals(1, afterTouch - afterGet, "touch of 1,024 keys");
-        assertEquals(1, afterBig - afterTouch, "getAll of 10,000 keys: 3 HMGETs in one pipeline");
+        assertEquals(1, afterBig - afterCheck, "getAll of 10,000 keys: 3 HMGETs in one pipeline");
         assertEquals(2, afterMark - afterBig, "markDeleting: one read, one script");
+        assertEquals(2, afterPurge - afterMark, "purgeAll of 1,024 locations: one read, one script");
+        assertEquals(0, ix.keyCount());
         for (Block bl : out) {
             assertEquals(Loc.SERVING, Loc.status(bl.a(0)));
         }
-        assertEquals(NOW + 9, ix.get(ks[5]).accessSec());
         assertEquals(1024, Arrays.stream(bigOut).filter(x -> x != null).count());
     }
 
