@@ -111,7 +111,17 @@ public final class RedisSlots implements Slots {
 
     @Override
     public long[] allocate(int n) {
-        Response r = redis.eval(ALLOCATE, keys(), List.of(n, slotsPerFile), "allocate " + n + " slots");
+        return addresses(redis.eval(ALLOCATE, keys(), List.of(n, slotsPerFile), "allocate " + n + " slots"));
+    }
+
+    @Override
+    public java.util.concurrent.CompletableFuture<long[]> allocateAsync(int n) {
+        return redis.evalAsync(ALLOCATE, keys(), List.of(n, slotsPerFile), "allocate " + n + " slots")
+                .thenApply(this::addresses);
+    }
+
+    /** The ALLOCATE answer: the popped free addresses, then the fresh range as addresses. */
+    private long[] addresses(Response r) {
         Response popped = r.get(0);
         long first = r.get(1).toLong();
         int fresh = r.get(2).toInteger();

@@ -8,6 +8,18 @@ public interface Slots {
 
     long[] allocate(int n);
 
+    /**
+     * {@link #allocate} without waiting, so a caller can overlap it with its quota check; an in-process allocator
+     * answers at once. A failure fails the stage.
+     */
+    default java.util.concurrent.CompletableFuture<long[]> allocateAsync(int n) {
+        try {
+            return java.util.concurrent.CompletableFuture.completedFuture(allocate(n));
+        } catch (RuntimeException e) {
+            return java.util.concurrent.CompletableFuture.failedFuture(e);
+        }
+    }
+
     /** Returns a slot; true when its file holds no block any more (the caller deletes the file). */
     boolean free(long address);
 

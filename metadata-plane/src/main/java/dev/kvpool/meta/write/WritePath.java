@@ -167,15 +167,31 @@ public final class WritePath implements AutoCloseable {
         }
         Storage st = selectStorage(g, typeBytes, seen, cand, nc);
         long totalBytes = newKeys * inst.bytesPerKey;
-        if (!ledger.tryReserve(g.name(), totalBytes, g.capacity(), st.kind, typeBytes,
-                g.typeQuotas().get(st.kind.usageKind()))) {
+        // 3. addresses, asked for while the quota is checked (over Redis: two scripts, one round trip of waiting);
+        // a refused reservation gives the slots back
+        var slots = st.usesFiles() ? inst.allocator(st).allocateAsync(nc)
+                : java.util.concurrent.CompletableFuture.completedFuture(new long[nc]);
+        boolean reserved;
+        try {
+            reserved = ledger.tryReserve(g.name(), totalBytes, g.capacity(), st.kind, typeBytes,
+                    g.typeQuotas().get(st.kind.usageKind()));
+        } catch (RuntimeException e) {
+            giveBack(inst, st, slots);
+            throw e;
+        }
+        if (!reserved) {
+            giveBack(inst, st, slots);
             throw KvcmError.capacity("instance group '" + g.name() + "' quota would be exceeded: "
                     + describeUsage(g) + ", this write needs " + totalBytes + " bytes");
         }
-
-        // 3. addresses
+        long[] addr;
+        try {
+            addr = slots.join();
+        } catch (java.util.concurrent.CompletionException e) {
+            ledger.add(g.name(), -totalBytes, st.kind, -typeBytes);
+            throw e.getCause() instanceof RuntimeException r ? r : e;
+        }
         long[] ck = new long[nc], ca = new long[nc], cb = new long[nc];
-        long[] addr = st.usesFiles() ? inst.allocator(st).allocate(nc) : new long[nc];
         var rnd = ThreadLocalRandom.current();
         for (int c = 0; c < nc; c++) {
             ck[c] = keys[cand[c]];
@@ -219,6 +235,21 @@ public final class WritePath implements AutoCloseable {
             }
         }
         return new StartOutcome(sessionId, Mask.encode(existing), locs);
+    }
+
+    /**
+     * Frees slots allocated for a start that will not use them: at once when they are here (the usual case, the
+     * quota check took as long), else when they arrive, off the Redis client's thread.
+     */
+    private void giveBack(Instance inst, Storage st, java.util.concurrent.CompletableFuture<long[]> slots) {
+        if (!st.usesFiles()) {
+            return;
+        }
+        if (!slots.isDone()) {
+            slots.thenAcceptAsync(a -> freeSlots(inst, st, a), deleter);
+        } else if (!slots.isCompletedExceptionally()) {
+            freeSlots(inst, st, slots.join());
+        }
     }
 
     /**

@@ -52,8 +52,15 @@ class QuotaTest extends KvcmTestBase {
         return runtime.registry().instance(instance).index.keyCount();
     }
 
+    private long usedSlots(String instance) {
+        return runtime.registry().instance(instance).allocators().values().stream()
+                .mapToLong(dev.kvpool.meta.storage.Slots::usedSlots).sum();
+    }
+
     /** The 7 and the nothing-allocated of a refused StartWriteCache. */
     private void refused(MetaApi a, String id, String group, long... newKeys) {
+        runtime.write().drain();
+        long slotsBefore = usedSlots(id);
         long usedBefore = used(group);
         long keysBefore = keys(id);
         long typeBefore = runtime.ledger().usage(group).byType(dev.kvpool.meta.storage.StorageKind.FILE);
@@ -64,6 +71,8 @@ class QuotaTest extends KvcmTestBase {
         assertEquals(usedBefore, used(group));
         assertEquals(typeBefore, runtime.ledger().usage(group).byType(dev.kvpool.meta.storage.StorageKind.FILE));
         assertEquals(keysBefore, keys(id));
+        runtime.write().drain(); // slots asked for alongside the refused reservation go back
+        assertEquals(slotsBefore, usedSlots(id), "file slots of a refused start");
         for (String s : statuses(a, id, newKeys)) {
             assertEquals("CLS_NOT_FOUND", s);
         }

@@ -96,14 +96,7 @@ public final class Calls {
         Redis client = asyncClient();
         Future<List<Response>> f = rs.size() == 1 ? client.send(rs.getFirst()).map(java.util.Collections::singletonList)
                 : client.batch(rs);
-        return f.toCompletionStage().toCompletableFuture().orTimeout(timeoutMs, TimeUnit.MILLISECONDS)
-                .exceptionallyCompose(e -> {
-                    Throwable c = e instanceof java.util.concurrent.CompletionException && e.getCause() != null
-                            ? e.getCause() : e;
-                    return java.util.concurrent.CompletableFuture.failedFuture(c instanceof TimeoutException
-                            ? new RedisStoreException("Redis " + what + ": no answer within " + timeoutMs + " ms")
-                            : new RedisStoreException("Redis " + what + " failed: " + c.getMessage(), c));
-                });
+        return timed(f, what);
     }
 
     /**
@@ -183,6 +176,40 @@ public final class Calls {
             }
             return send(script(Command.EVAL, s.body(), keys, args), what);
         }
+    }
+
+    /**
+     * {@link #eval} without waiting: the stage completes on the client's thread (with the EVAL fallback sent from
+     * there), or fails with a {@link RedisStoreException}, also after the timeout. Lets a worker overlap a script
+     * with its next blocking call.
+     */
+    public java.util.concurrent.CompletableFuture<Response> evalAsync(Lua.Script s, List<?> keys, List<?> args,
+                                                                       String what) {
+        if (closed) {
+            return java.util.concurrent.CompletableFuture.failedFuture(
+                    new IllegalStateException("Redis " + what + ": the index store is closed"));
+        }
+        roundTrips.increment();
+        Future<Response> f = redis.send(script(Command.EVALSHA, s.sha(), keys, args)).recover(e -> {
+            if (e.getMessage() == null || !e.getMessage().startsWith("NOSCRIPT")) {
+                return Future.failedFuture(e);
+            }
+            roundTrips.increment();
+            return redis.send(script(Command.EVAL, s.body(), keys, args));
+        });
+        return timed(f, what);
+    }
+
+    /** The answer as a stage that fails with a {@link RedisStoreException} on an error or after the timeout. */
+    private <T> java.util.concurrent.CompletableFuture<T> timed(Future<T> f, String what) {
+        return f.toCompletionStage().toCompletableFuture().orTimeout(timeoutMs, TimeUnit.MILLISECONDS)
+                .exceptionallyCompose(e -> {
+                    Throwable c = e instanceof java.util.concurrent.CompletionException && e.getCause() != null
+                            ? e.getCause() : e;
+                    return java.util.concurrent.CompletableFuture.failedFuture(c instanceof TimeoutException
+                            ? new RedisStoreException("Redis " + what + ": no answer within " + timeoutMs + " ms")
+                            : new RedisStoreException("Redis " + what + " failed: " + c.getMessage(), c));
+                });
     }
 
     private static Request script(Command c, String shaOrBody, List<?> keys, List<?> args) {
