@@ -353,11 +353,23 @@ public final class Reclaimer implements AutoCloseable {
         ReclaimPolicy pol = r.policy();
         int decay = r.lfuDecaySeconds();
         TopK top = new TopK(share);
-        boolean exact = pol == ReclaimPolicy.PREFIX_LRU || ix.keyCount() <= settings.exactLimit();
+        boolean prefix = pol == ReclaimPolicy.PREFIX_LRU;
+        // PREFIX_LRU also keeps every key of the lowest score seen (see below), so one pass is enough
+        long[] minScore = {Long.MAX_VALUE};
+        LongList atMin = new LongList();
+        boolean exact = prefix || ix.keyCount() <= settings.exactLimit();
         if (exact) {
             ix.forEach(b -> {
                 if (evictable(b, only)) {
-                    top.offer(pol.score(b, nowSec, decay), b.key());
+                    long s = pol.score(b, nowSec, decay);
+                    top.offer(s, b.key());
+                    if (prefix && s <= minScore[0]) {
+                        if (s < minScore[0]) {
+                            minScore[0] = s;
+                            atMin.clear();
+                        }
+                        atMin.add(b.key());
+                    }
                 }
             });
         } else {
@@ -370,24 +382,35 @@ public final class Reclaimer implements AutoCloseable {
                 }
             }
         }
-        if (pol != ReclaimPolicy.PREFIX_LRU || top.size() < share) {
+        if (!prefix || top.size() < share) {
             return top.keys();
         }
-        // PREFIX_LRU: blocks sharing the boundary access second go together or not at all; if the oldest second
-        // alone exceeds the share, it goes whole (otherwise nothing could ever be evicted)
-        long boundary = top.maxScore();
-        long[] below = top.keysBelow(boundary);
-        boolean includeBoundary = below.length == 0;
-        List<Long> out = new ArrayList<>();
-        ix.forEach(b -> {
-            if (evictable(b, only)) {
-                long s = pol.score(b, nowSec, decay);
-                if (s < boundary || includeBoundary && s == boundary) {
-                    out.add(b.key());
-                }
+        // PREFIX_LRU: blocks sharing the boundary access second go together or not at all. Every key scoring below
+        // the boundary is in the top k, so those go and the boundary second stays. If the top k all share one
+        // second, it is the lowest of all and goes whole, however many keys it has (else nothing could ever go).
+        long[] below = top.keysBelow(top.maxScore());
+        return below.length > 0 ? below : atMin.toArray();
+    }
+
+    /** A growable list of longs (the keys of one score), no boxing. */
+    private static final class LongList {
+        private long[] v = new long[16];
+        private int n;
+
+        void add(long x) {
+            if (n == v.length) {
+                v = Arrays.copyOf(v, n * 2);
             }
-        });
-        return out.stream().mapToLong(Long::longValue).toArray();
+            v[n++] = x;
+        }
+
+        void clear() {
+            n = 0;
+        }
+
+        long[] toArray() {
+            return Arrays.copyOf(v, n);
+        }
     }
 
     @Override
