@@ -58,7 +58,7 @@ public final class Main {
             default -> System.out.println("""
                     usage: ./kvpool bench <replay|prefix|writes|deletes|heap|policies|agent|gpu> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
                       replay   [--trace ../shared/data/mooncake/conversation_trace.jsonl] [--limit N]
-                      prefix   [--keys 1024] [--rounds 10] [--iters 200] [--grpc 127.0.0.1:6381]
+                      prefix   [--keys 1024] [--rounds 10] [--iters 200] [--warmup 3000] [--grpc 127.0.0.1:6381]
                       writes   [--threads 4] [--batch 64] [--batches 200] [--rounds 6]
                       deletes  [--blocks 32768] [--batch 1024] [--rounds 4]   (RemoveCache until purged vs pipelined HDEL)
                       heap     [--blocks 10000000]   (run with a large -Xmx; ./kvpool bench uses -Xmx4g)
@@ -294,8 +294,10 @@ public final class Main {
             redis.call(set);
             System.out.printf("prefix match of %d cached keys over HTTP vs Redis MGET of the same %d keys (%d-byte values): %d rounds x %d calls each%n",
                     n, n, set[2].length, rounds, iters);
-            // warm-up both sides
-            for (int i = 0; i < Math.max(200, iters); i++) {
+            // warm-up both sides: the plane's JIT needs a few thousand calls before its times settle (rounds
+            // after a short warm-up read 2-3x slower)
+            int warmup = Integer.parseInt(opt.getOrDefault("warmup", "3000"));
+            for (int i = 0; i < Math.max(warmup, iters); i++) {
                 kv.call("getCacheLocation", q, GetCacheLocationResponse.newBuilder());
                 redis.call(mget);
             }

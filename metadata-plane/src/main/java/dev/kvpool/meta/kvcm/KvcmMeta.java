@@ -244,8 +244,8 @@ public final class KvcmMeta {
      */
     public byte[] getCacheLocationJson(GetCacheLocationRequest r) {
         Object out = call("GetCacheLocation", r.getTraceId(), true, () -> {
-            var sink = locate(r, new JsonLocations(filter(r.getLocationSpecNamesList()), r.getBlockKeysCount()));
-            return located(r, sink);
+            var sink = locate(r, jsonSink(r));
+            return located(sink);
         }, h -> GetCacheLocationResponse.newBuilder().setHeader(h).build());
         return out instanceof byte[] b ? b : ProtoJson.print((GetCacheLocationResponse) out);
     }
@@ -256,8 +256,7 @@ public final class KvcmMeta {
      * send other ids to {@link #getCacheLocationJson} on a worker.
      */
     public java.util.concurrent.CompletionStage<byte[]> getCacheLocationJsonAsync(GetCacheLocationRequest r) {
-        return locateAsync(r, () -> new JsonLocations(filter(r.getLocationSpecNamesList()), r.getBlockKeysCount()),
-                sink -> located(r, sink), ProtoJson::print);
+        return locateAsync(r, () -> jsonSink(r), this::located, ProtoJson::print);
     }
 
     /** {@link #getCacheLocation} without blocking the caller (the gRPC event loop); same rules as the JSON one. */
@@ -291,16 +290,19 @@ public final class KvcmMeta {
         });
     }
 
-    private byte[] located(GetCacheLocationRequest r, JsonLocations sink) {
+    /**
+     * The locations of a successful answer go straight after its header in one buffer: {"header":{...},
+     * "locations":[...]} is then copied once, not assembled from pieces (a 1,024-block answer is ~170 KB).
+     */
+    private JsonLocations jsonSink(GetCacheLocationRequest r) {
         byte[] header = ProtoJson.print(CommonResponse.newBuilder().setHeader(ok(r.getTraceId(), LOCATED)));
-        byte[] locs = sink.finish();
-        // {"header":{...}} + ,"locations":[...] + }
-        byte[] json = new byte[header.length - 1 + LOCATIONS_KEY.length + locs.length + 1];
-        System.arraycopy(header, 0, json, 0, header.length - 1);
-        System.arraycopy(LOCATIONS_KEY, 0, json, header.length - 1, LOCATIONS_KEY.length);
-        System.arraycopy(locs, 0, json, header.length - 1 + LOCATIONS_KEY.length, locs.length);
-        json[json.length - 1] = '}';
-        return json;
+        byte[] head = java.util.Arrays.copyOf(header, header.length - 1 + LOCATIONS_KEY.length); // without the closing '}'
+        System.arraycopy(LOCATIONS_KEY, 0, head, header.length - 1, LOCATIONS_KEY.length);
+        return new JsonLocations(filter(r.getLocationSpecNamesList()), r.getBlockKeysCount(), head);
+    }
+
+    private byte[] located(JsonLocations sink) {
+        return sink.finishObject();
     }
 
     private record Query(Instance inst, long[] keys, QueryType type, Mask mask) {

@@ -47,8 +47,18 @@ public final class JsonLocations implements LocationSink {
     private byte[] placeholder;
 
     public JsonLocations(Set<String> filter, int expected) {
+        this(filter, expected, new byte[0]);
+    }
+
+    /**
+     * @param head bytes written before the array (the start of the enclosing response object), so that
+     *             {@link #finishObject} hands back the whole response with a single copy
+     */
+    public JsonLocations(Set<String> filter, int expected, byte[] head) {
         this.filter = filter;
-        this.buf = new byte[Math.max(256, expected * 160)];
+        // ~170 bytes per location of one spec: sized so a typical answer never regrows
+        this.buf = new byte[Math.max(256, head.length + expected * 192)];
+        put(head);
         put((byte) '[');
     }
 
@@ -157,9 +167,16 @@ public final class JsonLocations implements LocationSink {
         return count;
     }
 
-    /** The closed array. */
+    /** The closed array (after the head, if one was given). */
     public byte[] finish() {
         put((byte) ']');
+        return Arrays.copyOf(buf, len);
+    }
+
+    /** The closed array and the enclosing object: head + array + '}'. */
+    public byte[] finishObject() {
+        put((byte) ']');
+        put((byte) '}');
         return Arrays.copyOf(buf, len);
     }
 
