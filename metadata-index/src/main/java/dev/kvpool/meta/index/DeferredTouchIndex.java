@@ -88,6 +88,7 @@ public final class DeferredTouchIndex extends ForwardingIndex {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
+            flush(); // the thread may have seen the flag before its last pass (or before it ever ran)
         }
     }
 
