@@ -55,7 +55,11 @@ public final class DeferredTouchIndex extends ForwardingIndex {
 
         private void run() {
             while (!closed) {
-                LockSupport.parkNanos(this, intervalNanos);
+                // parkNanos may return early (spuriously): wait out the whole interval unless closing
+                long due = System.nanoTime() + intervalNanos;
+                for (long left = intervalNanos; left > 0 && !closed; left = due - System.nanoTime()) {
+                    LockSupport.parkNanos(this, left);
+                }
                 flush();
             }
         }
