@@ -51,7 +51,12 @@ public final class ProtoJson {
 
     /** Merges a JSON object into {@code builder} and returns it. */
     public static <B extends Message.Builder> B merge(byte[] json, B builder) {
-        try (JsonParser p = FACTORY.createParser(json)) {
+        return merge(json, 0, json.length, builder);
+    }
+
+    /** Merges the JSON object in {@code json[off, off + len)} into {@code builder} (no copy of the bytes). */
+    public static <B extends Message.Builder> B merge(byte[] json, int off, int len, B builder) {
+        try (JsonParser p = FACTORY.createParser(json, off, len)) {
             JsonToWire.merge(p, builder);
             return builder;
         } catch (IOException e) {

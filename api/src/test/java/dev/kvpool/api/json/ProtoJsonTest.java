@@ -283,6 +283,18 @@ class ProtoJsonTest {
     class Parsing {
 
         @Test
+        void aSliceOfALargerArrayParsesAsTheExactBytes() {
+            byte[] json = "{\"instance_id\":\"i\",\"block_keys\":[\"1\",2,\"-3\"]}".getBytes(StandardCharsets.UTF_8);
+            byte[] padded = new byte[json.length + 20];
+            java.util.Arrays.fill(padded, (byte) '#'); // bytes outside the slice must not be read
+            System.arraycopy(json, 0, padded, 7, json.length);
+            GetCacheLocationRequest whole = ProtoJson.merge(json, GetCacheLocationRequest.newBuilder()).build();
+            GetCacheLocationRequest slice = ProtoJson.merge(padded, 7, json.length, GetCacheLocationRequest.newBuilder()).build();
+            assertEquals(whole, slice);
+            assertEquals(java.util.List.of(1L, 2L, -3L), slice.getBlockKeysList());
+        }
+
+        @Test
         void item3_unknownTopLevelFieldIgnored() {
             assertEquals("i", parseGcl("{\"foo\":1,\"instance_id\":\"i\"}").getInstanceId());
         }

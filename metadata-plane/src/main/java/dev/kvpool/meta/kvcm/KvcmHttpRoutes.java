@@ -102,7 +102,11 @@ public class KvcmHttpRoutes {
     void handle(RoutingContext ctx, Rpc rpc, Buffer body) {
         Message request;
         try {
-            request = ProtoJson.merge(body.getBytes(), rpc.request().get()).build();
+            // parse the received bytes where they are (a 1,024-key request is ~30 KB)
+            io.netty.buffer.ByteBuf bb = body.getByteBuf();
+            request = (bb.hasArray()
+                    ? ProtoJson.merge(bb.array(), bb.arrayOffset() + bb.readerIndex(), bb.readableBytes(), rpc.request().get())
+                    : ProtoJson.merge(body.getBytes(), rpc.request().get())).build();
         } catch (ProtoJsonException e) {
             ctx.response().setStatusCode(400).putHeader("Content-Type", "application/json")
                     .putHeader("X-KVPool-Error", sanitize(e.getMessage())).end(EMPTY_JSON);
