@@ -76,9 +76,13 @@ public final class DeferredTouchIndex extends ForwardingIndex {
 
         private void flush() {
             synchronized (flushing) {
+                // only the buffers waiting now: one re-queued by a read during this pass waits for the next, or a
+                // busy read path would keep this loop sending tiny batches
+                java.util.List<DeferredTouchIndex> now = new java.util.ArrayList<>();
                 for (DeferredTouchIndex ix; (ix = dirty.poll()) != null; ) {
-                    ix.apply();
+                    now.add(ix);
                 }
+                now.forEach(DeferredTouchIndex::apply);
             }
         }
 
