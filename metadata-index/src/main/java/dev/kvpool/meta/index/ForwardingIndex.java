@@ -114,6 +114,11 @@ public abstract class ForwardingIndex implements InstanceIndex {
     }
 
     @Override
+    public Block[] sampleBlocks(int n, RandomGenerator random) {
+        return delegate.sampleBlocks(n, random);
+    }
+
+    @Override
     public void forEach(Consumer<Block> visitor) {
         delegate.forEach(visitor);
     }

@@ -136,6 +136,17 @@ public interface InstanceIndex {
     long[] sample(int n, RandomGenerator random);
 
     /**
+     * Up to {@code n} blocks drawn at random, with their locations and meta word (sampled eviction). Remote stores
+     * override it to draw and read in one round trip; an entry may be null when its key left in between.
+     */
+    default Block[] sampleBlocks(int n, RandomGenerator random) {
+        long[] keys = sample(n, random);
+        Block[] out = new Block[keys.length];
+        getAll(keys, 0, keys.length, out);
+        return out;
+    }
+
+    /**
      * Visits every block (startup rebuild of usage and slot maps). The visitor must not call back into this index
      * to mutate it: the embedded store holds a shard's read lock while visiting it.
      */

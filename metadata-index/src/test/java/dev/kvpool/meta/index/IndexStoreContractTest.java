@@ -809,6 +809,37 @@ public abstract class IndexStoreContractTest {
     }
 
     @Test
+    void sampledBlocksAreLiveAndCarryTheirLocations() {
+        assertEquals(0, idx.sampleBlocks(10, new Random(1)).length);
+        serve(range(0, 200));
+        markAndPurge(0, 50); // the sample must not return these
+        Random rnd = new Random(5);
+        Set<Long> sampled = new HashSet<>();
+        for (int round = 0; round < 50; round++) {
+            Block[] s = idx.sampleBlocks(16, rnd);
+            assertTrue(s.length > 0 && s.length <= 16, "sample size " + s.length);
+            for (Block b : s) {
+                assertNotNull(b, "nothing changes meanwhile, so every drawn key is read");
+                assertTrue(b.key() >= 50 && b.key() < 200, "sampled a key that is not live: " + b.key());
+                Block now = evictionView(idx).get(b.key());
+                assertEquals(now.a(0), b.a(0));
+                assertEquals(now.b(0), b.b(0));
+                assertEquals(now.accessSec(), b.accessSec());
+                sampled.add(b.key());
+            }
+        }
+        assertTrue(sampled.size() > 50, "sampling looks stuck: " + sampled.size() + " distinct keys");
+        assertTrue(idx.sampleBlocks(1000, rnd).length <= idx.keyCount());
+    }
+
+    private void markAndPurge(long from, long to) {
+        for (long k = from; k < to; k++) {
+            idx.markDeleting(new long[] {k}, 0, 1, null);
+            idx.purge(k, Loc.id(idx.get(k).a(0)));
+        }
+    }
+
+    @Test
     void forEachVisitsEveryBlockOnce() {
         serve(range(0, 300));
         write(sid(), range(1000, 20));

@@ -373,9 +373,7 @@ public final class Reclaimer implements AutoCloseable {
                 }
             });
         } else {
-            long[] sample = ix.sample(Math.max(settings.sampleSize(), share * 4), ThreadLocalRandom.current());
-            Block[] blocks = new Block[sample.length];
-            ix.getAll(sample, 0, sample.length, blocks);
+            Block[] blocks = ix.sampleBlocks(Math.max(settings.sampleSize(), share * 4), ThreadLocalRandom.current());
             for (Block b : blocks) {
                 if (evictable(b, only)) {
                     top.offer(pol.score(b, nowSec, decay), b.key());

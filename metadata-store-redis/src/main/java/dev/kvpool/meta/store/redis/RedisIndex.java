@@ -651,6 +651,28 @@ final class RedisIndex implements InstanceIndex {
         return out;
     }
 
+    /** HRANDFIELD … WITHVALUES: keys and values in one round trip (RESP2 answers flat, RESP3 in pairs). */
+    @Override
+    public Block[] sampleBlocks(int n, RandomGenerator random) {
+        if (n <= 0) {
+            return new Block[0];
+        }
+        Response r = calls.send(Request.cmd(Command.HRANDFIELD).arg(blocks).arg(n).arg("WITHVALUES"),
+                "sample " + instanceId);
+        if (r == null || r.size() == 0) {
+            return new Block[0];
+        }
+        boolean pairs = r.get(0).type() == io.vertx.redis.client.ResponseType.MULTI;
+        Block[] out = new Block[pairs ? r.size() : r.size() / 2];
+        for (int i = 0; i < out.length; i++) {
+            Response f = pairs ? r.get(i).get(0) : r.get(2 * i);
+            Response v = pairs ? r.get(i).get(1) : r.get(2 * i + 1);
+            long key = Codec.key(f.toBytes());
+            out[i] = Codec.block(key, v.toBytes());
+        }
+        return out;
+    }
+
     @Override
     public void forEach(Consumer<Block> visitor) {
         String cursor = "0";

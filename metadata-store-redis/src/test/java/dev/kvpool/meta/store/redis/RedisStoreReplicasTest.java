@@ -400,6 +400,8 @@ class RedisStoreReplicasTest {
         Block[] bigOut = new Block[big.length];
         ix.getAll(big, 0, big.length, bigOut);
         long afterBig = a.roundTrips();
+        assertEquals(16, ix.sampleBlocks(16, new java.util.Random(7)).length);
+        long afterSample = a.roundTrips();
         LocList deleting = ix.markDeleting(ks, 0, 1024, null);
         assertEquals(1024, deleting.size());
         long afterMark = a.roundTrips();
@@ -411,7 +413,8 @@ class RedisStoreReplicasTest {
         assertEquals(1, afterGet - afterFinish, "getAll of 1,024 keys");
         assertEquals(1, afterTouch - afterGet, "touch of 1,024 keys");
         assertEquals(1, afterBig - afterCheck, "getAll of 10,000 keys: 3 HMGETs in one pipeline");
-        assertEquals(2, afterMark - afterBig, "markDeleting: one read, one script");
+        assertEquals(1, afterSample - afterBig, "sampleBlocks: keys and values in one HRANDFIELD");
+        assertEquals(2, afterMark - afterSample, "markDeleting: one read, one script");
         assertEquals(2, afterPurge - afterMark, "purgeAll of 1,024 locations: one read, one script");
         assertEquals(0, ix.keyCount());
         for (Block bl : out) {
