@@ -89,8 +89,7 @@ public final class Calls {
      */
     java.util.concurrent.CompletableFuture<List<Response>> batchAsync(List<Request> rs, String what) {
         if (closed) {
-            return java.util.concurrent.CompletableFuture.failedFuture(
-                    new IllegalStateException("Redis " + what + ": the index store is closed"));
+            return java.util.concurrent.CompletableFuture.failedFuture(closedError(what));
         }
         roundTrips.increment();
         Redis client = asyncClient();
@@ -186,8 +185,7 @@ public final class Calls {
     public java.util.concurrent.CompletableFuture<Response> evalAsync(Lua.Script s, List<?> keys, List<?> args,
                                                                        String what) {
         if (closed) {
-            return java.util.concurrent.CompletableFuture.failedFuture(
-                    new IllegalStateException("Redis " + what + ": the index store is closed"));
+            return java.util.concurrent.CompletableFuture.failedFuture(closedError(what));
         }
         roundTrips.increment();
         Future<Response> f = redis.send(script(Command.EVALSHA, s.sha(), keys, args)).recover(e -> {
@@ -230,10 +228,14 @@ public final class Calls {
         return r;
     }
 
+    private static IllegalStateException closedError(String what) {
+        return new IllegalStateException("Redis " + what + ": the index store is closed");
+    }
+
     /** Checked before anything is sent, so a refused call has no effect on the server. */
     private void guard(String what) {
         if (closed) {
-            throw new IllegalStateException("Redis " + what + ": the index store is closed");
+            throw closedError(what);
         }
         if (Context.isOnEventLoopThread()) {
             // blocking here would stall the very loop that must deliver the answer
