@@ -102,15 +102,16 @@ final class DeleteBench {
                 kvTotal / rounds, redisTotal / rounds, ratios.get(ratios.size() / 2));
     }
 
-    /** One value of the plane's Prometheus metrics (0 when absent). */
+    /** A metric of the plane's Prometheus endpoint, summed over its label sets (0 when absent). */
     static double gauge(String url, String name) throws IOException, InterruptedException {
         var r = WriteBench.Cpu.HTTP.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url + "/q/metrics"))
                 .timeout(java.time.Duration.ofSeconds(5)).build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+        double sum = 0;
         for (String line : r.body().split("\n")) {
             if (line.startsWith(name + " ") || line.startsWith(name + "{")) {
-                return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1).trim());
+                sum += Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1).trim());
             }
         }
-        return 0;
+        return sum;
     }
 }

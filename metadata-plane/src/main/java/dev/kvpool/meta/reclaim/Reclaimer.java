@@ -31,10 +31,11 @@ import org.jboss.logging.Logger;
  * are freed and the metadata removed if still DELETING ({@link WritePath#submitDelete}). WRITING locations are
  * never evicted.
  *
- * <p>Selection is exact (a full pass over the instance) up to {@code exactLimit} keys and for PREFIX_LRU, and
- * sampled above that (like Redis' approximated LRU). PREFIX_LRU's guarantee — never a cached block without its
+ * <p>Selection is exact (a full pass over the instance) up to {@code exactLimit} keys, and sampled above that
+ * (like Redis' approximated LRU). PREFIX_LRU is always exact: its guarantee — never a cached block without its
  * prefix — rests on prefix touches (a hit or a write refreshes the whole prefix, so a prefix is never older than
- * what extends it) plus all-or-nothing eviction of the blocks sharing the boundary access second.
+ * what extends it) plus all-or-nothing eviction of the blocks sharing the boundary access second. One pass fills
+ * an {@link AccessQueue} that serves the following rounds, so a large index is not read whole every round.
  */
 public final class Reclaimer implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(Reclaimer.class);
@@ -54,13 +55,18 @@ public final class Reclaimer implements AutoCloseable {
      * @param orphanAfterSec a WRITING location older than this that no open session names is an orphan (its
      *                       session expired in a shared store while no replica was alive to close it); 0 = never
      */
-    public record Settings(int exactLimit, int sampleSize, long orphanAfterSec) {
+    public record Settings(int exactLimit, int sampleSize, long orphanAfterSec, int queueLimit) {
         public static final Settings DEFAULT = new Settings(262_144, 4096, 0);
 
-        public Settings(int exactLimit, int sampleSize) {
-            this(exactLimit, sampleSize, 0);
+        public Settings(int exactLimit, int sampleSize, long orphanAfterSec) {
+            this(exactLimit, sampleSize, orphanAfterSec, 1 << 20);
         }
     }
+
+    /** Replicas' clocks may differ this much: a queue holds only seconds at least this far before its pass. */
+    static final int CLOCK_MARGIN_SEC = 2;
+    /** A queue older than this is rebuilt even if it still yields (bounds what a clock step could spoil). */
+    static final int QUEUE_MAX_AGE_SEC = 600;
 
     private final Registry registry;
     private final QuotaLedger ledger;
@@ -73,6 +79,12 @@ public final class Reclaimer implements AutoCloseable {
     private final Map<String, Long> overSince = new ConcurrentHashMap<>();
     public final AtomicLong rounds = new AtomicLong();
     public final AtomicLong orphansRemoved = new AtomicLong();
+    /** Rounds (one group, one step) that evicted something. */
+    public final AtomicLong evictingRounds = new AtomicLong();
+    /** Full passes over an instance's index made to choose victims. */
+    public final AtomicLong scans = new AtomicLong();
+    /** PREFIX_LRU's victims in waiting, per instance id (leader only). */
+    private final Map<String, AccessQueue> queues = new ConcurrentHashMap<>();
     private volatile long nextOrphanSweepMs;
     private volatile Thread thread;
     private volatile boolean closed;
@@ -102,6 +114,7 @@ public final class Reclaimer implements AutoCloseable {
                     busy = tick(System.currentTimeMillis());
                 } else {
                     overSince.clear();
+                    queues.clear();
                 }
             } catch (RuntimeException e) {
                 LOG.error("reclaimer round failed", e);
@@ -127,6 +140,11 @@ public final class Reclaimer implements AutoCloseable {
         if (settings.orphanAfterSec() > 0 && nowMs >= nextOrphanSweepMs) {
             nextOrphanSweepMs = nowMs + 60_000;
             sweepOrphans(nowMs);
+        }
+        if (!queues.isEmpty()) {
+            Set<String> live = new java.util.HashSet<>();
+            registry.instances().forEach(i -> live.add(i.id));
+            queues.keySet().retainAll(live);
         }
         boolean any = false;
         for (GroupConfig g : registry.groups()) {
@@ -221,6 +239,9 @@ public final class Reclaimer implements AutoCloseable {
             // fair share: in proportion to usage, so a small instance is not stripped for a big one
             long share = Math.max(1, Math.round((double) budget * weight[i] / sum));
             evicted += evictFrom(insts.get(i), r, t, (int) Math.min(share, Integer.MAX_VALUE - 8), nowSec);
+        }
+        if (evicted > 0) {
+            evictingRounds.incrementAndGet();
         }
         return evicted;
     }
@@ -349,27 +370,18 @@ public final class Reclaimer implements AutoCloseable {
 
     /** The {@code share} keys the policy ranks lowest (PREFIX_LRU: see the class comment). */
     long[] select(Instance inst, ReclaimConfig r, Set<StorageKind> only, int share, int nowSec) {
+        if (r.policy() == ReclaimPolicy.PREFIX_LRU) {
+            return selectPrefix(inst, only, share, nowSec);
+        }
         InstanceIndex ix = inst.index;
         ReclaimPolicy pol = r.policy();
         int decay = r.lfuDecaySeconds();
         TopK top = new TopK(share);
-        boolean prefix = pol == ReclaimPolicy.PREFIX_LRU;
-        // PREFIX_LRU also keeps every key of the lowest score seen (see below), so one pass is enough
-        long[] minScore = {Long.MAX_VALUE};
-        LongList atMin = new LongList();
-        boolean exact = prefix || ix.keyCount() <= settings.exactLimit();
-        if (exact) {
+        if (ix.keyCount() <= settings.exactLimit()) {
+            scans.incrementAndGet();
             ix.forEach(b -> {
                 if (evictable(b, only)) {
-                    long s = pol.score(b, nowSec, decay);
-                    top.offer(s, b.key());
-                    if (prefix && s <= minScore[0]) {
-                        if (s < minScore[0]) {
-                            minScore[0] = s;
-                            atMin.clear();
-                        }
-                        atMin.add(b.key());
-                    }
+                    top.offer(pol.score(b, nowSec, decay), b.key());
                 }
             });
         } else {
@@ -380,18 +392,64 @@ public final class Reclaimer implements AutoCloseable {
                 }
             }
         }
-        if (!prefix || top.size() < share) {
+        return top.keys();
+    }
+
+    /**
+     * PREFIX_LRU: from the instance's {@link AccessQueue} while it yields; else one pass over the index that both
+     * rebuilds the queue and, when nothing is old enough to queue, selects exactly: blocks sharing the boundary
+     * access second go together or not at all. Every key scoring below the boundary is in the top k, so those go
+     * and the boundary second stays. If the top k all share one second, it is the lowest of all and goes whole,
+     * however many keys it has (else nothing could ever go).
+     */
+    private long[] selectPrefix(Instance inst, Set<StorageKind> only, int share, int nowSec) {
+        InstanceIndex ix = inst.index;
+        java.util.function.Predicate<Block> ok = b -> evictable(b, only);
+        AccessQueue q = queues.get(inst.id);
+        if (q != null && q.index == ix && nowSec >= q.builtSec && nowSec - q.builtSec <= QUEUE_MAX_AGE_SEC) {
+            long[] got = q.take(share, ok);
+            if (got.length > 0) {
+                return got;
+            }
+        }
+        int cutoff = nowSec - CLOCK_MARGIN_SEC;
+        TopK oldest = new TopK((int) Math.min(settings.queueLimit(), Math.max(4096L, share * 256L)));
+        TopK top = new TopK(share);
+        long[] minScore = {Long.MAX_VALUE};
+        LongList atMin = new LongList();
+        scans.incrementAndGet();
+        ix.forEach(b -> {
+            long s = Loc.accessSec(b.meta());
+            if (s < cutoff) {
+                oldest.offer(s, b.key()); // any status: whether it may go is read again when taken
+            }
+            if (evictable(b, only)) {
+                top.offer(s, b.key());
+                if (s <= minScore[0]) {
+                    if (s < minScore[0]) {
+                        minScore[0] = s;
+                        atMin.clear();
+                    }
+                    atMin.add(b.key());
+                }
+            }
+        });
+        q = AccessQueue.of(ix, nowSec, oldest);
+        queues.put(inst.id, q);
+        long[] got = q.take(share, ok);
+        if (got.length > 0 || top.size() == 0) {
+            return got;
+        }
+        // nothing old enough to queue: the newest seconds, exactly, from this same pass
+        if (top.size() < share) {
             return top.keys();
         }
-        // PREFIX_LRU: blocks sharing the boundary access second go together or not at all. Every key scoring below
-        // the boundary is in the top k, so those go and the boundary second stays. If the top k all share one
-        // second, it is the lowest of all and goes whole, however many keys it has (else nothing could ever go).
         long[] below = top.keysBelow(top.maxScore());
         return below.length > 0 ? below : atMin.toArray();
     }
 
-    /** A growable list of longs (the keys of one score), no boxing. */
-    private static final class LongList {
+    /** A growable list of longs, no boxing. */
+    static final class LongList {
         private long[] v = new long[16];
         private int n;
 
@@ -400,6 +458,14 @@ public final class Reclaimer implements AutoCloseable {
                 v = Arrays.copyOf(v, n * 2);
             }
             v[n++] = x;
+        }
+
+        int size() {
+            return n;
+        }
+
+        void truncate(int size) {
+            n = Math.min(n, size);
         }
 
         void clear() {
@@ -459,6 +525,29 @@ public final class Reclaimer implements AutoCloseable {
 
         long maxScore() {
             return score[0];
+        }
+
+        boolean full() {
+            return k > 0 && n == k;
+        }
+
+        /** Heap sort in place: afterwards {@link #scores} and {@link #keysInOrder} ascend; no more offers. */
+        int sortAscending() {
+            int m = n;
+            while (n > 1) {
+                swap(0, --n);
+                down(0);
+            }
+            n = m;
+            return m;
+        }
+
+        long[] scores() {
+            return score;
+        }
+
+        long[] keysInOrder() {
+            return key;
         }
 
         long[] keys() {

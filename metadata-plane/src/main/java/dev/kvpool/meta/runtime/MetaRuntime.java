@@ -155,7 +155,8 @@ public class MetaRuntime {
                 new Reclaimer.Settings(cfg.reclaim().exactLimit(), cfg.reclaim().sampleSize(),
                         // a Redis session outlives its deadline by the grace, then expires by itself: after that a
                         // WRITING location nobody names is an orphan (embedded sessions are journaled: never)
-                        remoteStore() ? cfg.write().maxTimeoutSeconds() + cfg.redis().sessionGrace().toSeconds() + 60 : 0));
+                        remoteStore() ? cfg.write().maxTimeoutSeconds() + cfg.redis().sessionGrace().toSeconds() + 60 : 0,
+                        cfg.reclaim().queueLimit()));
         if (controlPlane != null) {
             controlPlane.start(registry, ledger, leadership::isLeader, this::dropInstance);
         }
@@ -325,6 +326,10 @@ public class MetaRuntime {
             Gauge.builder("kvpool.meta.leader", this, r -> r.leadership.isLeader() ? 1 : 0)
                     .tag("node", leadership.selfId())
                     .description("1 on the replica that runs background work (reclaimer, expiry)").register(meters);
+            Gauge.builder("kvpool.meta.reclaim.rounds", this, r -> r.reclaimer.evictingRounds.get())
+                    .description("reclaim rounds (one group, one step) that evicted blocks").register(meters);
+            Gauge.builder("kvpool.meta.reclaim.scans", this, r -> r.reclaimer.scans.get())
+                    .description("full passes over an instance's index made to choose victims").register(meters);
             Gauge.builder("kvpool.meta.reclaim.orphans.removed", this, r -> r.reclaimer.orphansRemoved.get())
                     .description("WRITING locations removed because their session expired unclosed").register(meters);
             Gauge.builder("kvpool.meta.touch.dropped", this, r -> r.toucher == null ? 0 : r.toucher.dropped.get())

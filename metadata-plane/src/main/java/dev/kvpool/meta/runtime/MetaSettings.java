@@ -132,6 +132,10 @@ public interface MetaSettings {
 
         @WithDefault("4096")
         int sampleSize();
+
+        /** PREFIX_LRU: at most this many of an instance's oldest keys kept from one pass for the next rounds. */
+        @WithDefault("1048576")
+        int queueLimit();
     }
 
     interface Events {

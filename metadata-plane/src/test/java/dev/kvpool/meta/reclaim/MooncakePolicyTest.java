@@ -58,6 +58,9 @@ class MooncakePolicyTest {
             }
             assertTrue(sim.evictedBlocks > 10_000, "the quota must force eviction; evicted " + sim.evictedBlocks);
             assertTrue(sim.hitRate() > 0.02, "hit rate " + sim.hitRate());
+            long scans = sim.reclaimer().scans.get(), rounds = sim.reclaimer().evictingRounds.get();
+            assertTrue(scans * 5 < rounds, scans + " passes over the index for " + rounds
+                    + " evicting rounds: the access queue should serve most rounds");
             assertEquals(trace.size(), checked);
         }
     }

@@ -99,6 +99,7 @@ class ReclaimApiTest extends KvcmTestBase {
         assertTrue(metrics.contains("kvpool_meta_reclaim_evicted_bytes_total"), "bytes reclaimed");
         assertTrue(metrics.contains("kvpool_meta_leader{node="), "leader identity");
         assertTrue(metrics.contains("kvpool_meta_reclaim_lag_seconds"), "reclaimer lag");
+        assertTrue(metrics.contains("kvpool_meta_reclaim_scans"), "passes over an index to choose victims");
 
         // back to no water level: new writes stay
         given().contentType("application/json").body("{\"reclaim_policy\":\"POLICY_LFU\",\"trigger_strategy\":{\"used_percentage\":0}}")

@@ -115,6 +115,40 @@ class ReclaimPolicyTest {
     }
 
     @Test
+    void prefixLruTakesManyRoundsFromOnePassAndSparesWhatWasTouchedSince() {
+        var c = new ReclaimConfig(ReclaimPolicy.PREFIX_LRU, 0.8, 0, 0, 1, 0, 0, 0, 60);
+        try (var sim = new TraceSimulation(c, 1000, 16)) {
+            for (int k = 0; k < 799; k++) {
+                sim.request(sec(k), new long[]{k}); // one chain per key, one second each: just below 80 %
+            }
+            assertEquals(0, sim.evictedBlocks);
+            assertEquals(0, sim.reclaimer().scans.get());
+            Set<Long> touched = new TreeSet<>();
+            for (int r = 0; r < 100; r++) {
+                if (r % 10 == 0) {
+                    // a hit on a key the pass queued, still ahead of the evictions
+                    assertEquals(1, sim.request(sec(1000 + 2 * r), new long[]{r + 20}));
+                    touched.add(r + 20L);
+                }
+                sim.request(sec(1001 + 2 * r), new long[]{1000 + r}); // 800 blocks: one round evicts one
+            }
+            assertEquals(100, sim.evictedBlocks);
+            Set<Long> expected = new TreeSet<>(touched);
+            for (long k = 0, gone = 0; k < 799; k++) {
+                if (!touched.contains(k) && gone++ >= 100) {
+                    expected.add(k);
+                }
+            }
+            for (long k = 1000; k < 1100; k++) {
+                expected.add(k);
+            }
+            // the 100 oldest untouched keys went, in 100 rounds, all taken from the one pass's queue
+            assertEquals(expected, new TreeSet<>(sim.cached()));
+            assertEquals(1, sim.reclaimer().scans.get(), "one pass over the index for 100 rounds");
+        }
+    }
+
+    @Test
     void budgetsAreProportionalToUsage() {
         var c = new ReclaimConfig(ReclaimPolicy.LRU, 0.5, 0, 0, 10, 0, 0, 0, 60);
         try (var sim = new TraceSimulation(c, 100, 16)) {

@@ -1,0 +1,158 @@
+package dev.kvpool.bench;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * Eviction throughput of a large instance under PREFIX_LRU, the policy that must rank the whole index: {@code
+ * --blocks} blocks are saved (in chains of 512, untimed), the group's soft level is set to keep {@code --keep} of
+ * them, and the time until the reclaimer has evicted the rest is measured, with how many full passes over the
+ * index it made. The baseline, in the same run, is one raw HSCAN pass over the instance's own Redis hash: a
+ * reclaimer that ranks the index afresh every round (KVPool before the access queue) cannot evict faster than one
+ * step per such pass. Run it against a plane of its own (it changes the "default" group's strategy, and puts the
+ * old one back at the end): any other instance of that group is evicted too.
+ */
+final class ReclaimBench {
+    private ReclaimBench() {
+    }
+
+    static void run(Map<String, String> opt) throws Exception {
+        String url = opt.getOrDefault("url", "http://127.0.0.1:6382");
+        String[] redisAddr = opt.getOrDefault("redis", "127.0.0.1:6379").split(":");
+        int blocks = Integer.parseInt(opt.getOrDefault("blocks", "1000000"));
+        int step = Integer.parseInt(opt.getOrDefault("step", "1000"));
+        double keep = Double.parseDouble(opt.getOrDefault("keep", "0.5"));
+        // spread the saves: blocks get distinct access seconds as in a pool filled over time (a second's blocks
+        // go together under PREFIX_LRU, so a fill in one burst would make a few huge rounds)
+        int fillSec = Integer.parseInt(opt.getOrDefault("fill-seconds", "200"));
+        String instance = "bench-reclaim-" + System.currentTimeMillis();
+        String group = url + "/api/v1/groups/default";
+        System.out.printf(Locale.ROOT, "reclaim: %d blocks in chains of 512, PREFIX_LRU down to %.0f%% in steps of %d, "
+                + "saves spread over %d s, vs one HSCAN pass over the instance's Redis hash%n", blocks, keep * 100, step,
+                fillSec);
+        try (KvcmHttp kv = new KvcmHttp(url); Resp redis = new Resp(redisAddr[0], Integer.parseInt(redisAddr[1]))) {
+            Main.register(kv, instance, 16, 4096);
+            long t0 = System.nanoTime();
+            int tenth = Math.max(1, blocks / 10);
+            for (int off = 0; off < blocks; off += 512) {
+                long due = t0 + (long) ((double) off / blocks * fillSec * 1e9);
+                while (System.nanoTime() < due) {
+                    Thread.sleep(1);
+                }
+                WriteBench.save(kv, instance, ThreadLocalRandom.current().longs(Math.min(512, blocks - off)).toArray());
+                if ((off + 512) / tenth != off / tenth) {
+                    System.out.printf(Locale.ROOT, "  saved %,d blocks (%.0f s)%n", Math.min(blocks, off + 512),
+                            (System.nanoTime() - t0) / 1e9);
+                }
+            }
+            Thread.sleep(2500); // the queue holds only seconds at least 2 s old (clock margin between replicas)
+
+            String hash = blockHash(redis, instance);
+            long fields = (Long) redis.call("HLEN", hash);
+            List<Double> passes = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                passes.add(hscanPass(redis, hash));
+            }
+            passes.sort(Double::compare);
+            double pass = passes.get(1);
+            System.out.printf(Locale.ROOT, "  baseline: HSCAN over %s (%,d fields): %.3f s per pass (median of 3)%n",
+                    hash, fields, pass);
+
+            var before = new com.fasterxml.jackson.databind.ObjectMapper().readTree(http("GET", group, null));
+            String strategy = before.get("reclaim_strategy").toString();
+            long used = before.get("used_bytes").asLong();
+            long target = (long) (used * keep);
+            long toEvict = blocks - (long) (blocks * keep);
+            double ev0 = DeleteBench.gauge(url, "kvpool_meta_reclaim_evicted_blocks_total");
+            double scans0 = DeleteBench.gauge(url, "kvpool_meta_reclaim_scans");
+            double rounds0 = DeleteBench.gauge(url, "kvpool_meta_reclaim_rounds");
+            long t1 = System.nanoTime();
+            http("PUT", group + "/reclaim", "{\"reclaim_policy\":\"POLICY_PREFIX_LRU\",\"trigger_strategy\":"
+                    + "{\"used_percentage\":0,\"used_size\":" + target + "},\"reclaim_step_size\":" + step
+                    + ",\"reclaim_step_percentage\":0,\"delay_before_delete_ms\":0}");
+            double evicted = 0;
+            long lastPrint = t1;
+            try {
+                while (evicted < toEvict - step) {
+                    Thread.sleep(50);
+                    evicted = DeleteBench.gauge(url, "kvpool_meta_reclaim_evicted_blocks_total") - ev0;
+                    long now = System.nanoTime();
+                    if (now - lastPrint > 5_000_000_000L) {
+                        lastPrint = now;
+                        System.out.printf(Locale.ROOT, "  evicted %,.0f of %,d (%.0f s)%n", evicted, toEvict, (now - t1) / 1e9);
+                    }
+                    if (now - t1 > 1_800_000_000_000L) {
+                        throw new IOException("the reclaimer evicted only " + evicted + " blocks in 30 minutes");
+                    }
+                }
+            } finally {
+                http("PUT", group + "/reclaim", strategy);
+            }
+            double secs = (System.nanoTime() - t1) / 1e9;
+            double scans = DeleteBench.gauge(url, "kvpool_meta_reclaim_scans") - scans0;
+            double rounds = DeleteBench.gauge(url, "kvpool_meta_reclaim_rounds") - rounds0;
+            double rate = evicted / secs;
+            // a pass per round caps eviction at (blocks per round) per pass, whatever else is fast
+            double ceiling = evicted / Math.max(1, rounds) / pass;
+            System.out.printf(Locale.ROOT, "  evicted %,.0f blocks in %.1f s: %,.0f blocks/s; %.0f rounds, %.0f passes over "
+                    + "the index%n", evicted, secs, rate, rounds, scans);
+            System.out.printf(Locale.ROOT, "reclaim: %,.0f blocks/s vs at most %,.0f blocks/s with one pass per round "
+                    + "(blocks per round / HSCAN pass): %.1fx%n", rate, ceiling, rate / ceiling);
+        }
+    }
+
+    /** The instance's block hash: the one hash whose name holds the instance id and ends in "b". */
+    private static String blockHash(Resp redis, String instance) throws IOException {
+        String cursor = "0";
+        do {
+            Object[] page = (Object[]) redis.call("SCAN", cursor, "MATCH", "*" + instance + "*", "COUNT", "1000");
+            cursor = new String((byte[]) page[0], StandardCharsets.US_ASCII);
+            for (Object k : (Object[]) page[1]) {
+                String key = new String((byte[]) k, StandardCharsets.UTF_8);
+                if (key.endsWith("b") && "hash".equals(redis.call("TYPE", key))) {
+                    return key;
+                }
+            }
+        } while (!cursor.equals("0"));
+        throw new IOException("no Redis hash of instance " + instance + " (is the plane on the Redis store?)");
+    }
+
+    /** Seconds for one HSCAN pass (COUNT 1024) over the hash, reading every field and value. */
+    private static double hscanPass(Resp redis, String hash) throws IOException {
+        long t = System.nanoTime();
+        String cursor = "0";
+        long n = 0;
+        do {
+            Object[] page = (Object[]) redis.call("HSCAN", hash, cursor, "COUNT", "1024");
+            cursor = new String((byte[]) page[0], StandardCharsets.US_ASCII);
+            n += ((Object[]) page[1]).length / 2;
+        } while (!cursor.equals("0"));
+        if (n == 0) {
+            throw new IOException("empty hash " + hash);
+        }
+        return (System.nanoTime() - t) / 1e9;
+    }
+
+    private static String http(String method, String url, String body) throws IOException, InterruptedException {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(30));
+        if (body != null) {
+            b.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(body));
+        } else {
+            b.method(method, HttpRequest.BodyPublishers.noBody());
+        }
+        HttpResponse<String> r = WriteBench.Cpu.HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
+        if (r.statusCode() / 100 != 2) {
+            throw new IOException(method + " " + url + ": " + r.statusCode() + " " + r.body());
+        }
+        return r.body();
+    }
+}
