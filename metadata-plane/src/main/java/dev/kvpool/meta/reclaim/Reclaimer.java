@@ -75,6 +75,8 @@ public final class Reclaimer implements AutoCloseable {
     private final Listener listener;
     private final Settings settings;
     private final Map<String, Long> nextDue = new ConcurrentHashMap<>();
+    /** Epoch ms when each TTL group's expiry pass is next due. */
+    private final Map<String, Long> nextExpiry = new ConcurrentHashMap<>();
     /** Epoch ms since which each group has been over its water level (absent: under). */
     private final Map<String, Long> overSince = new ConcurrentHashMap<>();
     public final AtomicLong rounds = new AtomicLong();
@@ -206,7 +208,10 @@ public final class Reclaimer implements AutoCloseable {
         ReclaimConfig r = g.reclaim();
         int evicted = 0;
         List<Instance> insts = registry.instancesOf(g.name());
-        if (r.policy() == ReclaimPolicy.TTL && r.ttlSeconds() > 0) {
+        if (r.policy() == ReclaimPolicy.TTL && r.ttlSeconds() > 0 && nowMs >= nextExpiry.getOrDefault(g.name(), 0L)) {
+            // expiry reads the whole index: a tenth of the TTL late (at most a minute) is close enough, and keeps a
+            // large index from being read every trigger period
+            nextExpiry.put(g.name(), nowMs + Math.max(r.periodMs(), Math.min(r.ttlSeconds() * 100, 60_000)));
             for (Instance inst : insts) {
                 evicted += expire(inst, r, nowSec);
             }
@@ -307,6 +312,7 @@ public final class Reclaimer implements AutoCloseable {
 
     private int expire(Instance inst, ReclaimConfig r, int nowSec) {
         long cutoff = (long) nowSec - r.ttlSeconds();
+        scans.incrementAndGet();
         long[] old = inst.index.keysWhere(meta -> Loc.writeSec(meta) < cutoff);
         if (old.length == 0) {
             return 0;

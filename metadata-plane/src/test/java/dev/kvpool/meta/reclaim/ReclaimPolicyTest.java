@@ -91,6 +91,13 @@ class ReclaimPolicyTest {
             sim.request(sec(102), new long[]{4}); // keys 0 and 1 are now older than 100 s
             assertEquals(keys(2, 3, 4), new TreeSet<>(sim.cached()));
         }
+        try (var sim = new TraceSimulation(cfg(ReclaimPolicy.TTL, 100), 10, 16)) {
+            for (int s = 0; s < 40; s++) {
+                sim.request(sec(s), new long[]{1}); // below the water level: only expiry reads the index
+            }
+            // an expiry pass reads the whole index: one per tenth of the TTL (here 10 s), not one per round
+            assertEquals(4, sim.reclaimer().scans.get());
+        }
     }
 
     @Test
