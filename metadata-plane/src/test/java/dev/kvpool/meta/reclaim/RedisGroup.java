@@ -1,0 +1,65 @@
+package dev.kvpool.meta.reclaim;
+
+import dev.kvpool.api.proto.meta.LocationSpecInfo;
+import dev.kvpool.api.proto.meta.ModelDeployment;
+import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
+import dev.kvpool.meta.config.StartupConfig;
+import dev.kvpool.meta.quota.QuotaLedger;
+import dev.kvpool.meta.registry.Instance;
+import dev.kvpool.meta.registry.Registry;
+import dev.kvpool.meta.store.redis.RedisStore;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.UUID;
+import java.util.function.UnaryOperator;
+
+/**
+ * Group "g" (one file storage, 4 keys per file) on the real local Redis under a key prefix of its own, with
+ * instance "i" registered (one 1000-byte spec per block); close drops the instances and deletes every key.
+ */
+final class RedisGroup implements AutoCloseable {
+    final String prefix = "kvp-reclaim-" + UUID.randomUUID().toString().substring(0, 8);
+    final RedisStore store;
+    final Registry registry;
+    final QuotaLedger ledger = QuotaLedger.inMemory();
+    final Instance inst;
+
+    /** @param reclaim the group's reclaim strategy, or null for none */
+    RedisGroup(Path dir, long capacityBytes, ReclaimConfig reclaim, UnaryOperator<RedisStore.Options> options)
+            throws Exception {
+        Path cfg = dir.resolve("startup.json");
+        Files.writeString(cfg, """
+                {"storages":[{"storage_config":{"type":"file","global_unique_name":"nfs_r",
+                   "storage_spec":{"root_path":"%s/","key_count_per_file":4}}}],
+                 "instance_groups":[{"name":"g","storage_candidates":["nfs_r"],"global_quota_group_name":"q",
+                   "quota":{"capacity":%d},
+                   "cache_config":{%s"meta_indexer_config":{"max_key_count":0,"mutex_shard_num":4}}}]}
+                """.formatted(dir.resolve("nfs"), capacityBytes,
+                reclaim == null ? "" : "\"reclaim_strategy\":" + reclaim.toJson() + ","));
+        store = RedisStore.connect("redis://127.0.0.1:6379/0", options.apply(RedisStore.Options.defaults().withPrefix(prefix)));
+        try {
+            registry = new Registry(store, StartupConfig.load(cfg), store::index);
+            inst = registry.register(RegisterInstanceRequest.newBuilder().setInstanceGroup("g")
+                    .setInstanceId("i").setBlockSize(16)
+                    .setModelDeployment(ModelDeployment.newBuilder().setModelName("m").setDtype("bf16"))
+                    .addLocationSpecInfos(LocationSpecInfo.newBuilder().setName("tp0").setSize(1000)).build())
+                    .instance();
+        } catch (Exception | Error e) {
+            close();
+            throw e;
+        }
+    }
+
+    @Override
+    public void close() throws Exception {
+        try {
+            for (String id : store.instanceIds()) {
+                store.drop(id);
+            }
+            store.close();
+        } finally {
+            new ProcessBuilder("sh", "-c", "redis-cli --scan --pattern '" + prefix + "*' | xargs -r redis-cli del")
+                    .inheritIO().start().waitFor();
+        }
+    }
+}
