@@ -117,6 +117,7 @@ public final class Reclaimer implements AutoCloseable {
                 } else {
                     overSince.clear();
                     queues.clear();
+                    nextOrphanSweepMs = 0; // a replica that becomes leader sweeps at once
                 }
             } catch (RuntimeException e) {
                 LOG.error("reclaimer round failed", e);
@@ -140,7 +141,9 @@ public final class Reclaimer implements AutoCloseable {
             registry.refreshIfOlderThan(1000); // water levels changed on another replica take effect here too
         }
         if (settings.orphanAfterSec() > 0 && nowMs >= nextOrphanSweepMs) {
-            nextOrphanSweepMs = nowMs + 60_000;
+            // a sweep reads every index whole; orphans only appear when every replica was down past a session's
+            // grace, so twice per orphan age is soon enough (the first round of a new leader always sweeps)
+            nextOrphanSweepMs = nowMs + Math.max(60_000, settings.orphanAfterSec() * 500);
             sweepOrphans(nowMs);
         }
         if (!queues.isEmpty()) {
