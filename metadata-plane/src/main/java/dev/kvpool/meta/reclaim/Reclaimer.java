@@ -422,7 +422,11 @@ public final class Reclaimer implements AutoCloseable {
             }
         }
         int cutoff = nowSec - CLOCK_MARGIN_SEC;
-        TopK oldest = new TopK((int) Math.min(settings.queueLimit(), Math.max(4096L, share * 256L)));
+        // up to 256 rounds' worth within the limit, but never less than two rounds (a huge step would otherwise
+        // need a pass for every part of one round)
+        long cap = settings.queueLimit() <= 0 ? 0 // off: a pass every round
+                : Math.max(2L * share, Math.min(settings.queueLimit(), Math.max(4096L, share * 256L)));
+        TopK oldest = new TopK((int) Math.min(cap, Integer.MAX_VALUE - 8));
         TopK top = new TopK(share);
         long[] minScore = {Long.MAX_VALUE};
         LongList atMin = new LongList();
