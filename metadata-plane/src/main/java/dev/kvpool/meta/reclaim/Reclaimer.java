@@ -146,9 +146,14 @@ public final class Reclaimer implements AutoCloseable {
             nextOrphanSweepMs = nowMs + Math.max(60_000, settings.orphanAfterSec() * 500);
             sweepOrphans(nowMs);
         }
-        if (!queues.isEmpty()) {
+        if (!queues.isEmpty()) { // a queue's memory goes with its instance or its group's PREFIX_LRU policy
             Set<String> live = new java.util.HashSet<>();
-            registry.instances().forEach(i -> live.add(i.id));
+            for (Instance i : registry.instances()) {
+                GroupConfig g = registry.group(i.group);
+                if (g != null && g.reclaim().policy() == ReclaimPolicy.PREFIX_LRU) {
+                    live.add(i.id);
+                }
+            }
             queues.keySet().retainAll(live);
         }
         boolean any = false;
