@@ -62,7 +62,7 @@ public final class Main {
                       prefix   [--keys 1024] [--rounds 10] [--iters 200] [--warmup 3000] [--grpc 127.0.0.1:6381]
                       writes   [--threads 4] [--batch 64] [--batches 200] [--rounds 6]
                       deletes  [--blocks 32768] [--batch 1024] [--rounds 4]   (RemoveCache until purged vs pipelined HDEL)
-                      reclaim  [--blocks 1000000] [--step 1000] [--keep 0.5] [--fill-seconds 200]
+                      reclaim  [--blocks 1000000] [--step 1000] [--keep 0.5] [--fill-seconds 200] [--policy PREFIX_LRU]
                                (PREFIX_LRU eviction vs one HSCAN pass per round; a plane of its own)
                       heap     [--blocks 10000000]   (run with a large -Xmx; ./kvpool bench uses -Xmx4g)
                       policies [--trace conversation|synthetic|both|<file.jsonl>] [--capacities 1M,3M,10M,30M]

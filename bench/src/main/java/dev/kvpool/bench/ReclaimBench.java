@@ -13,7 +13,8 @@ import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
- * Eviction throughput of a large instance under PREFIX_LRU, the policy that must rank the whole index: {@code
+ * Eviction throughput of a large instance under PREFIX_LRU (or {@code --policy}; LRU and TTL rank the whole index
+ * up to the exact limit, PREFIX_LRU always): {@code
  * --blocks} blocks are saved (in chains of 512, untimed), the group's soft level is set to keep {@code --keep} of
  * them, and the time until the reclaimer has evicted the rest is measured, with how many full passes over the
  * index it made. The baseline, in the same run, is one raw HSCAN pass over the instance's own Redis hash: a
@@ -34,10 +35,11 @@ final class ReclaimBench {
         // spread the saves: blocks get distinct access seconds as in a pool filled over time (a second's blocks
         // go together under PREFIX_LRU, so a fill in one burst would make a few huge rounds)
         int fillSec = Integer.parseInt(opt.getOrDefault("fill-seconds", "200"));
+        String policy = opt.getOrDefault("policy", "PREFIX_LRU").toUpperCase(Locale.ROOT);
         String instance = "bench-reclaim-" + System.currentTimeMillis();
         String group = url + "/api/v1/groups/default"; // allows 1,000,000 keys per instance: --blocks at most that
-        System.out.printf(Locale.ROOT, "reclaim: %d blocks in chains of 512, PREFIX_LRU down to %.0f%% in steps of %d, "
-                + "saves spread over %d s, vs one HSCAN pass over the instance's Redis hash%n", blocks, keep * 100, step,
+        System.out.printf(Locale.ROOT, "reclaim: %d blocks in chains of 512, %s down to %.0f%% in steps of %d, "
+                + "saves spread over %d s, vs one HSCAN pass over the instance's Redis hash%n", blocks, policy, keep * 100, step,
                 fillSec);
         try (KvcmHttp kv = new KvcmHttp(url); Resp redis = new Resp(redisAddr[0], Integer.parseInt(redisAddr[1]))) {
             Main.register(kv, instance, 16, 4096);
@@ -83,7 +85,7 @@ final class ReclaimBench {
                 double scans0 = DeleteBench.gauge(url, "kvpool_meta_reclaim_scans");
                 double rounds0 = DeleteBench.gauge(url, "kvpool_meta_reclaim_rounds");
                 long t1 = System.nanoTime();
-                http("PUT", group + "/reclaim", "{\"reclaim_policy\":\"POLICY_PREFIX_LRU\",\"trigger_strategy\":"
+                http("PUT", group + "/reclaim", "{\"reclaim_policy\":\"POLICY_" + policy + "\",\"trigger_strategy\":"
                         + "{\"used_percentage\":0,\"used_size\":" + target + "},\"reclaim_step_size\":" + step
                         + ",\"reclaim_step_percentage\":0,\"delay_before_delete_ms\":0}");
                 double evicted = 0;

@@ -2,26 +2,27 @@ package dev.kvpool.meta.reclaim;
 
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.InstanceIndex;
-import dev.kvpool.meta.index.Loc;
 import java.util.Arrays;
 import java.util.function.Predicate;
 
 /**
- * PREFIX_LRU's victims for many rounds from one pass over an instance's index: the pass keeps the oldest keys by
- * access second (every key of the seconds it keeps, all of them before the pass less a clock margin); each round
- * takes whole seconds from the front, re-reading the keys it takes. A key whose access second changed was touched
- * since (and with it its prefix): it is dropped, as is a key that left.
+ * Victims for many rounds from one pass over an instance's index, for the policies whose score is a time that only
+ * grows (LRU and PREFIX_LRU: the access second; TTL: the write second). The pass keeps the lowest-scoring keys
+ * (every key of the seconds it keeps, all of them before the pass less a clock margin); each round takes from the
+ * front, re-reading the keys it takes. A key whose score changed was touched (or written again) since — under
+ * PREFIX_LRU, with its whole prefix — and is dropped, as is a key that left.
  *
- * <p>Why taking from the queue is as exact as a fresh pass: access seconds only grow, and a key written or touched
- * after the pass gets a second at or after the pass. So the queued keys that are still untouched are exactly the
- * oldest keys of the index now, and every cached extension of a queued key — never newer than its prefix — is
- * queued too, in the same second (taken with it) or an earlier one (taken before it).
+ * <p>Why taking from the queue is as exact as a fresh pass: a key written or touched after the pass gets a second
+ * at or after the pass. So the queued keys that are still unchanged are exactly the lowest-scoring keys of the
+ * index now. For PREFIX_LRU, which takes whole seconds, every cached extension of a queued key — never newer than
+ * its prefix — is queued too, in the same second (taken with it) or an earlier one (taken before it).
  */
 final class AccessQueue {
     /** Keys read per store call while taking. */
     private static final int READ_CHUNK = 1024;
 
     final InstanceIndex index;
+    final ReclaimPolicy policy;
     /** The second of the pass that built the queue. */
     final int builtSec;
     private final long[] sec;
@@ -31,8 +32,9 @@ final class AccessQueue {
     private Block[] window = new Block[0];
     private int windowFrom, windowLen;
 
-    private AccessQueue(InstanceIndex index, int builtSec, long[] sec, long[] key) {
+    private AccessQueue(InstanceIndex index, ReclaimPolicy policy, int builtSec, long[] sec, long[] key) {
         this.index = index;
+        this.policy = policy;
         this.builtSec = builtSec;
         this.sec = sec;
         this.key = key;
@@ -42,7 +44,7 @@ final class AccessQueue {
      * The queue of what a pass offered to {@code oldest} (access second, key). A full heap may hold only part of
      * its highest second: that second is left out, so that every queued second is complete.
      */
-    static AccessQueue of(InstanceIndex index, int builtSec, Reclaimer.TopK oldest) {
+    static AccessQueue of(InstanceIndex index, ReclaimPolicy policy, int builtSec, Reclaimer.TopK oldest) {
         boolean full = oldest.full();
         long top = oldest.size() == 0 ? 0 : oldest.maxScore();
         int n = oldest.sortAscending();
@@ -52,7 +54,7 @@ final class AccessQueue {
                 n--;
             }
         }
-        return new AccessQueue(index, builtSec, Arrays.copyOf(s, n), Arrays.copyOf(k, n));
+        return new AccessQueue(index, policy, builtSec, Arrays.copyOf(s, n), Arrays.copyOf(k, n));
     }
 
     int remaining() {
@@ -60,26 +62,27 @@ final class AccessQueue {
     }
 
     /**
-     * Up to {@code share} keys, whole seconds oldest first, that are unchanged since the pass and pass
-     * {@code evictable}; more than {@code share} only when the first such second alone has more (it goes whole,
-     * else nothing could ever go). A second that does not fit stays queued for the next round.
+     * Up to {@code share} keys, oldest first, that are unchanged since the pass and pass {@code evictable}.
+     * PREFIX_LRU takes whole seconds: more than {@code share} only when the first such second alone has more (it
+     * goes whole, else nothing could ever go), and a second that does not fit stays queued for the next round.
      */
     long[] take(int share, Predicate<Block> evictable) {
         Reclaimer.LongList out = new Reclaimer.LongList();
         windowLen = 0; // blocks read in an earlier round are stale
+        boolean whole = policy == ReclaimPolicy.PREFIX_LRU;
         int n = sec.length;
         int i = head;
         while (i < n && out.size() < share) {
             long s = sec[i];
             int from = out.size();
             int j = i;
-            for (; j < n && sec[j] == s; j++) {
+            for (; j < n && sec[j] == s && (whole || out.size() < share); j++) {
                 Block b = block(j, share);
-                if (b != null && Loc.accessSec(b.meta()) == s && evictable.test(b)) {
+                if (b != null && policy.score(b.meta(), 0, 0) == s && evictable.test(b)) {
                     out.add(key[j]);
                 }
             }
-            if (from > 0 && out.size() > share) {
+            if (whole && from > 0 && out.size() > share) {
                 out.truncate(from);
                 break;
             }

@@ -31,11 +31,12 @@ import org.jboss.logging.Logger;
  * are freed and the metadata removed if still DELETING ({@link WritePath#submitDelete}). WRITING locations are
  * never evicted.
  *
- * <p>Selection is exact (a full pass over the instance) up to {@code exactLimit} keys, and sampled above that
- * (like Redis' approximated LRU). PREFIX_LRU is always exact: its guarantee — never a cached block without its
- * prefix — rests on prefix touches (a hit or a write refreshes the whole prefix, so a prefix is never older than
- * what extends it) plus all-or-nothing eviction of the blocks sharing the boundary access second. One pass fills
- * an {@link AccessQueue} that serves the following rounds, so a large index is not read whole every round.
+ * <p>Selection is exact up to {@code exactLimit} keys, and sampled above that (like Redis' approximated LRU).
+ * PREFIX_LRU is always exact: its guarantee — never a cached block without its prefix — rests on prefix touches (a
+ * hit or a write refreshes the whole prefix, so a prefix is never older than what extends it) plus all-or-nothing
+ * eviction of the blocks sharing the boundary access second. Exact LRU, TTL and PREFIX_LRU take their rounds from
+ * an {@link AccessQueue} that one pass fills, so a large index is not read whole every round; LFU, whose scores
+ * decay with time, makes a pass per round up to the limit.
  */
 public final class Reclaimer implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(Reclaimer.class);
@@ -146,11 +147,11 @@ public final class Reclaimer implements AutoCloseable {
             nextOrphanSweepMs = nowMs + Math.max(60_000, settings.orphanAfterSec() * 500);
             sweepOrphans(nowMs);
         }
-        if (!queues.isEmpty()) { // a queue's memory goes with its instance or its group's PREFIX_LRU policy
+        if (!queues.isEmpty()) { // a queue's memory goes with its instance, or when its group turns to LFU
             Set<String> live = new java.util.HashSet<>();
             for (Instance i : registry.instances()) {
                 GroupConfig g = registry.group(i.group);
-                if (g != null && g.reclaim().policy() == ReclaimPolicy.PREFIX_LRU) {
+                if (g != null && g.reclaim().policy() != ReclaimPolicy.LFU) {
                     live.add(i.id);
                 }
             }
@@ -384,14 +385,15 @@ public final class Reclaimer implements AutoCloseable {
 
     /** The {@code share} keys the policy ranks lowest (PREFIX_LRU: see the class comment). */
     long[] select(Instance inst, ReclaimConfig r, Set<StorageKind> only, int share, int nowSec) {
-        if (r.policy() == ReclaimPolicy.PREFIX_LRU) {
-            return selectPrefix(inst, only, share, nowSec);
-        }
-        InstanceIndex ix = inst.index;
         ReclaimPolicy pol = r.policy();
+        InstanceIndex ix = inst.index;
+        boolean exact = pol == ReclaimPolicy.PREFIX_LRU || ix.keyCount() <= settings.exactLimit();
+        if (exact && pol != ReclaimPolicy.LFU) {
+            return selectQueued(inst, pol, only, share, nowSec); // LFU's scores decay with time: no queue
+        }
         int decay = r.lfuDecaySeconds();
         TopK top = new TopK(share);
-        if (ix.keyCount() <= settings.exactLimit()) {
+        if (exact) {
             scans.incrementAndGet();
             ix.forEach(b -> {
                 if (evictable(b, only)) {
@@ -410,17 +412,18 @@ public final class Reclaimer implements AutoCloseable {
     }
 
     /**
-     * PREFIX_LRU: from the instance's {@link AccessQueue} while it yields; else one pass over the index that both
-     * rebuilds the queue and, when nothing is old enough to queue, selects exactly: blocks sharing the boundary
-     * access second go together or not at all. Every key scoring below the boundary is in the top k, so those go
-     * and the boundary second stays. If the top k all share one second, it is the lowest of all and goes whole,
-     * however many keys it has (else nothing could ever go).
+     * LRU, TTL and PREFIX_LRU, exactly: from the instance's {@link AccessQueue} while it yields; else one pass over
+     * the index that both rebuilds the queue and, when nothing is old enough to queue, selects from the newest
+     * seconds. PREFIX_LRU there: blocks sharing the boundary second go together or not at all. Every key scoring
+     * below the boundary is in the top k, so those go and the boundary second stays. If the top k all share one
+     * second, it is the lowest of all and goes whole, however many keys it has (else nothing could ever go).
      */
-    private long[] selectPrefix(Instance inst, Set<StorageKind> only, int share, int nowSec) {
+    private long[] selectQueued(Instance inst, ReclaimPolicy pol, Set<StorageKind> only, int share, int nowSec) {
         InstanceIndex ix = inst.index;
         java.util.function.Predicate<Block> ok = b -> evictable(b, only);
         AccessQueue q = queues.get(inst.id);
-        if (q != null && q.index == ix && nowSec >= q.builtSec && nowSec - q.builtSec <= QUEUE_MAX_AGE_SEC) {
+        if (q != null && q.index == ix && q.policy == pol && nowSec >= q.builtSec
+                && nowSec - q.builtSec <= QUEUE_MAX_AGE_SEC) {
             long[] got = q.take(share, ok);
             if (got.length > 0) {
                 return got;
@@ -433,17 +436,18 @@ public final class Reclaimer implements AutoCloseable {
                 : Math.max(2L * share, Math.min(settings.queueLimit(), Math.max(4096L, share * 256L)));
         TopK oldest = new TopK((int) Math.min(cap, Integer.MAX_VALUE - 8));
         TopK top = new TopK(share);
+        boolean prefix = pol == ReclaimPolicy.PREFIX_LRU;
         long[] minScore = {Long.MAX_VALUE};
         LongList atMin = new LongList();
         scans.incrementAndGet();
         ix.forEach(b -> {
-            long s = Loc.accessSec(b.meta());
+            long s = pol.score(b.meta(), nowSec, 0);
             if (s < cutoff) {
                 oldest.offer(s, b.key()); // any status: whether it may go is read again when taken
             }
             if (evictable(b, only)) {
                 top.offer(s, b.key());
-                if (s <= minScore[0]) {
+                if (prefix && s <= minScore[0]) {
                     if (s < minScore[0]) {
                         minScore[0] = s;
                         atMin.clear();
@@ -452,14 +456,14 @@ public final class Reclaimer implements AutoCloseable {
                 }
             }
         });
-        q = AccessQueue.of(ix, nowSec, oldest);
+        q = AccessQueue.of(ix, pol, nowSec, oldest);
         queues.put(inst.id, q);
         long[] got = q.take(share, ok);
         if (got.length > 0 || top.size() == 0) {
             return got;
         }
         // nothing old enough to queue: the newest seconds, exactly, from this same pass
-        if (top.size() < share) {
+        if (!prefix || top.size() < share) {
             return top.keys();
         }
         long[] below = top.keysBelow(top.maxScore());

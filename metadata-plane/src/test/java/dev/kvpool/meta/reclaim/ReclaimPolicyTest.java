@@ -9,6 +9,8 @@ import dev.kvpool.meta.sim.TraceSimulation;
 import java.util.Set;
 import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Which blocks each policy evicts, through the real read path, write path and reclaimer on a replayed clock.
@@ -121,9 +123,10 @@ class ReclaimPolicyTest {
         }
     }
 
-    @Test
-    void prefixLruTakesManyRoundsFromOnePassAndSparesWhatWasTouchedSince() {
-        var c = new ReclaimConfig(ReclaimPolicy.PREFIX_LRU, 0.8, 0, 0, 1, 0, 0, 0, 60);
+    @ParameterizedTest
+    @EnumSource(value = ReclaimPolicy.class, names = {"LRU", "PREFIX_LRU"})
+    void manyRoundsComeFromOnePassAndSpareWhatWasTouchedSince(ReclaimPolicy policy) {
+        var c = new ReclaimConfig(policy, 0.8, 0, 0, 1, 0, 0, 0, 60);
         try (var sim = new TraceSimulation(c, 1000, 16)) {
             for (int k = 0; k < 799; k++) {
                 sim.request(sec(k), new long[]{k}); // one chain per key, one second each: just below 80 %
