@@ -41,7 +41,7 @@ final class AccessQueue {
     }
 
     /**
-     * The queue of what a pass offered to {@code oldest} (access second, key). A full heap may hold only part of
+     * The queue of what a pass offered to {@code oldest} (score second, key). A full heap may hold only part of
      * its highest second: that second is left out, so that every queued second is complete.
      */
     static AccessQueue of(InstanceIndex index, ReclaimPolicy policy, int builtSec, Reclaimer.TopK oldest) {
@@ -55,10 +55,6 @@ final class AccessQueue {
             }
         }
         return new AccessQueue(index, policy, builtSec, Arrays.copyOf(s, n), Arrays.copyOf(k, n));
-    }
-
-    int remaining() {
-        return sec.length - head;
     }
 
     /**
