@@ -23,8 +23,10 @@ final class AccessQueue {
 
     final InstanceIndex index;
     final ReclaimPolicy policy;
-    /** The second of the pass that built the queue. */
+    /** The second the pass that built the queue started (what the queue is complete below, less the margin). */
     final int builtSec;
+    /** The second that pass ended (the queue's age counts from it). */
+    final int readySec;
     private final long[] sec;
     private final long[] key;
     private int head;
@@ -32,10 +34,11 @@ final class AccessQueue {
     private Block[] window = new Block[0];
     private int windowFrom, windowLen;
 
-    private AccessQueue(InstanceIndex index, ReclaimPolicy policy, int builtSec, long[] sec, long[] key) {
+    private AccessQueue(InstanceIndex index, ReclaimPolicy policy, int builtSec, int readySec, long[] sec, long[] key) {
         this.index = index;
         this.policy = policy;
         this.builtSec = builtSec;
+        this.readySec = readySec;
         this.sec = sec;
         this.key = key;
     }
@@ -44,7 +47,8 @@ final class AccessQueue {
      * The queue of what a pass offered to {@code oldest} (score second, key). A full heap may hold only part of
      * its highest second: that second is left out, so that every queued second is complete.
      */
-    static AccessQueue of(InstanceIndex index, ReclaimPolicy policy, int builtSec, Reclaimer.TopK oldest) {
+    static AccessQueue of(InstanceIndex index, ReclaimPolicy policy, int builtSec, int readySec,
+                          Reclaimer.TopK oldest) {
         boolean full = oldest.full();
         long top = oldest.size() == 0 ? 0 : oldest.maxScore();
         int n = oldest.sortAscending();
@@ -54,7 +58,7 @@ final class AccessQueue {
                 n--;
             }
         }
-        return new AccessQueue(index, policy, builtSec, Arrays.copyOf(s, n), Arrays.copyOf(k, n));
+        return new AccessQueue(index, policy, builtSec, readySec, Arrays.copyOf(s, n), Arrays.copyOf(k, n));
     }
 
     /**

@@ -56,11 +56,16 @@ public final class Reclaimer implements AutoCloseable {
      * @param orphanAfterSec a WRITING location older than this that no open session names is an orphan (its
      *                       session expired in a shared store while no replica was alive to close it); 0 = never
      */
-    public record Settings(int exactLimit, int sampleSize, long orphanAfterSec, int queueLimit) {
+    /**
+     * @param queueLimit keys an access queue may hold (at least two rounds' worth; 0: no queue)
+     * @param passPage   on a shared store, an index larger than this is passed over this many keys per round, so a
+     *                   huge index does not hold up the other groups (0: always in one go)
+     */
+    public record Settings(int exactLimit, int sampleSize, long orphanAfterSec, int queueLimit, int passPage) {
         public static final Settings DEFAULT = new Settings(262_144, 4096, 0);
 
         public Settings(int exactLimit, int sampleSize, long orphanAfterSec) {
-            this(exactLimit, sampleSize, orphanAfterSec, 1 << 20);
+            this(exactLimit, sampleSize, orphanAfterSec, 1 << 20, 1 << 16);
         }
     }
 
@@ -86,8 +91,12 @@ public final class Reclaimer implements AutoCloseable {
     public final AtomicLong evictingRounds = new AtomicLong();
     /** Full passes over an instance's index made to choose victims. */
     public final AtomicLong scans = new AtomicLong();
-    /** PREFIX_LRU's victims in waiting, per instance id (leader only). */
+    /** Victims in waiting, per instance id (leader only). */
     private final Map<String, AccessQueue> queues = new ConcurrentHashMap<>();
+    /** Passes over a large index in progress, a page per round, per instance id (leader only). */
+    private final Map<String, PagedPass> passes = new ConcurrentHashMap<>();
+    /** Set by a round that read a page of an unfinished pass (reclaimer thread only). */
+    private boolean paging;
     private volatile long nextOrphanSweepMs;
     private volatile Thread thread;
     private volatile boolean closed;
@@ -118,6 +127,7 @@ public final class Reclaimer implements AutoCloseable {
                 } else {
                     overSince.clear();
                     queues.clear();
+                    passes.clear();
                     nextOrphanSweepMs = 0; // a replica that becomes leader sweeps at once
                 }
             } catch (RuntimeException e) {
@@ -156,6 +166,7 @@ public final class Reclaimer implements AutoCloseable {
                 }
             }
             queues.keySet().retainAll(live);
+            passes.keySet().retainAll(live);
         }
         boolean any = false;
         for (GroupConfig g : registry.groups()) {
@@ -163,9 +174,12 @@ public final class Reclaimer implements AutoCloseable {
             if (nowMs < due) {
                 continue;
             }
+            paging = false;
             int evicted = runGroup(g, nowMs);
-            nextDue.put(g.name(), evicted > 0 ? nowMs : nowMs + g.reclaim().periodMs());
-            any |= evicted > 0;
+            // a round that evicted, or read a page of a pass, is followed by the next at once
+            boolean again = evicted > 0 || paging;
+            nextDue.put(g.name(), again ? nowMs : nowMs + g.reclaim().periodMs());
+            any |= again;
         }
         rounds.incrementAndGet();
         return any;
@@ -423,7 +437,7 @@ public final class Reclaimer implements AutoCloseable {
         java.util.function.Predicate<Block> ok = b -> evictable(b, only);
         AccessQueue q = queues.get(inst.id);
         if (q != null && q.index == ix && q.policy == pol && nowSec >= q.builtSec
-                && nowSec - q.builtSec <= QUEUE_MAX_AGE_SEC) {
+                && nowSec - q.readySec <= QUEUE_MAX_AGE_SEC) {
             long[] got = q.take(share, ok);
             if (got.length > 0) {
                 return got;
@@ -434,7 +448,11 @@ public final class Reclaimer implements AutoCloseable {
         // need a pass for every part of one round)
         long cap = settings.queueLimit() <= 0 ? 0 // off: a pass every round
                 : Math.max(2L * share, Math.min(settings.queueLimit(), Math.max(4096L, share * 256L)));
-        TopK oldest = new TopK((int) Math.min(cap, Integer.MAX_VALUE - 8));
+        int capacity = (int) Math.min(cap, Integer.MAX_VALUE - 8);
+        if (cap > 0 && registry.sharedStore() && settings.passPage() > 0 && ix.keyCount() > settings.passPage()) {
+            return pagedPass(inst, pol, share, nowSec, capacity, ok);
+        }
+        TopK oldest = new TopK(capacity);
         TopK top = new TopK(share);
         boolean prefix = pol == ReclaimPolicy.PREFIX_LRU;
         long[] minScore = {Long.MAX_VALUE};
@@ -456,7 +474,7 @@ public final class Reclaimer implements AutoCloseable {
                 }
             }
         });
-        q = AccessQueue.of(ix, pol, nowSec, oldest);
+        q = AccessQueue.of(ix, pol, nowSec, nowSec, oldest);
         queues.put(inst.id, q);
         long[] got = q.take(share, ok);
         if (got.length > 0 || top.size() == 0) {
@@ -468,6 +486,84 @@ public final class Reclaimer implements AutoCloseable {
         }
         long[] below = top.keysBelow(top.maxScore());
         return below.length > 0 ? below : atMin.toArray();
+    }
+
+    /**
+     * A large index on a shared store: one page of the pass per round, nothing evicted from this instance until
+     * the pass is done (other groups and instances go on meanwhile). The queue counts from the pass's start: a key
+     * touched during the pass is either read after the touch (too new to queue) or queued with its old second,
+     * which the re-read when taking finds changed; a key present and unchanged throughout is seen (HSCAN's promise).
+     * Nothing is ever too new to queue in such an index, so there is no exact fallback here.
+     */
+    private long[] pagedPass(Instance inst, ReclaimPolicy pol, int share, int nowSec, int capacity,
+                             java.util.function.Predicate<Block> ok) {
+        PagedPass p = passes.get(inst.id);
+        if (p == null || p.index != inst.index || p.policy != pol || nowSec < p.startSec
+                || nowSec - p.lastStepSec > QUEUE_MAX_AGE_SEC) {
+            p = new PagedPass(inst.index, pol, nowSec, capacity);
+            passes.put(inst.id, p);
+        }
+        if (!p.step(settings.passPage(), nowSec)) {
+            paging = true;
+            return new long[0];
+        }
+        passes.remove(inst.id);
+        scans.incrementAndGet();
+        AccessQueue q = AccessQueue.of(inst.index, pol, p.startSec, nowSec, p.oldest);
+        queues.put(inst.id, q);
+        return q.take(share, ok);
+    }
+
+    /** A pass over an index a page at a time: keys by HSCAN cursor, their blocks read per page. */
+    static final class PagedPass {
+        final InstanceIndex index;
+        final ReclaimPolicy policy;
+        final int startSec;
+        final TopK oldest;
+        int lastStepSec;
+        private long cursor;
+        private boolean begun;
+        private long[] page = new long[1024];
+        private int n;
+
+        PagedPass(InstanceIndex index, ReclaimPolicy policy, int startSec, int capacity) {
+            this.index = index;
+            this.policy = policy;
+            this.startSec = startSec;
+            this.lastStepSec = startSec;
+            this.oldest = new TopK(capacity);
+        }
+
+        /** Reads up to {@code max} more keys; true when the pass is complete. */
+        boolean step(int max, int nowSec) {
+            lastStepSec = nowSec;
+            if (begun && cursor == 0) {
+                return true;
+            }
+            begun = true;
+            n = 0;
+            cursor = index.scan(cursor, max, k -> {
+                if (n == page.length) {
+                    page = Arrays.copyOf(page, n * 2);
+                }
+                page[n++] = k;
+            });
+            int cutoff = startSec - CLOCK_MARGIN_SEC;
+            Block[] blocks = new Block[Math.min(n, 1024)];
+            for (int off = 0; off < n; off += blocks.length) {
+                int len = Math.min(blocks.length, n - off);
+                index.getAll(page, off, len, blocks);
+                for (int i = 0; i < len; i++) {
+                    if (blocks[i] != null) {
+                        long s = policy.score(blocks[i].meta(), startSec, 0);
+                        if (s < cutoff) {
+                            oldest.offer(s, page[off + i]);
+                        }
+                    }
+                }
+            }
+            return cursor == 0;
+        }
     }
 
     /** A growable list of longs, no boxing. */

@@ -156,7 +156,7 @@ public class MetaRuntime {
                         // a Redis session outlives its deadline by the grace, then expires by itself: after that a
                         // WRITING location nobody names is an orphan (embedded sessions are journaled: never)
                         remoteStore() ? cfg.write().maxTimeoutSeconds() + cfg.redis().sessionGrace().toSeconds() + 60 : 0,
-                        cfg.reclaim().queueLimit()));
+                        cfg.reclaim().queueLimit(), cfg.reclaim().passPage()));
         if (controlPlane != null) {
             controlPlane.start(registry, ledger, leadership::isLeader, this::dropInstance);
         }

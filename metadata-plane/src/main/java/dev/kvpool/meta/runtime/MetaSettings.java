@@ -136,6 +136,10 @@ public interface MetaSettings {
         /** PREFIX_LRU: at most this many of an instance's oldest keys kept from one pass for the next rounds. */
         @WithDefault("1048576")
         int queueLimit();
+
+        /** Shared store: an index larger than this is passed over this many keys per round (0: in one go). */
+        @WithDefault("65536")
+        int passPage();
     }
 
     interface Events {

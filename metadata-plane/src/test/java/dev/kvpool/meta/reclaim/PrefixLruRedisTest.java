@@ -3,6 +3,7 @@ package dev.kvpool.meta.reclaim;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.api.proto.meta.BlockMask;
 import dev.kvpool.meta.kvcm.Mask;
@@ -18,7 +19,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * PREFIX_LRU on a real Redis: the rounds after the first are served from the access queue (no further HSCAN), a
- * chain touched after the pass survives, whole seconds go, and no cached block is left without its prefix.
+ * chain touched after the pass survives, whole seconds go, and no cached block is left without its prefix; a
+ * large index is read a page per round, and what changes meanwhile is ranked right.
  */
 class PrefixLruRedisTest {
     private static final long T0 = 1_763_800_000_000L;
@@ -34,12 +36,8 @@ class PrefixLruRedisTest {
         try (RedisGroup rg = new RedisGroup(dir, 100_000, reclaim, o -> o);
              WritePath write = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600), clock)) {
             Instance inst = rg.inst;
-            // 30 chains of 2 blocks (prefix 100 + c, extension 200 + c), chain c written at second c: 60 blocks
             for (int c = 0; c < 30; c++) {
-                clock.set(T0 + c * 1000L);
-                var o = write.start(inst, new long[]{100 + c, 200 + c}, List.of(), 30, 1);
-                write.finish(inst, o.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(2).build()),
-                        rg.store::sessionOwner);
+                save(rg, write, clock, c, T0 + c * 1000L);
             }
             Reclaimer r = new Reclaimer(rg.registry, rg.ledger, write, () -> true, (i, p, re, k, b, y) -> { },
                     Reclaimer.Settings.DEFAULT);
@@ -71,5 +69,59 @@ class PrefixLruRedisTest {
             assertEquals(48, inst.allocators().values().stream().mapToLong(Slots::usedSlots).sum(),
                     "evicted slots went back to the allocator");
         }
+    }
+
+    @Test
+    void aLargeIndexIsPassedOverAPageARoundWhileItChanges() throws Exception {
+        TraceSimulation.TraceClock clock = new TraceSimulation.TraceClock();
+        var reclaim = new ReclaimConfig(ReclaimPolicy.PREFIX_LRU, 0.5, 0, 0, 5, 0, 0, 0, 60);
+        try (RedisGroup rg = new RedisGroup(dir, 100_000, reclaim, o -> o);
+             WritePath write = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600), clock)) {
+            Instance inst = rg.inst;
+            for (int c = 0; c < 30; c++) {
+                save(rg, write, clock, c, T0 + c * 1000L);
+            }
+            // pages of 8 keys: the 60-key index takes 8 rounds to read, during which nothing of it is evicted
+            Reclaimer r = new Reclaimer(rg.registry, rg.ledger, write, () -> true, (i, p, re, k, b, y) -> { },
+                    new Reclaimer.Settings(262_144, 4096, 0, 1 << 20, 8));
+            GroupConfig g = rg.registry.group("g");
+            long now = T0 + 100_000;
+            int idle = 0;
+            int evicted = 0;
+            for (int call = 0; evicted == 0; call++) {
+                if (call == 3) {
+                    // mid-pass: a prefix hit on chain 3 and a new chain 30, written now
+                    inst.index.touch(new long[]{103, 203}, 0, 2, (int) (now / 1000) + 1);
+                    save(rg, write, clock, 30, now + 1000);
+                }
+                evicted = r.runGroup(g, now + 2000L * call);
+                idle += evicted == 0 ? 1 : 0;
+                assertTrue(call < 20, "the pass never finished");
+            }
+            assertTrue(idle >= 7, "read a page per round: " + idle + " rounds before the first eviction");
+            int rounds = 1;
+            write.drain();
+            while (r.runGroup(g, now + 60_000) > 0) {
+                rounds++;
+                write.drain();
+            }
+            assertEquals(1, r.scans.get(), "one pass, then the queue");
+            assertEquals(4, rounds, "62 → 58 → 54 → 50 → 46 blocks (50 % is still at the level)");
+            for (int c = 0; c <= 30; c++) {
+                boolean gone = c <= 8 && c != 3; // 3 was touched during the pass; 30 was written during it
+                for (long k : new long[]{100 + c, 200 + c}) {
+                    assertEquals(gone, inst.index.get(k) == null, "key " + k + (gone ? " kept" : " evicted"));
+                }
+            }
+            assertEquals(46, inst.allocators().values().stream().mapToLong(Slots::usedSlots).sum());
+        }
+    }
+
+    /** Chain c: prefix 100 + c and its extension 200 + c, saved in one request at {@code atMs}. */
+    private static void save(RedisGroup rg, WritePath write, TraceSimulation.TraceClock clock, int c, long atMs) {
+        clock.set(atMs);
+        var o = write.start(rg.inst, new long[]{100 + c, 200 + c}, List.of(), 30, 1);
+        write.finish(rg.inst, o.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(2).build()),
+                rg.store::sessionOwner);
     }
 }
