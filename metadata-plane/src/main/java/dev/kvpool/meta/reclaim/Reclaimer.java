@@ -452,6 +452,7 @@ public final class Reclaimer implements AutoCloseable {
         if (cap > 0 && registry.sharedStore() && settings.passPage() > 0 && ix.keyCount() > settings.passPage()) {
             return pagedPass(inst, pol, share, nowSec, capacity, ok);
         }
+        passes.remove(inst.id); // the index shrank below a page meanwhile: one go
         TopK oldest = new TopK(capacity);
         TopK top = new TopK(share);
         boolean prefix = pol == ReclaimPolicy.PREFIX_LRU;
@@ -549,16 +550,13 @@ public final class Reclaimer implements AutoCloseable {
                 page[n++] = k;
             });
             int cutoff = startSec - CLOCK_MARGIN_SEC;
-            Block[] blocks = new Block[Math.min(n, 1024)];
-            for (int off = 0; off < n; off += blocks.length) {
-                int len = Math.min(blocks.length, n - off);
-                index.getAll(page, off, len, blocks);
-                for (int i = 0; i < len; i++) {
-                    if (blocks[i] != null) {
-                        long s = policy.score(blocks[i].meta(), startSec, 0);
-                        if (s < cutoff) {
-                            oldest.offer(s, page[off + i]);
-                        }
+            Block[] blocks = new Block[n];
+            index.getAll(page, 0, n, blocks); // a remote store pipelines the whole page: one round trip
+            for (int i = 0; i < n; i++) {
+                if (blocks[i] != null) {
+                    long s = policy.score(blocks[i].meta(), startSec, 0);
+                    if (s < cutoff) {
+                        oldest.offer(s, page[i]);
                     }
                 }
             }
