@@ -109,6 +109,11 @@ public abstract class ForwardingIndex implements InstanceIndex {
     }
 
     @Override
+    public long scanBlocks(long cursor, int hint, Consumer<Block> sink) {
+        return delegate.scanBlocks(cursor, hint, sink);
+    }
+
+    @Override
     public long[] sample(int n, RandomGenerator random) {
         return delegate.sample(n, random);
     }

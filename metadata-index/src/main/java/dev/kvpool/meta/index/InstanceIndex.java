@@ -132,6 +132,26 @@ public interface InstanceIndex {
      */
     long scan(long cursor, int max, java.util.function.LongConsumer sink);
 
+    /**
+     * Pages through blocks with their locations and meta word: visits about {@code hint} blocks (a remote store may
+     * visit more) and returns the next cursor, 0 when done; start with 0. A key present and unchanged for the whole
+     * scan is visited at least once; one that changes meanwhile may be visited twice or not at all. A cursor of
+     * this method is not one of {@link #scan}. Remote stores override it to read keys and values in one call.
+     */
+    default long scanBlocks(long cursor, int hint, java.util.function.Consumer<Block> sink) {
+        long[] keys = new long[Math.max(1, Math.min(hint, 1 << 16))];
+        int[] n = {0};
+        long next = scan(cursor, keys.length, k -> keys[n[0]++] = k);
+        Block[] blocks = new Block[n[0]];
+        getAll(keys, 0, n[0], blocks);
+        for (Block b : blocks) {
+            if (b != null) {
+                sink.accept(b);
+            }
+        }
+        return next;
+    }
+
     /** Up to {@code n} keys drawn at random (for eviction sampling). */
     long[] sample(int n, RandomGenerator random);
 

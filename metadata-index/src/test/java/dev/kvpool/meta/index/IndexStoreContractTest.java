@@ -770,6 +770,35 @@ public abstract class IndexStoreContractTest {
     }
 
     @Test
+    void scanBlocksVisitsEveryBlockWithItsLocations() throws Exception {
+        long[] keys = range(-300, 2700);
+        for (int i = 0; i < keys.length; i += 500) {
+            serve(Arrays.copyOfRange(keys, i, Math.min(keys.length, i + 500)));
+        }
+        markAndPurge(-300, -200); // gone: never visited
+        idx.markDeleting(new long[] {5}, 0, 1, null); // DELETING: visited as it is
+        restartAndCompare();
+        for (int hint : new int[] {1, 64, 100_000}) {
+            Map<Long, Block> seen = new HashMap<>();
+            long cursor = 0;
+            int calls = 0;
+            do {
+                cursor = idx.scanBlocks(cursor, hint, b -> seen.put(b.key(), b));
+                assertTrue(++calls <= keys.length + 2, "scanBlocks does not terminate");
+            } while (cursor != 0);
+            assertEquals(2600, seen.size(), "hint " + hint); // 2,700 served, 100 purged
+            for (Block b : seen.values()) {
+                Block now = idx.get(b.key());
+                assertEquals(now.meta(), b.meta(), "meta of " + b.key());
+                assertEquals(now.size(), b.size());
+                assertEquals(now.a(0), b.a(0), "location of " + b.key());
+            }
+            assertEquals(Loc.DELETING, Loc.status(seen.get(5L).a(0)));
+            assertNull(seen.get(-250L));
+        }
+    }
+
+    @Test
     void scanOfAnEmptyIndexEndsAtOnce() {
         assertEquals(0, idx.scan(0, 64, k -> fail("key " + k)));
         serve(3);

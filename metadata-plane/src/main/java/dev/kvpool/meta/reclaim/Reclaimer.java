@@ -515,7 +515,7 @@ public final class Reclaimer implements AutoCloseable {
         return q.take(share, ok);
     }
 
-    /** A pass over an index a page at a time: keys by HSCAN cursor, their blocks read per page. */
+    /** A pass over an index a page at a time ({@link InstanceIndex#scanBlocks}: one HSCAN page on Redis). */
     static final class PagedPass {
         final InstanceIndex index;
         final ReclaimPolicy policy;
@@ -524,8 +524,6 @@ public final class Reclaimer implements AutoCloseable {
         int lastStepSec;
         private long cursor;
         private boolean begun;
-        private long[] page = new long[1024];
-        private int n;
 
         PagedPass(InstanceIndex index, ReclaimPolicy policy, int startSec, int capacity) {
             this.index = index;
@@ -535,31 +533,20 @@ public final class Reclaimer implements AutoCloseable {
             this.oldest = new TopK(capacity);
         }
 
-        /** Reads up to {@code max} more keys; true when the pass is complete. */
-        boolean step(int max, int nowSec) {
+        /** Reads about {@code hint} more blocks; true when the pass is complete. */
+        boolean step(int hint, int nowSec) {
             lastStepSec = nowSec;
             if (begun && cursor == 0) {
                 return true;
             }
             begun = true;
-            n = 0;
-            cursor = index.scan(cursor, max, k -> {
-                if (n == page.length) {
-                    page = Arrays.copyOf(page, n * 2);
-                }
-                page[n++] = k;
-            });
             int cutoff = startSec - CLOCK_MARGIN_SEC;
-            Block[] blocks = new Block[n];
-            index.getAll(page, 0, n, blocks); // a remote store pipelines the whole page: one round trip
-            for (int i = 0; i < n; i++) {
-                if (blocks[i] != null) {
-                    long s = policy.score(blocks[i].meta(), startSec, 0);
-                    if (s < cutoff) {
-                        oldest.offer(s, page[i]);
-                    }
+            cursor = index.scanBlocks(cursor, hint, b -> {
+                long s = policy.score(b.meta(), startSec, 0);
+                if (s < cutoff) {
+                    oldest.offer(s, b.key());
                 }
-            }
+            });
             return cursor == 0;
         }
     }

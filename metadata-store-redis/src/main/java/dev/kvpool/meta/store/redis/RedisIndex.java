@@ -634,6 +634,19 @@ final class RedisIndex implements InstanceIndex {
         }
     }
 
+    /** One HSCAN page, keys and values: the cursor is Redis' own, the hint its COUNT. */
+    @Override
+    public long scanBlocks(long cursor, int hint, Consumer<Block> sink) {
+        Response page = calls.send(Request.cmd(Command.HSCAN).arg(blocks).arg(Long.toUnsignedString(cursor))
+                .arg("COUNT").arg(Math.max(1, Math.min(hint, MAX_COUNT))), "scanBlocks " + instanceId);
+        Response items = page.get(1);
+        for (int i = 0; i + 1 < items.size(); i += 2) {
+            long key = Codec.key(items.get(i).toBytes());
+            sink.accept(Codec.block(key, items.get(i + 1).toBytes()));
+        }
+        return Long.parseUnsignedLong(page.get(0).toString());
+    }
+
     /** HRANDFIELD with a positive count: distinct keys, Redis' own randomness (the generator is not used). */
     @Override
     public long[] sample(int n, RandomGenerator random) {
