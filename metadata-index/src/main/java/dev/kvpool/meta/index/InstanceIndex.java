@@ -174,13 +174,17 @@ public interface InstanceIndex {
 
     /** Keys whose block satisfies the predicate on its meta word (e.g. a write-time range). */
     default long[] keysWhere(LongPredicate metaPredicate) {
-        var out = new java.util.ArrayList<Long>();
+        long[][] out = {new long[64]}; // primitive: a TTL expiry may match millions of keys
+        int[] n = {0};
         forEach(bl -> {
             if (metaPredicate.test(bl.meta())) {
-                out.add(bl.key());
+                if (n[0] == out[0].length) {
+                    out[0] = java.util.Arrays.copyOf(out[0], n[0] * 2);
+                }
+                out[0][n[0]++] = bl.key();
             }
         });
-        return out.stream().mapToLong(Long::longValue).toArray();
+        return java.util.Arrays.copyOf(out[0], n[0]);
     }
 
     /**

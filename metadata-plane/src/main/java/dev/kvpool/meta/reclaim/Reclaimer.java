@@ -55,11 +55,9 @@ public final class Reclaimer implements AutoCloseable {
     /**
      * @param orphanAfterSec a WRITING location older than this that no open session names is an orphan (its
      *                       session expired in a shared store while no replica was alive to close it); 0 = never
-     */
-    /**
-     * @param queueLimit keys an access queue may hold (at least two rounds' worth; 0: no queue)
-     * @param passPage   on a shared store, an index larger than this is passed over this many keys per round, so a
-     *                   huge index does not hold up the other groups (0: always in one go)
+     * @param queueLimit     keys an access queue may hold (at least two rounds' worth; 0: no queue)
+     * @param passPage       on a shared store, an index larger than this is passed over this many keys per round, so
+     *                       a huge index does not hold up the other groups (0: always in one go)
      */
     public record Settings(int exactLimit, int sampleSize, long orphanAfterSec, int queueLimit, int passPage) {
         public static final Settings DEFAULT = new Settings(262_144, 4096, 0);
@@ -157,7 +155,7 @@ public final class Reclaimer implements AutoCloseable {
             nextOrphanSweepMs = nowMs + Math.max(60_000, settings.orphanAfterSec() * 500);
             sweepOrphans(nowMs);
         }
-        if (!queues.isEmpty()) { // a queue's memory goes with its instance, or when its group turns to LFU
+        if (!queues.isEmpty() || !passes.isEmpty()) { // their memory goes with the instance, or when the group turns LFU
             Set<String> live = new java.util.HashSet<>();
             for (Instance i : registry.instances()) {
                 GroupConfig g = registry.group(i.group);
