@@ -30,15 +30,10 @@ class PrefixLruRedisTest {
 
     @Test
     void roundsAfterTheFirstPassComeFromTheQueueAndSpareTouchedChains() throws Exception {
-        TraceSimulation.TraceClock clock = new TraceSimulation.TraceClock();
-        // 100 blocks of 1000 bytes; soft level 50 %, 5 blocks per round (a round takes whole seconds)
-        var reclaim = new ReclaimConfig(ReclaimPolicy.PREFIX_LRU, 0.5, 0, 0, 5, 0, 0, 0, 60);
-        try (RedisGroup rg = new RedisGroup(dir, 100_000, reclaim, o -> o);
-             WritePath write = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600), clock)) {
+        try (Chains ch = new Chains(dir, 100, 30)) {
+            RedisGroup rg = ch.rg;
+            WritePath write = ch.write;
             Instance inst = rg.inst;
-            for (int c = 0; c < 30; c++) {
-                save(rg, write, clock, c, T0 + c * 1000L);
-            }
             Reclaimer r = new Reclaimer(rg.registry, rg.ledger, write, () -> true, (i, p, re, k, b, y) -> { },
                     Reclaimer.Settings.DEFAULT);
             GroupConfig g = rg.registry.group("g");
@@ -73,29 +68,25 @@ class PrefixLruRedisTest {
 
     @Test
     void aLargeIndexIsPassedOverAPageARoundWhileItChanges() throws Exception {
-        TraceSimulation.TraceClock clock = new TraceSimulation.TraceClock();
-        // 1,200 blocks, soft level 50 %; 300 chains = 600 blocks: more than the 512 entries Redis 7 keeps in one
-        // listpack (which HSCAN returns whole, whatever COUNT says)
-        var reclaim = new ReclaimConfig(ReclaimPolicy.PREFIX_LRU, 0.5, 0, 0, 5, 0, 0, 0, 60);
-        try (RedisGroup rg = new RedisGroup(dir, 1_200_000, reclaim, o -> o);
-             WritePath write = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600), clock)) {
+        // 300 chains = 600 blocks: more than the 512 entries Redis 7 keeps in one listpack (which HSCAN returns whole,
+        // whatever COUNT says)
+        try (Chains ch = new Chains(dir, 1200, 300)) {
+            RedisGroup rg = ch.rg;
+            WritePath write = ch.write;
             Instance inst = rg.inst;
-            for (int c = 0; c < 300; c++) {
-                save(rg, write, clock, c, T0 + c * 1000L);
-            }
             // pages of about 8 keys: the pass takes many rounds, during which nothing of this index is evicted
             Reclaimer r = new Reclaimer(rg.registry, rg.ledger, write, () -> true, (i, p, re, k, b, y) -> { },
                     new Reclaimer.Settings(262_144, 4096, 0, 1 << 20, 8));
             GroupConfig g = rg.registry.group("g");
             long now = T0 + 400_000;
-            save(rg, write, clock, 300, now - 10_000); // 602 blocks: over the level
+            ch.save(300, now - 10_000); // 602 blocks: over the level
             int idle = 0;
             int evicted = 0;
             for (int call = 0; evicted == 0; call++) {
                 if (call == 3) {
                     // mid-pass: a prefix hit on the oldest chain, and a new chain written now
                     inst.index.touch(new long[]{1000, 2000}, 0, 2, (int) (now / 1000) + 1);
-                    save(rg, write, clock, 301, now + 1000);
+                    ch.save(301, now + 1000);
                 }
                 evicted = r.runGroup(g, now + 2000L * call);
                 idle += evicted == 0 ? 1 : 0;
@@ -119,11 +110,39 @@ class PrefixLruRedisTest {
         }
     }
 
-    /** Chain c: prefix 1000 + c and its extension 2000 + c, saved in one request at {@code atMs}. */
-    private static void save(RedisGroup rg, WritePath write, TraceSimulation.TraceClock clock, int c, long atMs) {
-        clock.set(atMs);
-        var o = write.start(rg.inst, new long[]{1000 + c, 2000 + c}, List.of(), 30, 1);
-        write.finish(rg.inst, o.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(2).build()),
-                rg.store::sessionOwner);
+    /**
+     * Group "g" on Redis with PREFIX_LRU, soft level 50 %, 5 blocks per round (a round takes whole seconds), and
+     * {@code chains} chains saved, chain c at second c.
+     */
+    private static final class Chains implements AutoCloseable {
+        final TraceSimulation.TraceClock clock = new TraceSimulation.TraceClock();
+        final RedisGroup rg;
+        final WritePath write;
+
+        Chains(Path dir, int capacityBlocks, int chains) throws Exception {
+            var reclaim = new ReclaimConfig(ReclaimPolicy.PREFIX_LRU, 0.5, 0, 0, 5, 0, 0, 0, 60);
+            rg = new RedisGroup(dir, capacityBlocks * 1000L, reclaim, o -> o);
+            write = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600), clock);
+            for (int c = 0; c < chains; c++) {
+                save(c, T0 + c * 1000L);
+            }
+        }
+
+        /** Chain c: prefix 1000 + c and its extension 2000 + c, saved in one request at {@code atMs}. */
+        void save(int c, long atMs) {
+            clock.set(atMs);
+            var o = write.start(rg.inst, new long[]{1000 + c, 2000 + c}, List.of(), 30, 1);
+            write.finish(rg.inst, o.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(2).build()),
+                    rg.store::sessionOwner);
+        }
+
+        @Override
+        public void close() throws Exception {
+            try {
+                write.close();
+            } finally {
+                rg.close();
+            }
+        }
     }
 }
