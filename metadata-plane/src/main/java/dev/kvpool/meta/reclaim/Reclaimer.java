@@ -93,6 +93,8 @@ public final class Reclaimer implements AutoCloseable {
     private final Map<String, AccessQueue> queues = new ConcurrentHashMap<>();
     /** Passes over a large index in progress, a page per round, per instance id (leader only). */
     private final Map<String, PagedPass> passes = new ConcurrentHashMap<>();
+    /** TTL expiry passes in progress: the next scanBlocks cursor per instance id (leader only). */
+    private final Map<String, Long> expiryCursors = new ConcurrentHashMap<>();
     /** Set by a round that read a page of an unfinished pass (reclaimer thread only). */
     private boolean paging;
     private volatile long nextOrphanSweepMs;
@@ -126,6 +128,7 @@ public final class Reclaimer implements AutoCloseable {
                     overSince.clear();
                     queues.clear();
                     passes.clear();
+                    expiryCursors.clear();
                     nextOrphanSweepMs = 0; // a replica that becomes leader sweeps at once
                 }
             } catch (RuntimeException e) {
@@ -165,6 +168,11 @@ public final class Reclaimer implements AutoCloseable {
             }
             queues.keySet().retainAll(live);
             passes.keySet().retainAll(live);
+        }
+        if (!expiryCursors.isEmpty()) {
+            Set<String> ids = new java.util.HashSet<>();
+            registry.instances().forEach(i -> ids.add(i.id));
+            expiryCursors.keySet().retainAll(ids);
         }
         boolean any = false;
         for (GroupConfig g : registry.groups()) {
@@ -229,12 +237,15 @@ public final class Reclaimer implements AutoCloseable {
         ReclaimConfig r = g.reclaim();
         int evicted = 0;
         List<Instance> insts = registry.instancesOf(g.name());
-        if (r.policy() == ReclaimPolicy.TTL && r.ttlSeconds() > 0 && nowMs >= nextExpiry.getOrDefault(g.name(), 0L)) {
+        if (r.policy() == ReclaimPolicy.TTL && r.ttlSeconds() > 0) {
             // expiry reads the whole index: a tenth of the TTL late (at most a minute) is close enough, and keeps a
-            // large index from being read every trigger period
-            nextExpiry.put(g.name(), nowMs + Math.max(r.periodMs(), Math.min(r.ttlSeconds() * 100, 60_000)));
+            // large index from being read every trigger period; a pass in progress goes on a page per round
+            boolean start = nowMs >= nextExpiry.getOrDefault(g.name(), 0L);
+            if (start) {
+                nextExpiry.put(g.name(), nowMs + Math.max(r.periodMs(), Math.min(r.ttlSeconds() * 100, 60_000)));
+            }
             for (Instance inst : insts) {
-                evicted += expire(inst, r, nowSec);
+                evicted += expire(inst, r, nowSec, start);
             }
         }
         Trigger t = trigger(g);
@@ -331,10 +342,34 @@ public final class Reclaimer implements AutoCloseable {
         return victims.length == 0 ? 0 : evict(inst, r, t.reason(), victims);
     }
 
-    private int expire(Instance inst, ReclaimConfig r, int nowSec) {
+    /**
+     * One page ({@code passPage} keys; 0: the whole index) of the instance's expiry pass: a new pass when
+     * {@code start}, else the one in progress if any. What the page finds older than the TTL is read again and
+     * evicted at once: expiry needs no ranking, so it need not wait for the pass to end.
+     */
+    private int expire(Instance inst, ReclaimConfig r, int nowSec, boolean start) {
+        Long from = expiryCursors.get(inst.id);
+        if (from == null && !start) {
+            return 0;
+        }
+        long cursor = from == null ? 0 : from;
         long cutoff = (long) nowSec - r.ttlSeconds();
-        scans.incrementAndGet();
-        long[] old = inst.index.keysWhere(meta -> Loc.writeSec(meta) < cutoff);
+        LongList found = new LongList();
+        do {
+            cursor = inst.index.scanBlocks(cursor, settings.passPage() > 0 ? settings.passPage() : 1 << 16, b -> {
+                if (Loc.writeSec(b.meta()) < cutoff) {
+                    found.add(b.key());
+                }
+            });
+        } while (cursor != 0 && settings.passPage() <= 0);
+        if (cursor == 0) {
+            expiryCursors.remove(inst.id);
+            scans.incrementAndGet();
+        } else {
+            expiryCursors.put(inst.id, cursor);
+            paging = true;
+        }
+        long[] old = found.toArray();
         if (old.length == 0) {
             return 0;
         }
@@ -343,7 +378,7 @@ public final class Reclaimer implements AutoCloseable {
         long[] keep = new long[old.length];
         int n = 0;
         for (int i = 0; i < old.length; i++) {
-            if (evictable(blocks[i], null)) {
+            if (evictable(blocks[i], null) && Loc.writeSec(blocks[i].meta()) < cutoff) {
                 keep[n++] = old[i];
             }
         }

@@ -20,9 +20,10 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * PREFIX_LRU on a real Redis: the rounds after the first are served from the access queue (no further HSCAN), a
  * chain touched after the pass survives, whole seconds go, and no cached block is left without its prefix; a
- * large index is read a page per round, and what changes meanwhile is ranked right.
+ * large index is read a page per round, and what changes meanwhile is ranked right. TTL expiry of a large index
+ * goes a page per round too, evicting as it finds.
  */
-class PrefixLruRedisTest {
+class RedisReclaimTest {
     private static final long T0 = 1_763_800_000_000L;
 
     @TempDir
@@ -30,7 +31,7 @@ class PrefixLruRedisTest {
 
     @Test
     void roundsAfterTheFirstPassComeFromTheQueueAndSpareTouchedChains() throws Exception {
-        try (Chains ch = new Chains(dir, 100, 30)) {
+        try (Chains ch = new Chains(dir, 100, 30, PREFIX_LRU)) {
             RedisGroup rg = ch.rg;
             WritePath write = ch.write;
             Instance inst = rg.inst;
@@ -70,7 +71,7 @@ class PrefixLruRedisTest {
     void aLargeIndexIsPassedOverAPageARoundWhileItChanges() throws Exception {
         // 300 chains = 600 blocks: more than the 512 entries Redis 7 keeps in one listpack (which HSCAN returns whole,
         // whatever COUNT says)
-        try (Chains ch = new Chains(dir, 1200, 300)) {
+        try (Chains ch = new Chains(dir, 1200, 300, PREFIX_LRU)) {
             RedisGroup rg = ch.rg;
             WritePath write = ch.write;
             Instance inst = rg.inst;
@@ -110,17 +111,51 @@ class PrefixLruRedisTest {
         }
     }
 
-    /**
-     * Group "g" on Redis with PREFIX_LRU, soft level 50 %, 5 blocks per round (a round takes whole seconds), and
-     * {@code chains} chains saved, chain c at second c.
-     */
+    /** Soft level 50 %, 5 blocks per round (PREFIX_LRU takes whole seconds). */
+    private static final ReclaimConfig PREFIX_LRU = new ReclaimConfig(ReclaimPolicy.PREFIX_LRU, 0.5, 0, 0, 5, 0, 0, 0, 60);
+
+    @Test
+    void ttlExpiryOfALargeIndexGoesAPageARoundAndEvictsAsItFinds() throws Exception {
+        // no water level; blocks written more than 100 s ago expire
+        var ttl = new ReclaimConfig(ReclaimPolicy.TTL, 0, 0, 0, 0, 0, 0, 100, 60);
+        try (Chains ch = new Chains(dir, 1200, 300, ttl)) {
+            Instance inst = ch.rg.inst;
+            Reclaimer r = new Reclaimer(ch.rg.registry, ch.rg.ledger, ch.write, () -> true, (i, p, re, k, b, y) -> { },
+                    new Reclaimer.Settings(262_144, 4096, 0, 1 << 20, 8));
+            GroupConfig g = ch.rg.registry.group("g");
+            long now = T0 + 250_000; // chains 0-149 were written more than 100 s ago
+            int rounds = 0, evicting = 0, evicted = 0;
+            do {
+                int e = r.runGroup(g, now + rounds * 10L);
+                evicted += e;
+                evicting += e > 0 ? 1 : 0;
+                if (rounds++ == 3) {
+                    ch.save(300, now); // written during the pass: fresh
+                }
+                ch.write.drain();
+                assertTrue(rounds < 1000, "the expiry pass never finished");
+            } while (r.scans.get() == 0);
+            assertEquals(300, evicted, "every block older than the TTL, once");
+            assertTrue(evicting > 5, "evicted as the pages came: " + evicting + " rounds evicted");
+            for (int c = 0; c <= 300; c++) {
+                boolean gone = c < 150;
+                for (long k : new long[]{1000 + c, 2000 + c}) {
+                    assertEquals(gone, inst.index.get(k) == null, "key " + k + (gone ? " kept" : " evicted"));
+                }
+            }
+            assertEquals(0, r.runGroup(g, now + 5_000), "the next pass is not due yet (a tenth of the TTL)");
+            assertEquals(1, r.scans.get());
+            assertEquals(302, inst.allocators().values().stream().mapToLong(Slots::usedSlots).sum());
+        }
+    }
+
+    /** Group "g" on Redis with {@code reclaim}, and {@code chains} chains saved, chain c at second c. */
     private static final class Chains implements AutoCloseable {
         final TraceSimulation.TraceClock clock = new TraceSimulation.TraceClock();
         final RedisGroup rg;
         final WritePath write;
 
-        Chains(Path dir, int capacityBlocks, int chains) throws Exception {
-            var reclaim = new ReclaimConfig(ReclaimPolicy.PREFIX_LRU, 0.5, 0, 0, 5, 0, 0, 0, 60);
+        Chains(Path dir, int capacityBlocks, int chains, ReclaimConfig reclaim) throws Exception {
             rg = new RedisGroup(dir, capacityBlocks * 1000L, reclaim, o -> o);
             write = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600), clock);
             for (int c = 0; c < chains; c++) {
