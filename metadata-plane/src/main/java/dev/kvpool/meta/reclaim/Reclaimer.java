@@ -98,6 +98,8 @@ public final class Reclaimer implements AutoCloseable {
     /** Set by a round that read a page of an unfinished pass (reclaimer thread only). */
     private boolean paging;
     private volatile long nextOrphanSweepMs;
+    /** The orphan sweep in progress, a page per round (reclaimer thread only). */
+    private OrphanSweep sweep;
     private volatile Thread thread;
     private volatile boolean closed;
 
@@ -130,6 +132,7 @@ public final class Reclaimer implements AutoCloseable {
                     passes.clear();
                     expiryCursors.clear();
                     nextOrphanSweepMs = 0; // a replica that becomes leader sweeps at once
+                    sweep = null;
                 }
             } catch (RuntimeException e) {
                 LOG.error("reclaimer round failed", e);
@@ -152,11 +155,21 @@ public final class Reclaimer implements AutoCloseable {
         if (registry.sharedStore()) {
             registry.refreshIfOlderThan(1000); // water levels changed on another replica take effect here too
         }
-        if (settings.orphanAfterSec() > 0 && nowMs >= nextOrphanSweepMs) {
-            // a sweep reads every index whole; orphans only appear when every replica was down past a session's
-            // grace, so twice per orphan age is soon enough (the first round of a new leader always sweeps)
-            nextOrphanSweepMs = nowMs + Math.max(60_000, settings.orphanAfterSec() * 500);
-            sweepOrphans(nowMs);
+        boolean sweeping = false;
+        if (settings.orphanAfterSec() > 0) {
+            if (sweep == null && nowMs >= nextOrphanSweepMs) {
+                // a sweep reads every index whole; orphans only appear when every replica was down past a session's
+                // grace, so twice per orphan age is soon enough (the first round of a new leader always sweeps)
+                nextOrphanSweepMs = nowMs + Math.max(60_000, settings.orphanAfterSec() * 500);
+                sweep = new OrphanSweep(nowMs / 1000 - settings.orphanAfterSec(), registry.instances());
+            }
+            if (sweep != null) { // a page per round: a new leader's first rounds are not spent on one long sweep
+                if (sweep.step(settings.passPage() > 0 ? settings.passPage() : 1 << 16)) {
+                    sweep = null;
+                } else {
+                    sweeping = true;
+                }
+            }
         }
         if (!queues.isEmpty() || !passes.isEmpty()) { // their memory goes with the instance, or when the group turns LFU
             Set<String> live = new java.util.HashSet<>();
@@ -188,7 +201,7 @@ public final class Reclaimer implements AutoCloseable {
             any |= again;
         }
         rounds.incrementAndGet();
-        return any;
+        return any || sweeping;
     }
 
     /** The water-level check of one group (§3.10.1 with every field honoured). */
@@ -286,21 +299,48 @@ public final class Reclaimer implements AutoCloseable {
     /**
      * Removes blocks whose only locations are WRITING, older than {@code orphanAfterSec}, and named by no open
      * session: a shared store (Redis) expires a session by itself after its grace, and if no replica was alive to
-     * close it first, its locations would otherwise stay WRITING for ever (never served, never evicted).
+     * close it first, its locations would otherwise stay WRITING for ever (never served, never evicted). The whole
+     * sweep at once; the leader's rounds run it a page at a time ({@link OrphanSweep}).
      */
     public int sweepOrphans(long nowMs) {
-        long cutoff = nowMs / 1000 - settings.orphanAfterSec();
-        int removed = 0;
-        for (Instance inst : registry.instances()) {
-            java.util.Set<Long> open = new java.util.HashSet<>();
-            for (var s : inst.index.sessions()) {
-                for (long id : s.locIds()) {
-                    open.add(id);
+        OrphanSweep sweep = new OrphanSweep(nowMs / 1000 - settings.orphanAfterSec(), registry.instances());
+        while (!sweep.step(1 << 16)) {
+        }
+        return sweep.removed;
+    }
+
+    /** A sweep for orphans over every instance, one scanBlocks page per step. */
+    final class OrphanSweep {
+        private final long cutoffSec;
+        private final java.util.ArrayDeque<Instance> todo;
+        private java.util.Set<Long> open;
+        private long cursor;
+        private int foundInInstance;
+        int removed;
+
+        OrphanSweep(long cutoffSec, java.util.Collection<Instance> instances) {
+            this.cutoffSec = cutoffSec;
+            this.todo = new java.util.ArrayDeque<>(instances);
+        }
+
+        /** One page of the current instance; true when every instance is done. */
+        boolean step(int page) {
+            Instance inst = todo.peek();
+            if (inst == null) {
+                return true;
+            }
+            if (open == null) {
+                // a live session's locations are younger than the cutoff anyway (orphan age > longest timeout)
+                open = new java.util.HashSet<>();
+                for (var s : inst.index.sessions()) {
+                    for (long id : s.locIds()) {
+                        open.add(id);
+                    }
                 }
             }
-            List<Long> orphans = new ArrayList<>();
-            inst.index.forEach(b -> {
-                if (b.size() == 0 || b.writeSec() >= cutoff) {
+            LongList orphans = new LongList();
+            cursor = inst.index.scanBlocks(cursor, page, b -> {
+                if (b.size() == 0 || b.writeSec() >= cutoffSec) {
                     return;
                 }
                 for (int i = 0; i < b.size(); i++) {
@@ -310,20 +350,25 @@ public final class Reclaimer implements AutoCloseable {
                 }
                 orphans.add(b.key());
             });
-            if (orphans.isEmpty()) {
-                continue;
-            }
-            long[] keys = orphans.stream().mapToLong(Long::longValue).toArray();
+            long[] keys = orphans.toArray();
             for (int off = 0; off < keys.length; off += 1024) {
                 LocList moved = inst.index.markDeleting(keys, off, Math.min(1024, keys.length - off), null);
                 write.submitDelete(inst, moved, 0);
                 removed += moved.size();
+                orphansRemoved.addAndGet(moved.size());
             }
-            LOG.warnf("instance %s: removed %d orphaned WRITING locations (their sessions expired unclosed)",
-                    inst.id, keys.length);
+            foundInInstance += keys.length;
+            if (cursor == 0) {
+                if (foundInInstance > 0) {
+                    LOG.warnf("instance %s: removed %d orphaned WRITING locations (their sessions expired unclosed)",
+                            inst.id, foundInInstance);
+                }
+                todo.poll();
+                open = null;
+                foundInInstance = 0;
+            }
+            return todo.isEmpty();
         }
-        orphansRemoved.addAndGet(removed);
-        return removed;
     }
 
     /** Epoch ms since when the group has been over its water level, or 0. */
