@@ -48,6 +48,16 @@ class OrphanSweepTest {
             assertEquals(2000, rg.ledger.usage("g").total(), "the orphans' quota is back");
             long slots = inst.allocators().values().stream().mapToLong(Slots::usedSlots).sum();
             assertEquals(2, slots, "the orphans' slots are back");
+
+            // the leader's rounds run the same sweep (a page per round); its first round sweeps at once
+            write.start(inst, new long[]{6, 7}, List.of(), 1, 1); // never finished either
+            Thread.sleep(1500);
+            long before = r.orphansRemoved.get();
+            r.tick(System.currentTimeMillis() + 15_000);
+            write.drain();
+            assertEquals(before + 2, r.orphansRemoved.get());
+            assertNull(inst.index.get(6));
+            assertEquals(2000, rg.ledger.usage("g").total());
         }
     }
 }
