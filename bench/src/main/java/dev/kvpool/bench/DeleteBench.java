@@ -26,11 +26,11 @@ final class DeleteBench {
     }
 
     static void run(Map<String, String> opt) throws Exception {
-        String url = opt.getOrDefault("url", "http://127.0.0.1:6382");
-        String[] redisAddr = opt.getOrDefault("redis", "127.0.0.1:6379").split(":");
-        int blocks = Integer.parseInt(opt.getOrDefault("blocks", "32768"));
-        int batch = Integer.parseInt(opt.getOrDefault("batch", "1024"));
-        int rounds = Integer.parseInt(opt.getOrDefault("rounds", "4"));
+        Opts o = new Opts(opt);
+        String url = o.url();
+        int blocks = o.integer("blocks", 32768);
+        int batch = o.integer("batch", 1024);
+        int rounds = o.integer("rounds", 4);
         String instance = "bench-deletes-" + System.currentTimeMillis();
         String hash = "kvpool-bench:" + instance;
         byte[] h = hash.getBytes(StandardCharsets.US_ASCII);
@@ -40,7 +40,7 @@ final class DeleteBench {
                 + "pipelined HDEL of as many fields, %d per pipeline%n", rounds, blocks, batch, batch);
         List<Double> ratios = new ArrayList<>();
         double kvTotal = 0, redisTotal = 0;
-        try (KvcmHttp kv = new KvcmHttp(url); Resp redis = new Resp(redisAddr[0], Integer.parseInt(redisAddr[1]))) {
+        try (KvcmHttp kv = new KvcmHttp(url); Resp redis = o.redis()) {
             Main.register(kv, instance, 16, 4096);
             for (int round = 0; round <= rounds; round++) {
                 long[] keys = ThreadLocalRandom.current().longs(blocks).toArray();

@@ -45,6 +45,19 @@ public final class Main {
         if (cmd.equals("replay") || cmd.equals("prefix") || cmd.equals("writes")) {
             System.out.println(idleNote());
         }
+        try {
+            run(cmd, args, opt);
+        } catch (IllegalArgumentException e) { // a bad option: say which, no stack trace
+            System.err.println("bench " + cmd + ": " + e.getMessage());
+            System.exit(2);
+        } catch (java.net.ConnectException e) { // the plane or Redis is not up: say so, not a stack trace
+            System.err.println("bench " + cmd + ": cannot connect (" + e.getMessage()
+                    + "); is the metadata plane up (./kvpool up) and Redis at --redis?");
+            System.exit(1);
+        }
+    }
+
+    private static void run(String cmd, String[] args, Map<String, String> opt) throws Exception {
         switch (cmd) {
             case "replay" -> replay(opt);
             case "prefix" -> prefix(opt);
@@ -130,19 +143,19 @@ public final class Main {
 
     static void replay(Map<String, String> opt) throws Exception {
         Path trace = opt.containsKey("trace") ? Path.of(opt.get("trace")) : MooncakeTrace.conversation();
-        int limit = Integer.parseInt(opt.getOrDefault("limit", "" + Integer.MAX_VALUE));
-        KvcmHttp kv = new KvcmHttp(opt.getOrDefault("url", "http://127.0.0.1:6382"));
-        String[] redisAddr = opt.getOrDefault("redis", "127.0.0.1:6379").split(":");
+        Opts o = new Opts(opt);
+        int limit = o.integer("limit", Integer.MAX_VALUE);
+        KvcmHttp kv = new KvcmHttp(o.url());
         String instance = "bench-replay-" + System.currentTimeMillis();
         // block size 512 tokens as in the trace; 16 KiB per block keeps 180 k blocks inside the default quota
         register(kv, instance, 512, 16384);
         List<long[]> requests = MooncakeTrace.read(trace, limit).stream().map(MooncakeTrace.Request::hashIds).toList();
         System.out.printf("replaying %d requests of %s against %s (instance %s) and Redis %s%n", requests.size(),
-                trace.getFileName(), opt.getOrDefault("url", "http://127.0.0.1:6382"), instance, String.join(":", redisAddr));
+                trace.getFileName(), o.url(), instance, o.redisAddress());
         Stats get = new Stats(), start = new Stats(), finish = new Stats(), mget = new Stats(), mset = new Stats();
         long asked = 0, hit = 0, redisHit = 0;
         String prefix = "kvpool-bench:" + instance + ":";
-        try (Resp redis = new Resp(redisAddr[0], Integer.parseInt(redisAddr[1]))) {
+        try (Resp redis = o.redis()) {
             int done = 0;
             long t0 = System.nanoTime();
             for (long[] keys : requests) {
@@ -261,11 +274,11 @@ public final class Main {
     private static final byte[] EMPTY_BODY = "{}".getBytes(StandardCharsets.US_ASCII);
 
     static void prefix(Map<String, String> opt) throws Exception {
-        int n = Integer.parseInt(opt.getOrDefault("keys", "1024"));
-        int rounds = Integer.parseInt(opt.getOrDefault("rounds", "10"));
-        int iters = Integer.parseInt(opt.getOrDefault("iters", "200"));
-        KvcmHttp kv = new KvcmHttp(opt.getOrDefault("url", "http://127.0.0.1:6382"));
-        String[] redisAddr = opt.getOrDefault("redis", "127.0.0.1:6379").split(":");
+        Opts o = new Opts(opt);
+        int n = o.integer("keys", 1024);
+        int rounds = o.integer("rounds", 10);
+        int iters = o.integer("iters", 200);
+        KvcmHttp kv = new KvcmHttp(o.url());
         String instance = "bench-prefix-" + System.currentTimeMillis();
         register(kv, instance, 512, 16384);
         long[] keys = new long[n];
@@ -286,7 +299,7 @@ public final class Main {
         String prefix = "kvpool-bench:" + instance + ":";
         byte[][] mget = new byte[n + 1][];
         mget[0] = "MGET".getBytes(StandardCharsets.US_ASCII);
-        try (Resp redis = new Resp(redisAddr[0], Integer.parseInt(redisAddr[1]))) {
+        try (Resp redis = o.redis()) {
             byte[][] set = new byte[2 * n + 1][];
             set[0] = "MSET".getBytes(StandardCharsets.US_ASCII);
             for (int i = 0; i < n; i++) {
@@ -299,7 +312,7 @@ public final class Main {
                     n, n, set[2].length, rounds, iters);
             // warm-up both sides: the plane's JIT needs a few thousand calls before its times settle (rounds
             // after a short warm-up read 2-3x slower)
-            int warmup = Integer.parseInt(opt.getOrDefault("warmup", "3000"));
+            int warmup = o.integer("warmup", 3000);
             for (int i = 0; i < Math.max(warmup, iters); i++) {
                 kv.call("getCacheLocation", q, GetCacheLocationResponse.newBuilder());
                 redis.call(mget);

@@ -59,10 +59,11 @@ final class PolicyBench {
 
     static void run(Map<String, String> opt) throws IOException {
         QUIET.setLevel(java.util.logging.Level.WARNING); // "registered instance sim" once per run is noise here
-        int limit = Integer.parseInt(opt.getOrDefault("limit", "" + Integer.MAX_VALUE));
-        double water = Double.parseDouble(opt.getOrDefault("water", "0.9"));
-        int stepPct = Integer.parseInt(opt.getOrDefault("step-percentage", "5"));
-        int lfuDecay = Integer.parseInt(opt.getOrDefault("lfu-decay", "60"));
+        Opts o = new Opts(opt);
+        int limit = o.integer("limit", Integer.MAX_VALUE);
+        double water = o.number("water", 0.9);
+        int stepPct = o.integer("step-percentage", 5);
+        int lfuDecay = o.integer("lfu-decay", 60);
         List<Long> capacities = new ArrayList<>();
         for (String c : opt.getOrDefault("capacities", "1M,3M,10M,30M").split(",")) {
             capacities.add(tokens(c));

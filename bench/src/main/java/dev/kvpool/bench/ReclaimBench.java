@@ -27,21 +27,21 @@ final class ReclaimBench {
     }
 
     static void run(Map<String, String> opt) throws Exception {
-        String url = opt.getOrDefault("url", "http://127.0.0.1:6382");
-        String[] redisAddr = opt.getOrDefault("redis", "127.0.0.1:6379").split(":");
-        int blocks = Integer.parseInt(opt.getOrDefault("blocks", "1000000"));
-        int step = Integer.parseInt(opt.getOrDefault("step", "1000"));
-        double keep = Double.parseDouble(opt.getOrDefault("keep", "0.5"));
+        Opts o = new Opts(opt);
+        String url = o.url();
+        int blocks = o.integer("blocks", 1_000_000);
+        int step = o.integer("step", 1000);
+        double keep = o.number("keep", 0.5);
         // spread the saves: blocks get distinct access seconds as in a pool filled over time (a second's blocks
         // go together under PREFIX_LRU, so a fill in one burst would make a few huge rounds)
-        int fillSec = Integer.parseInt(opt.getOrDefault("fill-seconds", "200"));
-        String policy = opt.getOrDefault("policy", "PREFIX_LRU").toUpperCase(Locale.ROOT);
+        int fillSec = o.integer("fill-seconds", 200);
+        String policy = o.str("policy", "PREFIX_LRU").toUpperCase(Locale.ROOT);
         String instance = "bench-reclaim-" + System.currentTimeMillis();
         String group = url + "/api/v1/groups/default"; // allows 1,000,000 keys per instance: --blocks at most that
         System.out.printf(Locale.ROOT, "reclaim: %d blocks in chains of 512, %s down to %.0f%% in steps of %d, "
                 + "saves spread over %d s, vs one HSCAN pass over the instance's Redis hash%n", blocks, policy, keep * 100, step,
                 fillSec);
-        try (KvcmHttp kv = new KvcmHttp(url); Resp redis = new Resp(redisAddr[0], Integer.parseInt(redisAddr[1]))) {
+        try (KvcmHttp kv = new KvcmHttp(url); Resp redis = o.redis()) {
             Main.register(kv, instance, 16, 4096);
             var json = new com.fasterxml.jackson.databind.ObjectMapper();
             String strategy = json.readTree(http("GET", group, null)).get("reclaim_strategy").toString();

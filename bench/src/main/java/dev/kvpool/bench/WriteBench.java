@@ -29,12 +29,12 @@ final class WriteBench {
     }
 
     static void run(Map<String, String> opt) throws Exception {
-        String url = opt.getOrDefault("url", "http://127.0.0.1:6382");
-        String[] redisAddr = opt.getOrDefault("redis", "127.0.0.1:6379").split(":");
-        int threads = Integer.parseInt(opt.getOrDefault("threads", "4"));
-        int batch = Integer.parseInt(opt.getOrDefault("batch", "64"));
-        int rounds = Integer.parseInt(opt.getOrDefault("rounds", "6"));
-        int perRound = Integer.parseInt(opt.getOrDefault("batches", "200"));
+        Opts o = new Opts(opt);
+        String url = o.url();
+        int threads = o.integer("threads", 4);
+        int batch = o.integer("batch", 64);
+        int rounds = o.integer("rounds", 6);
+        int perRound = o.integer("batches", 200);
         String instance = "bench-writes-" + System.currentTimeMillis();
         try (KvcmHttp kv = new KvcmHttp(url)) {
             Main.register(kv, instance, 16, 4096);
@@ -42,14 +42,14 @@ final class WriteBench {
         String value = "{\"spec_name\":\"tp0\",\"uri\":\"file://nfs_01/" + instance
                 + "/tp0/slab_00000000?blkid=0&size=4096\"}";
         System.out.printf("writes: %d threads x %d batches of %d blocks per round, %d rounds; %s vs Redis %s pipelined HSET%n",
-                threads, perRound, batch, rounds, url, String.join(":", redisAddr));
+                threads, perRound, batch, rounds, url, o.redisAddress());
         ExecutorService ex = Executors.newFixedThreadPool(threads);
         List<Double> ratios = new ArrayList<>();
         double kvTotal = 0, redisTotal = 0;
         String hash = "kvpool-bench:" + instance;
         long blocksPerPhase = (long) threads * perRound * batch;
         Cpu kvCpu = Cpu.ZERO, baseCpu = Cpu.ZERO;
-        try (Resp info = new Resp(redisAddr[0], Integer.parseInt(redisAddr[1]))) {
+        try (Resp info = o.redis()) {
             for (int round = 0; round <= rounds; round++) {
                 Cpu c0 = Cpu.now(url, info);
                 double kvRate = measure(ex, threads, perRound, batch, () -> {
@@ -58,7 +58,7 @@ final class WriteBench {
                 });
                 Cpu c1 = Cpu.now(url, info);
                 double redisRate = measure(ex, threads, perRound, batch, () -> {
-                    Resp r = new Resp(redisAddr[0], Integer.parseInt(redisAddr[1]));
+                    Resp r = o.redis();
                     byte[] h = hash.getBytes(StandardCharsets.US_ASCII), v = value.getBytes(StandardCharsets.US_ASCII);
                     return keys -> {
                         List<byte[][]> cmds = new ArrayList<>(keys.length);
@@ -85,7 +85,7 @@ final class WriteBench {
             }
         } finally {
             ex.shutdown();
-            try (Resp r = new Resp(redisAddr[0], Integer.parseInt(redisAddr[1]))) {
+            try (Resp r = o.redis()) {
                 r.call("DEL", hash);
             }
         }
