@@ -1,5 +1,6 @@
 package dev.kvpool.control.account;
 
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import dev.kvpool.control.common.Page;
 import jakarta.annotation.security.RolesAllowed;
 import jakarta.inject.Inject;
@@ -33,6 +34,7 @@ public class AccountResource {
 
     @Schema(name = "AccountInput", example = """
             {"name": "team-search", "password": "Correct-Horse-9", "role": "tenant", "groups": ["search"]}""")
+    @JsonIgnoreProperties({"version", "createdAt", "updatedAt"}) // read-only: GET, edit, PUT works
     public record AccountInput(String name, String password,
                                @Schema(description = "admin | operator | tenant") String role,
                                @Schema(description = "instance groups of a tenant") Set<String> groups) {

@@ -1,16 +1,19 @@
 package dev.kvpool.control.common;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.exc.InvalidDefinitionException;
+import com.fasterxml.jackson.databind.exc.MismatchedInputException;
+import dev.kvpool.api.json.BodyErrors;
 import jakarta.ws.rs.WebApplicationException;
 import jakarta.ws.rs.core.Response;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.stream.Collectors;
+import org.jboss.logging.Logger;
 import org.jboss.resteasy.reactive.server.ServerExceptionMapper;
 
 /** Every REST error as RFC 9457 problem+json: {@code type, title, status, detail} and {@code field} when one is at fault. */
 public class ProblemMappers {
+    private static final Logger LOG = Logger.getLogger(ProblemMappers.class);
     public static final String PROBLEM = "application/problem+json";
 
     public static Response problem(int status, String title, String detail, String field) {
@@ -43,18 +46,31 @@ public class ProblemMappers {
         return problem(e.status, title(e.status), e.getMessage(), e.field);
     }
 
+    // Quarkus answers a body of the wrong shape with its own empty 400 (MismatchedInputException), a value no
+    // creator takes with a 500 (InvalidDefinitionException) and wraps parse errors in a WebApplicationException:
+    // these exact types take precedence over its mappers, and BodyErrors words what was wrong
     @ServerExceptionMapper
-    public Response json(JsonMappingException e) {
-        String field = e.getPath().stream()
-                .map(r -> r.getFieldName() != null ? r.getFieldName() : "[" + r.getIndex() + "]")
-                .collect(Collectors.joining(".")).replace(".[", "[");
-        return problem(400, "Invalid request", "body does not fit the resource: " + e.getOriginalMessage(),
-                field.isEmpty() ? null : field);
+    public Response mismatch(MismatchedInputException e) {
+        return body(e);
     }
 
     @ServerExceptionMapper
-    public Response jsonParse(JsonProcessingException e) {
-        return problem(400, "Invalid request", "malformed JSON: " + e.getOriginalMessage(), null);
+    public Response definition(InvalidDefinitionException e) {
+        return body(e);
+    }
+
+    @ServerExceptionMapper
+    public Response json(JsonProcessingException e) {
+        return body(e);
+    }
+
+    private static Response body(Throwable e) {
+        BodyErrors.Fault f = BodyErrors.of(e);
+        if (f == null) {
+            LOG.error("failed to write a response", e);
+            return problem(500, "Error", "internal error: " + e.getClass().getSimpleName(), null);
+        }
+        return problem(400, "Invalid request", "request body: " + f.message(), f.field());
     }
 
     @ServerExceptionMapper
@@ -70,6 +86,9 @@ public class ProblemMappers {
 
     @ServerExceptionMapper
     public Response web(WebApplicationException e) {
+        if (BodyErrors.of(e) != null) {
+            return body(e);
+        }
         int s = e.getResponse().getStatus();
         return problem(s, title(s), e.getMessage(), null);
     }

@@ -1,5 +1,6 @@
 package dev.kvpool.control.group;
 
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import java.util.List;
 import java.util.Map;
 import org.eclipse.microprofile.openapi.annotations.media.Schema;
@@ -11,6 +12,7 @@ import org.eclipse.microprofile.openapi.annotations.media.Schema;
          "eviction": {"policy": "LRU", "triggerPeriodSeconds": 5, "stepSize": 1000, "stepPercentage": 10,
                       "ttlSeconds": 0, "readerLeaseMs": 1000},
          "storageCandidates": ["nfs_01"], "maxInstanceCount": 100, "allowAnonymousMeta": true}""")
+@JsonIgnoreProperties({"version", "createdAt", "updatedAt", "usage", "kvcm"}) // read-only: GET, edit, PUT works
 public record GroupSpec(
         String name,
         @Schema(description = "total quota in bytes, > 0") Long quotaBytes,

@@ -1,5 +1,6 @@
 package dev.kvpool.control.instance;
 
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvpool.api.json.ProtoJson;
@@ -43,6 +44,7 @@ public class InstanceResource {
             {"instanceId": "qwen3-32b-prod", "group": "search", "blockSize": 64, "hashScheme": "kvcm",
              "modelDeployment": {"model_name": "Qwen3-32B", "dtype": "bf16", "tp_size": 4},
              "locationSpecInfos": [{"name": "tp0", "size": 1048576}], "locationSpecGroups": []}""")
+    @JsonIgnoreProperties({"version", "createdAt", "updatedAt", "quotaGroupName"}) // read-only: GET, edit, POST works
     public record InstanceInput(String instanceId, String group, Integer blockSize,
                                 @Schema(description = "kvcm (default) or vllm-sha256-cbor") String hashScheme,
                                 @Schema(description = "KVCM ModelDeployment, snake_case") JsonNode modelDeployment,

@@ -1,5 +1,6 @@
 package dev.kvpool.control.storage;
 
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvpool.control.common.Etags;
 import dev.kvpool.control.common.Page;
@@ -34,6 +35,7 @@ public class StorageResource {
 
     @Schema(name = "StorageInput", example = """
             {"name": "nfs_01", "type": "nfs", "enabled": true, "spec": {"root_path": "/mnt/kv/", "key_count_per_file": 8}}""")
+    @JsonIgnoreProperties({"version", "createdAt", "updatedAt"}) // read-only: GET, edit, PUT works
     public record StorageInput(
             @Schema(description = "unique name, KVCM global_unique_name") String name,
             @Schema(description = "nfs | hf3fs | mooncake | tair_mem_pool | vcns_hf3fs") String type,

@@ -172,7 +172,7 @@ public class AgentResource {
     public static class BadRequestMapper implements ExceptionMapper<BadRequestException> {
         @Override
         public Response toResponse(BadRequestException e) {
-            return Response.status(400).type(MediaType.APPLICATION_JSON).entity(Map.of("error", e.getMessage())).build();
+            return BodyErrorMappers.error(400, e.getMessage());
         }
     }
 
@@ -181,7 +181,7 @@ public class AgentResource {
     public static class IllegalArgumentMapper implements ExceptionMapper<IllegalArgumentException> {
         @Override
         public Response toResponse(IllegalArgumentException e) {
-            return Response.status(400).type(MediaType.APPLICATION_JSON).entity(Map.of("error", e.getMessage())).build();
+            return BodyErrorMappers.error(400, e.getMessage());
         }
     }
 }

@@ -130,4 +130,39 @@ class BlockKeysTest extends KvcmTestBase {
         assertEquals(1, prefix(a, id, k).size());
         assertTrue(statuses(a, id, k).contains("CLS_SERVING"));
     }
+
+    /** KVPool's REST "why does this prompt miss": the keys of a token sequence and which are cached. */
+    @org.junit.jupiter.api.Test
+    void restBlockKeysExplainAMissAndRefuseBadBodiesByName() {
+        MetaApi a = api(Transport.HTTP);
+        String id = registered(a, reg(uid("why"), 4, "tp0", 1024));
+        StartWriteCacheResponse s = a.start(StartWriteCacheRequest.newBuilder().setTraceId(trace()).setInstanceId(id)
+                .addAllTokenIds(range(1, 9)).setWriteTimeoutSeconds(30).build());
+        assertOk(finish(a, id, s.getWriteSessionId(), bools(true, true)));
+        io.restassured.response.ValidatableResponse r = io.restassured.RestAssured.given().contentType("application/json")
+                .body("{\"token_ids\":" + range(1, 18) + "}").post("/api/v1/instances/" + id + "/block-keys").then()
+                .statusCode(200);
+        r.body("tokens", org.hamcrest.Matchers.is(17)).body("tokens_not_in_a_full_block", org.hamcrest.Matchers.is(1))
+                .body("prefix_hit_blocks", org.hamcrest.Matchers.is(2))
+                .body("blocks.key", org.hamcrest.Matchers.contains(LongStream.of(V1).mapToObj(Long::toString).toArray()))
+                .body("blocks.status", org.hamcrest.Matchers.contains("CLS_SERVING", "CLS_SERVING", "CLS_NOT_FOUND",
+                        "CLS_NOT_FOUND"))
+                .body("blocks.cached", org.hamcrest.Matchers.contains(true, true, false, false));
+        io.restassured.RestAssured.given().contentType("application/json").body("{\"token_ids\":[1]}")
+                .post("/api/v1/instances/no-such-instance/block-keys").then().statusCode(404)
+                .body("detail", org.hamcrest.Matchers.is("instance 'no-such-instance' is not registered"));
+        // bodies Jackson cannot take name the field (Quarkus alone answered an empty 400, and read 1.5 as 1)
+        java.util.Map<String, String> bad = new java.util.LinkedHashMap<>();
+        bad.put("{\"token_ids\":\"x\"}", "request body: token_ids: expected an array, got the string \"x\"");
+        bad.put("{\"token_ids\":[1,2.5]}", "request body: token_ids[1]: expected an integer, got 2.5");
+        bad.put("{\"token_idz\":[1]}", "request body: token_idz: unknown field; known fields: token_ids");
+        bad.put("{\"token_ids\":[1,null]}", "token_ids[1] is null");
+        bad.put("{\"token_ids\":[1", "request body: malformed JSON at line 1, column 16: Unexpected end-of-input: "
+                + "expected close marker for Array (start marker at [line: 1, column: 14])");
+        for (var b : bad.entrySet()) {
+            io.restassured.RestAssured.given().contentType("application/json").body(b.getKey())
+                    .post("/api/v1/instances/" + id + "/block-keys").then().statusCode(400)
+                    .contentType("application/problem+json").body("detail", org.hamcrest.Matchers.is(b.getValue()));
+        }
+    }
 }
