@@ -63,7 +63,7 @@ public final class Reclaimer implements AutoCloseable {
         public static final Settings DEFAULT = new Settings(262_144, 4096, 0);
 
         public Settings(int exactLimit, int sampleSize, long orphanAfterSec) {
-            this(exactLimit, sampleSize, orphanAfterSec, 1 << 20, 1 << 16);
+            this(exactLimit, sampleSize, orphanAfterSec, 1 << 23, 1 << 16);
         }
     }
 
@@ -522,12 +522,10 @@ public final class Reclaimer implements AutoCloseable {
             }
         }
         int cutoff = nowSec - CLOCK_MARGIN_SEC;
-        // up to 256 rounds' worth within the limit, but never less than two rounds (a huge step would otherwise
-        // need a pass for every part of one round)
-        long cap = settings.queueLimit() <= 0 ? 0 // off: a pass every round
-                : Math.max(2L * share, Math.min(settings.queueLimit(), Math.max(4096L, share * 256L)));
+        long keyCount = ix.keyCount();
+        long cap = queueCapacity(settings.queueLimit(), share, keyCount);
         int capacity = (int) Math.min(cap, Integer.MAX_VALUE - 8);
-        if (cap > 0 && registry.sharedStore() && settings.passPage() > 0 && ix.keyCount() > settings.passPage()) {
+        if (cap > 0 && registry.sharedStore() && settings.passPage() > 0 && keyCount > settings.passPage()) {
             return pagedPass(inst, pol, share, nowSec, capacity, ok);
         }
         passes.remove(inst.id); // the index shrank below a page meanwhile: one go
@@ -565,6 +563,22 @@ public final class Reclaimer implements AutoCloseable {
         }
         long[] below = top.keysBelow(top.maxScore());
         return below.length > 0 ? below : atMin.toArray();
+    }
+
+    /**
+     * Keys a pass queues: 256 rounds' worth or a sixteenth of the index, whichever is more, within the limit, and
+     * never less than two rounds (a huge step would otherwise need a pass for every part of one round). The
+     * sixteenth is what keeps eviction ahead of the pass on a huge index: a pass costs in proportion to the index
+     * (~1.5 s per million keys on Redis), so a queue of a fixed number of rounds would let 10^8 keys evict only
+     * 256 rounds per ~150 s pass, while a sixteenth evicts at ~40 k blocks/s whatever the size (16 bytes of heap per
+     * queued key: one byte per key of the index).
+     */
+    static long queueCapacity(int queueLimit, int share, long keyCount) {
+        if (queueLimit <= 0) {
+            return 0; // off: a pass every round
+        }
+        long wanted = Math.max(Math.max(4096L, share * 256L), keyCount / 16);
+        return Math.max(2L * share, Math.min(queueLimit, wanted));
     }
 
     /**

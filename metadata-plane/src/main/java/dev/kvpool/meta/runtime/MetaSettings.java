@@ -133,8 +133,11 @@ public interface MetaSettings {
         @WithDefault("4096")
         int sampleSize();
 
-        /** PREFIX_LRU: at most this many of an instance's oldest keys kept from one pass for the next rounds. */
-        @WithDefault("1048576")
+        /**
+         * LRU/TTL (exact) and PREFIX_LRU: at most this many of an instance's oldest keys kept from one pass for the
+         * next rounds (a pass keeps 256 rounds' worth or a sixteenth of the index; 16 bytes of heap each).
+         */
+        @WithDefault("8388608")
         int queueLimit();
 
         /** Shared store: an index larger than this is passed over this many keys per round (0: in one go). */
