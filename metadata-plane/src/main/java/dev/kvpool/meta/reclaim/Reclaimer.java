@@ -578,7 +578,9 @@ public final class Reclaimer implements AutoCloseable {
             return 0; // off: a pass every round
         }
         long wanted = Math.max(Math.max(4096L, share * 256L), keyCount / 16);
-        return Math.max(2L * share, Math.min(queueLimit, wanted));
+        long cap = Math.max(2L * share, Math.min(queueLimit, wanted));
+        // the heap is allocated whole: no bigger than the index (and what a pass may see added to it)
+        return Math.min(cap, keyCount + keyCount / 8 + 1024);
     }
 
     /**
