@@ -84,6 +84,16 @@ public abstract class ForwardingIndex implements InstanceIndex {
     }
 
     @Override
+    public List<String> expiredUnclosed() {
+        return delegate.expiredUnclosed();
+    }
+
+    @Override
+    public void forgetExpiredUnclosed(java.util.Collection<String> ids) {
+        delegate.forgetExpiredUnclosed(ids);
+    }
+
+    @Override
     public LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition) {
         return delegate.markDeleting(keys, off, len, skipPosition);
     }

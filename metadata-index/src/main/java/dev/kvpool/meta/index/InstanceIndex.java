@@ -100,6 +100,20 @@ public interface InstanceIndex {
     java.util.List<WriteSession> sessions();
 
     /**
+     * Ids of sessions the store itself expired before anyone closed them (a shared store drops an abandoned
+     * session after its grace; it happens only while no replica ran the session expiry). Their WRITING locations
+     * are left behind with nothing naming them, until an orphan sweep removes them; the ids stay listed until
+     * {@link #forgetExpiredUnclosed}. Stores that never expire sessions by themselves list none.
+     */
+    default java.util.List<String> expiredUnclosed() {
+        return java.util.List.of();
+    }
+
+    /** Stops listing these ids in {@link #expiredUnclosed} (their orphans were swept). */
+    default void forgetExpiredUnclosed(java.util.Collection<String> ids) {
+    }
+
+    /**
      * Moves every replica of the keys at unmasked positions to DELETING (readers stop seeing them at once) and
      * returns the replicas that this call moved, which the caller must delete and then {@link #purge}. Positions
      * handed to {@code skipPosition} count from {@code off} (0 is {@code keys[off]}); it may be null.

@@ -67,6 +67,12 @@ public final class Reclaimer implements AutoCloseable {
         }
     }
 
+    /** How often the leader asks the store for sessions it expired unclosed (one SMEMBERS per instance on Redis). */
+    static final long UNCLOSED_CHECK_MS = 60_000;
+    /** The safety-net sweep of every index: this long after becoming leader, then every FULL_SWEEP_PERIOD_MS. */
+    static final long FIRST_FULL_SWEEP_MS = 3_600_000;
+    static final long FULL_SWEEP_PERIOD_MS = 86_400_000;
+
     /** Replicas' clocks may differ this much: a queue holds only seconds at least this far before its pass. */
     static final int CLOCK_MARGIN_SEC = 2;
     /** A queue older than this is rebuilt even if it still yields (bounds what a clock step could spoil). */
@@ -97,7 +103,12 @@ public final class Reclaimer implements AutoCloseable {
     private final Map<String, Long> expiryCursors = new ConcurrentHashMap<>();
     /** Set by a round that read a page of an unfinished pass (reclaimer thread only). */
     private boolean paging;
+    /** When the leader next sweeps every index for orphans (the safety net; 0: not scheduled yet). */
     private volatile long nextOrphanSweepMs;
+    /** When the leader next asks the store which sessions it expired unclosed. */
+    private long nextUnclosedCheckMs;
+    /** Instances with sessions the store expired unclosed: when first seen, and their ids (reclaimer thread only). */
+    private final Map<String, Unclosed> unclosed = new java.util.HashMap<>();
     /** The orphan sweep in progress, a page per round (reclaimer thread only). */
     private OrphanSweep sweep;
     private volatile Thread thread;
@@ -131,7 +142,9 @@ public final class Reclaimer implements AutoCloseable {
                     queues.clear();
                     passes.clear();
                     expiryCursors.clear();
-                    nextOrphanSweepMs = 0; // a replica that becomes leader sweeps at once
+                    nextOrphanSweepMs = 0;
+                    nextUnclosedCheckMs = 0;
+                    unclosed.clear();
                     sweep = null;
                 }
             } catch (RuntimeException e) {
@@ -157,19 +170,7 @@ public final class Reclaimer implements AutoCloseable {
         }
         boolean sweeping = false;
         if (settings.orphanAfterSec() > 0) {
-            if (sweep == null && nowMs >= nextOrphanSweepMs) {
-                // a sweep reads every index whole; orphans only appear when every replica was down past a session's
-                // grace, so twice per orphan age is soon enough (the first round of a new leader always sweeps)
-                nextOrphanSweepMs = nowMs + Math.max(60_000, settings.orphanAfterSec() * 500);
-                sweep = new OrphanSweep(nowMs / 1000 - settings.orphanAfterSec(), registry.instances());
-            }
-            if (sweep != null) { // a page per round: a new leader's first rounds are not spent on one long sweep
-                if (sweep.step(settings.passPage() > 0 ? settings.passPage() : 1 << 16)) {
-                    sweep = null;
-                } else {
-                    sweeping = true;
-                }
-            }
+            sweeping = orphans(nowMs);
         }
         if (!queues.isEmpty() || !passes.isEmpty()) { // their memory goes with the instance, or when the group turns LFU
             Set<String> live = new java.util.HashSet<>();
@@ -296,6 +297,61 @@ public final class Reclaimer implements AutoCloseable {
         return evicted;
     }
 
+    /** First sight of an instance's sessions expired unclosed, and their ids. */
+    private record Unclosed(long seenMs, Set<String> ids) {
+    }
+
+    /**
+     * Orphans appear only where the store expired a session nobody closed (every replica down past its grace), and
+     * the store lists those sessions ({@link InstanceIndex#expiredUnclosed}): so the leader sweeps just those
+     * instances, once the locations are old enough to be orphans. A sweep of every index stays as a safety net,
+     * an hour after becoming leader and then daily, instead of every half orphan age (at 10^8 keys a sweep is
+     * minutes of HSCAN pages). A page per round; true while a sweep is under way.
+     */
+    private boolean orphans(long nowMs) {
+        long ageMs = settings.orphanAfterSec() * 1000;
+        if (nowMs >= nextUnclosedCheckMs) {
+            nextUnclosedCheckMs = nowMs + UNCLOSED_CHECK_MS;
+            for (Instance i : registry.instances()) {
+                List<String> ids = i.index.expiredUnclosed();
+                if (!ids.isEmpty()) {
+                    unclosed.computeIfAbsent(i.id, k -> new Unclosed(nowMs, new java.util.HashSet<>())).ids().addAll(ids);
+                }
+            }
+        }
+        if (nextOrphanSweepMs == 0) {
+            nextOrphanSweepMs = nowMs + FIRST_FULL_SWEEP_MS;
+        }
+        if (sweep == null) {
+            if (nowMs >= nextOrphanSweepMs) {
+                nextOrphanSweepMs = nowMs + FULL_SWEEP_PERIOD_MS;
+                sweep = new OrphanSweep(nowMs / 1000 - settings.orphanAfterSec(), registry.instances(), Map.of());
+            } else {
+                // a session's locations are at most its grace older than the moment Redis expired it, so one orphan
+                // age after first sight every one of them is past the cutoff
+                Map<String, Set<String>> due = new java.util.HashMap<>();
+                unclosed.forEach((id, u) -> {
+                    if (nowMs - u.seenMs() >= ageMs) {
+                        due.put(id, Set.copyOf(u.ids()));
+                    }
+                });
+                if (!due.isEmpty()) {
+                    due.keySet().forEach(unclosed::remove);
+                    List<Instance> insts = registry.instances().stream().filter(i -> due.containsKey(i.id)).toList();
+                    sweep = new OrphanSweep(nowMs / 1000 - settings.orphanAfterSec(), insts, due);
+                }
+            }
+        }
+        if (sweep == null) {
+            return false;
+        }
+        if (sweep.step(settings.passPage() > 0 ? settings.passPage() : 1 << 16)) { // a page per round
+            sweep = null;
+            return false;
+        }
+        return true;
+    }
+
     /**
      * Removes blocks whose only locations are WRITING, older than {@code orphanAfterSec}, and named by no open
      * session: a shared store (Redis) expires a session by itself after its grace, and if no replica was alive to
@@ -303,24 +359,29 @@ public final class Reclaimer implements AutoCloseable {
      * sweep at once; the leader's rounds run it a page at a time ({@link OrphanSweep}).
      */
     public int sweepOrphans(long nowMs) {
-        OrphanSweep sweep = new OrphanSweep(nowMs / 1000 - settings.orphanAfterSec(), registry.instances());
+        OrphanSweep sweep = new OrphanSweep(nowMs / 1000 - settings.orphanAfterSec(), registry.instances(), Map.of());
         while (!sweep.step(1 << 16)) {
         }
         return sweep.removed;
     }
 
-    /** A sweep for orphans over every instance, one scanBlocks page per step. */
+    /**
+     * A sweep for orphans over some instances, one scanBlocks page per step. When an instance is done, the store
+     * stops listing the expired-unclosed session ids that sent the sweep there.
+     */
     final class OrphanSweep {
         private final long cutoffSec;
         private final java.util.ArrayDeque<Instance> todo;
+        private final Map<String, Set<String>> forget;
         private java.util.Set<Long> open;
         private long cursor;
         private int foundInInstance;
         int removed;
 
-        OrphanSweep(long cutoffSec, java.util.Collection<Instance> instances) {
+        OrphanSweep(long cutoffSec, java.util.Collection<Instance> instances, Map<String, Set<String>> forget) {
             this.cutoffSec = cutoffSec;
             this.todo = new java.util.ArrayDeque<>(instances);
+            this.forget = forget;
         }
 
         /** One page of the current instance; true when every instance is done. */
@@ -362,6 +423,10 @@ public final class Reclaimer implements AutoCloseable {
                 if (foundInInstance > 0) {
                     LOG.warnf("instance %s: removed %d orphaned WRITING locations (their sessions expired unclosed)",
                             inst.id, foundInInstance);
+                }
+                Set<String> done = forget.get(inst.id);
+                if (done != null) {
+                    inst.index.forgetExpiredUnclosed(done);
                 }
                 todo.poll();
                 open = null;

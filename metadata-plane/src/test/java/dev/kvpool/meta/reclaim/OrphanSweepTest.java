@@ -49,14 +49,38 @@ class OrphanSweepTest {
             long slots = inst.allocators().values().stream().mapToLong(Slots::usedSlots).sum();
             assertEquals(2, slots, "the orphans' slots are back");
 
-            // the leader's rounds run the same sweep (a page per round); its first round sweeps at once
+            // the leader's rounds sweep just the instances whose sessions the store expired unclosed, one orphan
+            // age after first seeing them, and then stop seeing them
             write.start(inst, new long[]{6, 7}, List.of(), 1, 1); // never finished either
             Thread.sleep(1500);
+            write.expire(System.currentTimeMillis()); // the leader's session expiry finds the session gone
+            assertEquals(2, inst.index.expiredUnclosed().size(), "both abandoned sessions are listed");
             long before = r.orphansRemoved.get();
-            r.tick(System.currentTimeMillis() + 15_000);
+            long t0 = System.currentTimeMillis();
+            r.tick(t0);
+            r.tick(t0 + 9_000); // not an orphan age since first seen
+            write.drain();
+            assertEquals(before, r.orphansRemoved.get());
+            assertEquals(Loc.WRITING, Loc.status(inst.index.get(6).a(0)));
+            r.tick(t0 + 10_000);
             write.drain();
             assertEquals(before + 2, r.orphansRemoved.get());
             assertNull(inst.index.get(6));
+            assertEquals(2000, rg.ledger.usage("g").total());
+            assertEquals(List.of(), inst.index.expiredUnclosed(), "swept: no longer listed");
+
+            // an orphan nothing lists (its id lost, say by a store that forgot it) waits for the safety net: a sweep
+            // of every index an hour after becoming leader
+            write.start(inst, new long[]{8}, List.of(), 1, 1);
+            Thread.sleep(1500);
+            write.expire(System.currentTimeMillis());
+            inst.index.forgetExpiredUnclosed(inst.index.expiredUnclosed());
+            r.tick(t0 + 600_000);
+            write.drain();
+            assertEquals(Loc.WRITING, Loc.status(inst.index.get(8).a(0)), "no sweep without a listed session");
+            r.tick(t0 + Reclaimer.FIRST_FULL_SWEEP_MS);
+            write.drain();
+            assertNull(inst.index.get(8));
             assertEquals(2000, rg.ledger.usage("g").total());
         }
     }

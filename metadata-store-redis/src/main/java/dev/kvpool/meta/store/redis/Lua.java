@@ -287,7 +287,11 @@ public final class Lua {
             return 0
             """);
 
-    /** Open sessions of an instance. KEYS: session set. ARGV: session key prefix. Returns {id, blob, ...}. */
+    /**
+     * Open sessions of an instance. KEYS: session set, expired-unclosed set. ARGV: session key prefix. Returns {id,
+     * blob, ...}. An id whose session Redis expired moves to the expired-unclosed set: its WRITING locations are
+     * orphans, and the set tells the leader which instance to sweep (instead of sweeping every index blindly).
+     */
     static final Script SESSION_LIST = Script.of("session-list", """
             local out = {}
             for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
@@ -296,14 +300,14 @@ public final class Lua {
                 out[#out + 1] = id
                 out[#out + 1] = s
               else
-                redis.call('SREM', KEYS[1], id) -- expired by its PEXPIREAT
+                redis.call('SMOVE', KEYS[1], KEYS[2], id) -- expired by its PEXPIREAT, never closed
               end
             end
             return out
             """);
 
     /**
-     * clear / drop. KEYS: live, blocks, session set. ARGV: incarnation (clear only), session key prefix, 'clear'
+     * clear / drop. KEYS: live, blocks, session set, expired-unclosed set. ARGV: incarnation (clear only), session key prefix, 'clear'
      * or 'drop'. Returns the sessions it removed {id, blob, ...}, or nil when clear found the index dropped.
      */
     static final Script WIPE = Script.of("wipe", """
@@ -318,7 +322,7 @@ public final class Lua {
                 redis.call('DEL', k)
               end
             end
-            redis.call('UNLINK', KEYS[2], KEYS[3])
+            redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4])
             if ARGV[3] == 'drop' then redis.call('DEL', KEYS[1]) end
             return out
             """);

@@ -35,7 +35,7 @@ final class RedisIndex implements InstanceIndex {
     private final Calls calls;
     private final String instanceId;
     private final String incarnation;
-    private final String live, blocks, sessionSet, sessionPrefix;
+    private final String live, blocks, sessionSet, expiredSet, sessionPrefix;
     private volatile boolean dropped;
 
     RedisIndex(RedisStore store, String instanceId, String incarnation) {
@@ -47,6 +47,7 @@ final class RedisIndex implements InstanceIndex {
         this.live = base + "live";
         this.blocks = base + "b";
         this.sessionSet = base + "ss";
+        this.expiredSet = base + "sx";
         this.sessionPrefix = base + "s:";
     }
 
@@ -436,13 +437,33 @@ final class RedisIndex implements InstanceIndex {
 
     @Override
     public List<WriteSession> sessions() {
-        Response r = calls.eval(Lua.SESSION_LIST, List.of(sessionSet), List.of(sessionPrefix),
+        Response r = calls.eval(Lua.SESSION_LIST, List.of(sessionSet, expiredSet), List.of(sessionPrefix),
                 "sessions of " + instanceId);
         List<WriteSession> out = new ArrayList<>(r.size() / 2);
         for (int i = 0; i + 1 < r.size(); i += 2) {
             out.add(Codec.session(r.get(i).toString(), instanceId, r.get(i + 1).toBytes()));
         }
         return out;
+    }
+
+    @Override
+    public List<String> expiredUnclosed() {
+        Response r = calls.send(Request.cmd(Command.SMEMBERS).arg(expiredSet), "expired sessions of " + instanceId);
+        List<String> out = new ArrayList<>(r == null ? 0 : r.size());
+        if (r != null) {
+            r.forEach(id -> out.add(id.toString()));
+        }
+        return out;
+    }
+
+    @Override
+    public void forgetExpiredUnclosed(java.util.Collection<String> ids) {
+        if (ids.isEmpty()) {
+            return;
+        }
+        Request req = Request.cmd(Command.SREM).arg(expiredSet);
+        ids.forEach(req::arg);
+        calls.send(req, "forget expired sessions of " + instanceId);
     }
 
     // ---- markDeleting, purge, clear ------------------------------------------------------------------------
@@ -584,7 +605,7 @@ final class RedisIndex implements InstanceIndex {
 
     @Override
     public void clear() {
-        Response r = calls.eval(Lua.WIPE, List.of(live, blocks, sessionSet), List.of(incarnation, sessionPrefix, "clear"),
+        Response r = calls.eval(Lua.WIPE, List.of(live, blocks, sessionSet, expiredSet), List.of(incarnation, sessionPrefix, "clear"),
                 "clear " + instanceId);
         store.releaseOwners(instanceId, r);
     }

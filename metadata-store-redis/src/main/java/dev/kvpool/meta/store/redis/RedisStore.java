@@ -235,7 +235,7 @@ public final class RedisStore implements IndexStore {
     public void drop(String instanceId) {
         checkOpen();
         String base = instanceBase(instanceId);
-        Response r = calls.eval(Lua.WIPE, List.of(base + "live", base + "b", base + "ss"),
+        Response r = calls.eval(Lua.WIPE, List.of(base + "live", base + "b", base + "ss", base + "sx"),
                 List.of("", base + "s:", "drop"), "drop instance " + instanceId);
         RedisIndex gone = indexes.remove(instanceId);
         if (gone != null) {

@@ -446,6 +446,24 @@ class RedisStoreReplicasTest {
             assertNull(ix.finishWrite("short", new boolean[] {true, true}, NOW));
             // the id is free again; the locations stay WRITING for the plane's expiry sweep to have closed earlier
             assertEquals(Loc.WRITING, Loc.status(ix.get(1).a(0)));
+            // ... and the id is listed as expired unclosed, on every replica, until its orphans are swept
+            assertEquals(List.of("short"), ix.expiredUnclosed());
+            try (RedisStore other = RedisStore.connect(TestRedis.URI, TestRedis.options(prefix))) {
+                assertEquals(List.of("short"), other.index(INST).expiredUnclosed());
+                other.index(INST).forgetExpiredUnclosed(List.of("short"));
+            }
+            assertEquals(List.of(), ix.expiredUnclosed());
+            // a closed session is never listed; a dropped instance takes its list along
+            ix.startWrite(new long[] {3}, new long[] {Loc.a(3, Loc.NEW, 1, 0)}, new long[] {3}, 1, x -> true, 0,
+                    "closed", System.currentTimeMillis() + 100, NOW);
+            ix.finishWrite("closed", new boolean[] {true}, NOW);
+            ix.startWrite(new long[] {4}, new long[] {Loc.a(4, Loc.NEW, 1, 0)}, new long[] {4}, 1, x -> true, 0,
+                    "left", System.currentTimeMillis() + 100, NOW);
+            Thread.sleep(700);
+            ix.sessions();
+            assertEquals(List.of("left"), ix.expiredUnclosed());
+            s.drop(INST);
+            assertEquals(0, redis.call(Request.cmd(Command.EXISTS).arg(prefix + ":{" + INST + "}:sx")).toLong());
         }
     }
 
