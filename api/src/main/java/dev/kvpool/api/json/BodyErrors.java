@@ -110,6 +110,16 @@ public final class BodyErrors {
         return null;
     }
 
+    /**
+     * What an error mapper for body failures answers: {@code fault} when the client's body was at fault, else
+     * {@code other} (the service's own response for its WebApplicationExceptions, or a 500 for a server bug).
+     */
+    public static <R> R answer(Throwable e, java.util.function.Function<Fault, R> fault,
+                               java.util.function.Function<Throwable, R> other) {
+        Fault f = of(e);
+        return f != null ? fault.apply(f) : other.apply(e);
+    }
+
     private static Fault mapping(JsonMappingException e) {
         String field = path(e);
         if (e instanceof UnrecognizedPropertyException u) {

@@ -49,28 +49,18 @@ public class ProblemMappers {
     // Quarkus answers a body of the wrong shape with its own empty 400 (MismatchedInputException), a value no
     // creator takes with a 500 (InvalidDefinitionException) and wraps parse errors in a WebApplicationException:
     // these exact types take precedence over its mappers, and BodyErrors words what was wrong
-    @ServerExceptionMapper
-    public Response mismatch(MismatchedInputException e) {
-        return body(e);
-    }
-
-    @ServerExceptionMapper
-    public Response definition(InvalidDefinitionException e) {
-        return body(e);
-    }
-
-    @ServerExceptionMapper
-    public Response json(JsonProcessingException e) {
+    @ServerExceptionMapper({MismatchedInputException.class, InvalidDefinitionException.class,
+            JsonProcessingException.class})
+    public Response json(Exception e) {
         return body(e);
     }
 
     private static Response body(Throwable e) {
-        BodyErrors.Fault f = BodyErrors.of(e);
-        if (f == null) {
-            LOG.error("failed to write a response", e);
-            return problem(500, "Error", "internal error: " + e.getClass().getSimpleName(), null);
-        }
-        return problem(400, "Invalid request", "request body: " + f.message(), f.field());
+        return BodyErrors.answer(e, f -> problem(400, "Invalid request", "request body: " + f.message(), f.field()),
+                t -> {
+                    LOG.error("failed to write a response", t);
+                    return problem(500, "Error", "internal error: " + t.getClass().getSimpleName(), null);
+                });
     }
 
     @ServerExceptionMapper

@@ -29,32 +29,17 @@ public class BodyErrorMappers {
         }
     }
 
-    @ServerExceptionMapper
-    public Response mismatch(MismatchedInputException e) {
-        return body(e, null);
+    /** Parse errors arrive wrapped in a WebApplicationException; any other one keeps its own response. */
+    @ServerExceptionMapper({MismatchedInputException.class, InvalidDefinitionException.class,
+            WebApplicationException.class})
+    public Response body(Exception e) {
+        return BodyErrors.answer(e, f -> error(400, f.message()), t -> t instanceof WebApplicationException w
+                ? w.getResponse() : internal(t));
     }
 
-    @ServerExceptionMapper
-    public Response definition(InvalidDefinitionException e) {
-        return body(e, null);
-    }
-
-    /** Parse errors arrive wrapped; any other WebApplicationException keeps its own response. */
-    @ServerExceptionMapper
-    public Response web(WebApplicationException e) {
-        return body(e, e.getResponse());
-    }
-
-    private static Response body(Throwable e, Response otherwise) {
-        BodyErrors.Fault f = BodyErrors.of(e);
-        if (f != null) {
-            return error(400, f.message());
-        }
-        if (otherwise != null) {
-            return otherwise;
-        }
-        LOG.error("failed to write a response", e);
-        return error(500, "internal error: " + e.getClass().getSimpleName());
+    private static Response internal(Throwable t) {
+        LOG.error("failed to write a response", t);
+        return error(500, "internal error: " + t.getClass().getSimpleName());
     }
 
     static Response error(int status, String message) {

@@ -27,31 +27,16 @@ public class BodyProblems {
         }
     }
 
-    @ServerExceptionMapper
-    public Response mismatch(MismatchedInputException e) {
-        return body(e, null);
+    /** Parse errors arrive wrapped in a WebApplicationException; any other one keeps its own response. */
+    @ServerExceptionMapper({MismatchedInputException.class, InvalidDefinitionException.class,
+            WebApplicationException.class})
+    public Response body(Exception e) {
+        return BodyErrors.answer(e, f -> BlockKeysResource.problem(400, "request body: " + f.message()).getResponse(),
+                t -> t instanceof WebApplicationException w ? w.getResponse() : internal(t));
     }
 
-    @ServerExceptionMapper
-    public Response definition(InvalidDefinitionException e) {
-        return body(e, null);
-    }
-
-    /** Parse errors arrive wrapped; any other WebApplicationException keeps its own response. */
-    @ServerExceptionMapper
-    public Response web(WebApplicationException e) {
-        return body(e, e.getResponse());
-    }
-
-    private static Response body(Throwable e, Response otherwise) {
-        BodyErrors.Fault f = BodyErrors.of(e);
-        if (f != null) {
-            return BlockKeysResource.problem(400, "request body: " + f.message()).getResponse();
-        }
-        if (otherwise != null) {
-            return otherwise;
-        }
-        LOG.error("failed to write a response", e);
-        return BlockKeysResource.problem(500, "internal error: " + e.getClass().getSimpleName()).getResponse();
+    private static Response internal(Throwable t) {
+        LOG.error("failed to write a response", t);
+        return BlockKeysResource.problem(500, "internal error: " + t.getClass().getSimpleName()).getResponse();
     }
 }
