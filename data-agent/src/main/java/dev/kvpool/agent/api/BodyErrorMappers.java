@@ -1,11 +1,8 @@
 package dev.kvpool.agent.api;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.exc.InvalidDefinitionException;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import dev.kvpool.api.json.BodyErrors;
-import io.quarkus.jackson.ObjectMapperCustomizer;
-import jakarta.inject.Singleton;
 import jakarta.ws.rs.WebApplicationException;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
@@ -16,18 +13,10 @@ import org.jboss.resteasy.reactive.server.ServerExceptionMapper;
 /**
  * A request body that is not what the engine API takes answers 400 {@code {"error": "keys[1]: expected an integer,
  * got 1.5"}} (Quarkus alone answers an empty 400, or a 500 for a string where an array belongs). Bodies are read
- * strictly (BodyErrors.strict): a key of 1.5 is not block 1, and a misspelt field is refused, not ignored.
+ * strictly (api's StrictJson): a key of 1.5 is not block 1, and a misspelt field is refused, not ignored.
  */
 public class BodyErrorMappers {
     private static final Logger LOG = Logger.getLogger(BodyErrorMappers.class);
-
-    @Singleton
-    public static class StrictJson implements ObjectMapperCustomizer {
-        @Override
-        public void customize(ObjectMapper mapper) {
-            BodyErrors.strict(mapper, true);
-        }
-    }
 
     /** Parse errors arrive wrapped in a WebApplicationException; any other one keeps its own response. */
     @ServerExceptionMapper({MismatchedInputException.class, InvalidDefinitionException.class,

@@ -1,11 +1,8 @@
 package dev.kvpool.meta.rest;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.exc.InvalidDefinitionException;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import dev.kvpool.api.json.BodyErrors;
-import io.quarkus.jackson.ObjectMapperCustomizer;
-import jakarta.inject.Singleton;
 import jakarta.ws.rs.WebApplicationException;
 import jakarta.ws.rs.core.Response;
 import org.jboss.logging.Logger;
@@ -14,18 +11,10 @@ import org.jboss.resteasy.reactive.server.ServerExceptionMapper;
 /**
  * A REST body that is not what the resource takes answers 400 problem+json saying which field and why (Quarkus
  * alone answers an empty 400, or a 500 for a value no creator takes). Bodies are read strictly
- * (BodyErrors.strict): unknown fields, 1.5 for an integer and trailing garbage are refused.
+ * (api's StrictJson): unknown fields, 1.5 for an integer and trailing garbage are refused.
  */
 public class BodyProblems {
     private static final Logger LOG = Logger.getLogger(BodyProblems.class);
-
-    @Singleton
-    public static class StrictJson implements ObjectMapperCustomizer {
-        @Override
-        public void customize(ObjectMapper mapper) {
-            BodyErrors.strict(mapper, true);
-        }
-    }
 
     /** Parse errors arrive wrapped in a WebApplicationException; any other one keeps its own response. */
     @ServerExceptionMapper({MismatchedInputException.class, InvalidDefinitionException.class,

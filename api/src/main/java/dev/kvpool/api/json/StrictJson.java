@@ -1,13 +1,13 @@
-package dev.kvpool.control.common;
+package dev.kvpool.api.json;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.kvpool.api.json.BodyErrors;
 import io.quarkus.jackson.ObjectMapperCustomizer;
 import jakarta.inject.Singleton;
 
 /**
- * REST bodies are read strictly (BodyErrors.strict): a misspelt field is a 400 naming it. The inputs ignore the
- * read-only fields their GET returns ({@code version}, {@code createdAt}, ...), so GET, edit, PUT works.
+ * Every service's REST bodies are read strictly ({@link BodyErrors#strict}, unknown fields refused): a bean here,
+ * found through this module's index, so the three services share one. Inputs that echo read-only fields of their
+ * GET ignore them by name ({@code @JsonIgnoreProperties}).
  */
 @Singleton
 public class StrictJson implements ObjectMapperCustomizer {
