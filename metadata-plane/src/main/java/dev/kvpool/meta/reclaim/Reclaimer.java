@@ -109,6 +109,8 @@ public final class Reclaimer implements AutoCloseable {
     private long nextUnclosedCheckMs;
     /** Instances with sessions the store expired unclosed: when first seen, and their ids (reclaimer thread only). */
     private final Map<String, Unclosed> unclosed = new java.util.HashMap<>();
+    /** Ids in {@link #unclosed}, for the metric (read from other threads). */
+    private volatile int unclosedCount;
     /** The orphan sweep in progress, a page per round (reclaimer thread only). */
     private OrphanSweep sweep;
     private volatile Thread thread;
@@ -145,6 +147,7 @@ public final class Reclaimer implements AutoCloseable {
                     nextOrphanSweepMs = 0;
                     nextUnclosedCheckMs = 0;
                     unclosed.clear();
+                    unclosedCount = 0;
                     sweep = null;
                 }
             } catch (RuntimeException e) {
@@ -297,6 +300,11 @@ public final class Reclaimer implements AutoCloseable {
         return evicted;
     }
 
+    /** Sessions expired unclosed seen by this leader whose instance is not swept yet. */
+    public int unclosedPending() {
+        return unclosedCount;
+    }
+
     /** First sight of an instance's sessions expired unclosed, and their ids. */
     private record Unclosed(long seenMs, Set<String> ids) {
     }
@@ -342,6 +350,7 @@ public final class Reclaimer implements AutoCloseable {
                 }
             }
         }
+        unclosedCount = unclosed.values().stream().mapToInt(u -> u.ids().size()).sum();
         if (sweep == null) {
             return false;
         }

@@ -332,6 +332,9 @@ public class MetaRuntime {
                     .description("full passes over an instance's index made to choose victims").register(meters);
             Gauge.builder("kvpool.meta.reclaim.orphans.removed", this, r -> r.reclaimer.orphansRemoved.get())
                     .description("WRITING locations removed because their session expired unclosed").register(meters);
+            Gauge.builder("kvpool.meta.reclaim.orphans.pending.sessions", this, r -> r.reclaimer.unclosedPending())
+                    .description("sessions the store expired unclosed whose orphans await their sweep (leader)")
+                    .register(meters);
             Gauge.builder("kvpool.meta.touch.dropped", this, r -> r.toucher == null ? 0 : r.toucher.dropped.get())
                     .description("access-time updates dropped because the store was too slow to take them").register(meters);
             Gauge.builder("kvpool.meta.touch.pending", this, r -> r.toucher == null ? 0 : r.toucher.pending())

@@ -58,6 +58,7 @@ class OrphanSweepTest {
             long before = r.orphansRemoved.get();
             long t0 = System.currentTimeMillis();
             r.tick(t0);
+            assertEquals(2, r.unclosedPending());
             r.tick(t0 + 9_000); // not an orphan age since first seen
             write.drain();
             assertEquals(before, r.orphansRemoved.get());
@@ -68,6 +69,7 @@ class OrphanSweepTest {
             assertNull(inst.index.get(6));
             assertEquals(2000, rg.ledger.usage("g").total());
             assertEquals(List.of(), inst.index.expiredUnclosed(), "swept: no longer listed");
+            assertEquals(0, r.unclosedPending());
 
             // an orphan nothing lists (its id lost, say by a store that forgot it) waits for the safety net: a sweep
             // of every index an hour after becoming leader
