@@ -84,6 +84,11 @@ public abstract class ForwardingIndex implements InstanceIndex {
     }
 
     @Override
+    public int sessionCount() {
+        return delegate.sessionCount();
+    }
+
+    @Override
     public List<String> expiredUnclosed() {
         return delegate.expiredUnclosed();
     }

@@ -286,6 +286,7 @@ public abstract class IndexStoreContractTest {
         assertArrayEquals(ws.locIds(), got.locIds());
         assertEquals(ws.deadlineMs(), got.deadlineMs());
         assertTrue(idx.sessions().stream().anyMatch(x -> x.id().equals(ws.id())));
+        assertEquals(idx.sessions().size(), idx.sessionCount());
         assertEquals(INST, store.sessionOwner(ws.id()));
     }
 
@@ -471,6 +472,7 @@ public abstract class IndexStoreContractTest {
         assertNull(idx.session(s));
         assertNull(store.sessionOwner(s));
         assertTrue(idx.sessions().isEmpty());
+        assertEquals(0, idx.sessionCount());
         restartAndCompare();
         assertNull(idx.finishWrite(s, new boolean[] {true, true, true}, NOW), "second finish");
         assertNull(idx.finishWrite("no-such-session", new boolean[] {true}, NOW), "unknown session");

@@ -65,7 +65,7 @@ public class BlockKeysResource {
         long slots = runtime.registry().storages().stream().filter(st -> st.usesFiles())
                 .mapToLong(st -> i.allocator(st).usedSlots()).sum();
         return new InstanceSummary(i.id, i.group, i.blockSize, i.hashScheme.toString(), List.of(i.specNames),
-                i.bytesPerKey, i.index.keyCount(), i.index.sessions().size(), slots);
+                i.bytesPerKey, i.index.keyCount(), i.index.sessionCount(), slots);
     }
 
     @GET

@@ -346,7 +346,7 @@ public class MetaRuntime {
             Gauge.builder("kvpool.meta.events.dropped", this, r -> r.events.dropped.get())
                     .description("kvpool.cache events dropped because the queue was full").register(meters);
             Gauge.builder("kvpool.meta.write.sessions.open", this,
-                    r -> r.registry.instances().stream().mapToLong(i -> i.index.sessions().size()).sum())
+                    r -> r.registry.instances().stream().mapToLong(i -> i.index.sessionCount()).sum())
                     .description("open two-phase write sessions").register(meters);
             Gauge.builder("kvpool.meta.write.sessions.expired", write, w -> w.sessionsExpired.get())
                     .description("write sessions failed by timeout since start").register(meters);

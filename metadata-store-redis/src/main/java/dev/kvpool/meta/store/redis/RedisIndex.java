@@ -447,6 +447,12 @@ final class RedisIndex implements InstanceIndex {
     }
 
     @Override
+    public int sessionCount() {
+        // SCARD, not the listing script: a metrics scrape must not make Redis read every open session
+        return calls.send(Request.cmd(Command.SCARD).arg(sessionSet), "session count of " + instanceId).toInteger();
+    }
+
+    @Override
     public List<String> expiredUnclosed() {
         Response r = calls.send(Request.cmd(Command.SMEMBERS).arg(expiredSet), "expired sessions of " + instanceId);
         List<String> out = new ArrayList<>(r == null ? 0 : r.size());
