@@ -62,8 +62,12 @@ public interface MetaSettings {
         @WithDefault("3s")
         Duration leaseTtl();
 
-        /** How long an abandoned session outlives its deadline in Redis (the leader's expiry normally closes it). */
-        @WithDefault("10m")
+        /**
+         * How long an abandoned session outlives its deadline in Redis (the leader's expiry normally closes it at
+         * its deadline). Long, so that a replica back after every replica was down still closes it properly;
+         * only an outage longer than this leaves orphans for the sweep. Costs nothing while a replica runs.
+         */
+        @WithDefault("24h")
         Duration sessionGrace();
 
         /**

@@ -61,7 +61,9 @@ public final class RedisStore implements IndexStore {
      * @param timeout      how long one Redis call may take before it fails
      * @param batchSize    keys per command in getAll/touch (larger batches go out as one pipeline)
      * @param pageSize     keys per HSCAN page in forEach
-     * @param sessionGrace how long a session outlives its deadline in Redis before it expires by itself
+     * @param sessionGrace how long a session outlives its deadline in Redis before it expires by itself (24 h: any
+     *                     replica's expiry closes it properly long before; only an outage of every replica longer
+     *                     than this leaves its WRITING locations to the orphan sweep)
      * @param maxRetries   compare-and-set attempts before a write gives up (only under heavy contention)
      */
     public record Options(String prefix, Duration timeout, int batchSize, int pageSize, Duration sessionGrace,
@@ -80,7 +82,7 @@ public final class RedisStore implements IndexStore {
         }
 
         public static Options defaults() {
-            return new Options("kvp", Duration.ofSeconds(5), 4096, 1000, Duration.ofMinutes(10), 100);
+            return new Options("kvp", Duration.ofSeconds(5), 4096, 1000, Duration.ofHours(24), 100);
         }
 
         public Options withPrefix(String p) {
