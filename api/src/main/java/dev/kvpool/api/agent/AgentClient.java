@@ -164,7 +164,7 @@ public final class AgentClient implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new UncheckedIOException(new InterruptedIOException(route + " interrupted"));
         } catch (IOException e) {
-            throw new UncheckedIOException(route + " failed: " + e.getMessage(), e);
+            throw new UncheckedIOException(base.resolve(route) + " failed: " + dev.kvpool.api.client.KvcmHttpClient.describe(e), e);
         }
     }
 

@@ -138,8 +138,22 @@ public final class KvcmHttpClient {
             Thread.currentThread().interrupt();
             throw new UncheckedIOException(new InterruptedIOException("interrupted during POST " + route));
         } catch (IOException e) {
-            throw new UncheckedIOException("POST " + route + " failed: " + e.getMessage(), e);
+            throw new UncheckedIOException("POST " + baseUri.resolve(route) + " failed: " + describe(e), e);
         }
+    }
+
+    /**
+     * An I/O failure in words: the JDK client's ConnectException and timeouts carry no message ("failed: null"
+     * told an operator nothing), so their kind is named instead.
+     */
+    public static String describe(IOException e) {
+        if (e instanceof java.net.ConnectException) {
+            return "connection refused or unreachable" + (e.getMessage() == null ? "" : " (" + e.getMessage() + ")");
+        }
+        if (e instanceof java.net.http.HttpTimeoutException) {
+            return "timed out" + (e.getMessage() == null ? "" : " (" + e.getMessage() + ")");
+        }
+        return e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
     }
 
     /** {@code GetCacheLocation} → {@code /api/getCacheLocation}. */
