@@ -664,7 +664,8 @@ public final class ControlPlaneSync implements AutoCloseable {
             r = client.post("/api/v1/instances", body);
         } catch (IOException e) {
             throw new KvcmError(ErrorCode.SERVICE_NOT_READY, "instance '" + req.getInstanceId()
-                    + "' not registered: the control plane " + client.url + " is unreachable (" + e.getMessage() + ")");
+                    + "' not registered: the control plane " + client.url + " is unreachable ("
+                    + dev.kvpool.api.client.KvcmHttpClient.describe(e) + ")");
         }
         if (r.ok()) {
             // not into the model here: this runs under the registry's lock, the model's lock is taken before it
