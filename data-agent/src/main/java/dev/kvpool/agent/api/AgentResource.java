@@ -79,7 +79,11 @@ public class AgentResource {
         BlockStore s = agent.store();
         long[] offsets = r.offsets();
         if (offsets == null) {
-            offsets = agent.shm().ringOffsets(keys.length, s.blockBytes());
+            try {
+                offsets = agent.shm().ringOffsets(keys.length, s.blockBytes());
+            } catch (IllegalArgumentException e) {
+                throw new BadRequestException("load: " + e.getMessage());
+            }
         } else if (offsets.length != keys.length) {
             throw new BadRequestException("load: 'offsets' has " + offsets.length + " entries for " + keys.length + " keys");
         }
@@ -172,15 +176,6 @@ public class AgentResource {
     public static class BadRequestMapper implements ExceptionMapper<BadRequestException> {
         @Override
         public Response toResponse(BadRequestException e) {
-            return BodyErrorMappers.error(400, e.getMessage());
-        }
-    }
-
-    /** 400 for a body that is not the JSON we expect. */
-    @Provider
-    public static class IllegalArgumentMapper implements ExceptionMapper<IllegalArgumentException> {
-        @Override
-        public Response toResponse(IllegalArgumentException e) {
             return BodyErrorMappers.error(400, e.getMessage());
         }
     }

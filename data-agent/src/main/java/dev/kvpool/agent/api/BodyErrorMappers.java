@@ -26,9 +26,20 @@ public class BodyErrorMappers {
                 ? w.getResponse() : internal(t));
     }
 
+    /**
+     * Anything else is the agent's fault, not the request's: 500 with what went wrong (client faults are
+     * BadRequestExceptions, thrown where the request is checked, so an internal IllegalArgumentException is not
+     * passed off as the caller's mistake).
+     */
+    @ServerExceptionMapper
+    public Response unexpected(RuntimeException e) {
+        return internal(e);
+    }
+
     private static Response internal(Throwable t) {
         LOG.error("failed to write a response", t);
-        return error(500, "internal error: " + t.getClass().getSimpleName());
+        return error(500, "internal error: " + t.getClass().getSimpleName()
+                + (t.getMessage() == null ? "" : ": " + t.getMessage()));
     }
 
     static Response error(int status, String message) {

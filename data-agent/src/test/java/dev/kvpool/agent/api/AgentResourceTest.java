@@ -80,6 +80,15 @@ class AgentResourceTest {
         try (AgentClient c = new AgentClient(BASE, Duration.ofSeconds(10))) {
             assertThrows(IllegalArgumentException.class, () -> c.save(new long[] {1, 2}, new long[] {0}));
         }
+        // more blocks than the agent's half of the segment holds, with no offsets given
+        StringBuilder many = new StringBuilder("{\"keys\":[0");
+        for (int i = 1; i < 4096; i++) {
+            many.append(',').append(i);
+        }
+        r = h.send(HttpRequest.newBuilder(BASE.resolve("/v1/load")).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(many + "]}")).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(400, r.statusCode(), r.body());
+        assertTrue(r.body().startsWith("{\"error\":\"load: 4096 blocks do not fit"), r.body());
         // bodies Jackson cannot take: Quarkus alone answered an empty 400, a 500 for a string where the key array
         // belongs, and read key 1.5 as block 1
         Map<String, String> bodies = new java.util.LinkedHashMap<>();
