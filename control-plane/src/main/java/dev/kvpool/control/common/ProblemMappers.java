@@ -55,6 +55,13 @@ public class ProblemMappers {
         return body(e);
     }
 
+    /** Anything else is a server fault: 500 problem+json naming it (and logged), not an empty body. */
+    @ServerExceptionMapper
+    public Response unexpected(RuntimeException e) {
+        LOG.error("request failed", e);
+        return problem(500, "Error", "internal error: " + e.getClass().getSimpleName(), null);
+    }
+
     private static Response body(Throwable e) {
         return BodyErrors.answer(e, f -> problem(400, "Invalid request", "request body: " + f.message(), f.field()),
                 t -> {

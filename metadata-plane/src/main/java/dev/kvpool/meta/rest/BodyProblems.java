@@ -24,8 +24,15 @@ public class BodyProblems {
                 t -> t instanceof WebApplicationException w ? w.getResponse() : internal(t));
     }
 
+    /** Anything else is a server fault: 500 problem+json naming it (and logged), not an empty body. */
+    @ServerExceptionMapper
+    public Response unexpected(RuntimeException e) {
+        return internal(e);
+    }
+
     private static Response internal(Throwable t) {
         LOG.error("failed to write a response", t);
-        return BlockKeysResource.problem(500, "internal error: " + t.getClass().getSimpleName()).getResponse();
+        return BlockKeysResource.problem(500, "internal error: " + t.getClass().getSimpleName()
+                + (t.getMessage() == null ? "" : ": " + t.getMessage())).getResponse();
     }
 }
