@@ -115,7 +115,7 @@ public class KvcmAdmin {
     AgroalDataSource dataSource;
     @ConfigProperty(name = "kvcm.leader_elector.node_id")
     Optional<String> nodeIdConfig;
-    @ConfigProperty(name = "kvpool.control.http-port", defaultValue = "6492")
+    @ConfigProperty(name = "quarkus.http.port", defaultValue = "6492")
     int httpPort;
 
     private final Map<String, AtomicLong> calls = new ConcurrentHashMap<>();

@@ -28,6 +28,11 @@ public abstract class ForwardingIndex implements InstanceIndex {
     }
 
     @Override
+    public boolean alive() {
+        return delegate.alive();
+    }
+
+    @Override
     public long keyCount() {
         return delegate.keyCount();
     }

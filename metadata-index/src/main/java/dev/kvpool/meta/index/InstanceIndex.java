@@ -13,6 +13,14 @@ public interface InstanceIndex {
 
     String instanceId();
 
+    /**
+     * False when this index is gone from its store (see {@link IndexDroppedException}); a shared store asks it, so
+     * this is a round trip there. An in-process index is dropped only through its own store, which its owner knows.
+     */
+    default boolean alive() {
+        return true;
+    }
+
     /** Number of keys, in any status. */
     long keyCount();
 

@@ -19,6 +19,14 @@ public interface Leadership extends AutoCloseable {
     /** Epoch ms of the last election-loop iteration (health: a stale loop means a stuck replica). */
     long lastLoopMs();
 
+    /**
+     * Why the shared store has been unreachable for a while, as the election loop (which talks to it every second)
+     * last saw it; null while it answers, and always for a single process.
+     */
+    default String storeProblem() {
+        return null;
+    }
+
     @Override
     void close();
 

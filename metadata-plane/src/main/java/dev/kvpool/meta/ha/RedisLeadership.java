@@ -88,6 +88,13 @@ public final class RedisLeadership implements Leadership {
         }
     }
 
+    private final FailureLog failures = new FailureLog(LOG, "leader election", java.time.Duration.ofSeconds(30));
+
+    @Override
+    public String storeProblem() {
+        return failures.failingFor(Duration.ofMillis(Math.max(3_000, ttlMs))); // not one lost round trip
+    }
+
     private void tick() {
         try {
             long now = System.currentTimeMillis();
@@ -104,8 +111,9 @@ public final class RedisLeadership implements Leadership {
                         selfId, leaderId);
                 wasLeader = held;
             }
+            failures.ok();
         } catch (RuntimeException e) {
-            LOG.warnf("leader election: %s", e.getMessage());
+            failures.failed(e);
         }
         lastLoopMs = System.currentTimeMillis();
     }

@@ -3,6 +3,7 @@ package dev.kvpool.meta.kvcm;
 import dev.kvpool.api.proto.meta.*;
 import dev.kvpool.api.events.CacheEvent;
 import dev.kvpool.meta.events.CacheEvents;
+import dev.kvpool.meta.index.IndexDroppedException;
 import dev.kvpool.meta.query.QueryPath;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.api.json.ProtoJson;
@@ -88,6 +89,9 @@ public final class KvcmMeta {
      * Runs one RPC: {@code body} builds the OK response; a KvcmError (or any failure) becomes an error response
      * built by {@code error} from the header, so every response carries a header whatever happens.
      */
+    private final dev.kvpool.meta.ha.FailureLog storeFailures = new dev.kvpool.meta.ha.FailureLog(LOG,
+            "KVCM calls to the index store", java.time.Duration.ofSeconds(30));
+
     private <R> R call(String api, String traceId, boolean leaderOnly, Supplier<R> body,
                        Function<CommonResponseHeader, R> error) {
         long t0 = System.nanoTime();
@@ -95,7 +99,15 @@ public final class KvcmMeta {
             if (leaderOnly) {
                 leaderGate();
             }
-            R out = body.get();
+            R out;
+            try {
+                out = body.get();
+            } catch (IndexDroppedException d) {
+                // removed by another replica (the retry answers INSTANCE_NOT_EXIST) or lost with the store's data
+                // (the retry writes into a new index): either way the caller gets an answer, not a stale failure
+                registry.reconcile(d.instanceId());
+                out = body.get();
+            }
             served(api, t0, ErrorCode.OK);
             return out;
         } catch (RuntimeException e) {
@@ -122,7 +134,11 @@ public final class KvcmMeta {
         } else {
             code = ErrorCode.INTERNAL_ERROR;
             message = api + " failed: " + e;
-            LOG.errorf(e, "%s failed (trace %s)", api, traceId);
+            if (e instanceof dev.kvpool.meta.index.StoreException) {
+                storeFailures.failed(e); // an outage fails every call alike: reported, not logged per call
+            } else {
+                LOG.errorf(e, "%s failed (trace %s)", api, traceId);
+            }
         }
         try {
             return error.apply(header(traceId, code, message));
@@ -132,6 +148,9 @@ public final class KvcmMeta {
     }
 
     private void served(String api, long t0, ErrorCode code) {
+        if (code == ErrorCode.OK) {
+            storeFailures.ok();
+        }
         timers.computeIfAbsent(api, a -> Timer.builder("kvpool.meta.requests").tag("api", a)
                 .description("KVCM meta RPCs served").register(meters)).record(System.nanoTime() - t0,
                 java.util.concurrent.TimeUnit.NANOSECONDS);

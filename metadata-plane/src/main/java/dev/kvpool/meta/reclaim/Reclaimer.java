@@ -133,12 +133,18 @@ public final class Reclaimer implements AutoCloseable {
         thread = Thread.ofPlatform().daemon().name("kvpool-reclaimer").start(this::loop);
     }
 
+    private final dev.kvpool.meta.ha.FailureLog failures =
+            new dev.kvpool.meta.ha.FailureLog(LOG, "reclaimer round", java.time.Duration.ofSeconds(30));
+
     private void loop() {
+        long backoffMs = 0;
         while (!closed) {
             boolean busy = false;
             try {
                 if (leader.getAsBoolean()) {
                     busy = tick(System.currentTimeMillis());
+                    failures.ok(); // only a round that ran says the store works again
+                    backoffMs = 0;
                 } else {
                     overSince.clear();
                     queues.clear();
@@ -151,11 +157,14 @@ public final class Reclaimer implements AutoCloseable {
                     sweep = null;
                 }
             } catch (RuntimeException e) {
-                LOG.error("reclaimer round failed", e);
+                failures.failed(e);
+                // a store that is down fails every round alike: wait longer each time, up to 5 s
+                backoffMs = Math.min(5_000, Math.max(100, backoffMs * 2));
+                busy = false;
             }
             if (!busy) {
                 try {
-                    Thread.sleep(20);
+                    Thread.sleep(Math.max(20, backoffMs));
                 } catch (InterruptedException e) {
                     return;
                 }

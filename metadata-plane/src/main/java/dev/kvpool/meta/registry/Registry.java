@@ -36,6 +36,8 @@ public final class Registry {
     private static final Logger LOG = Logger.getLogger(Registry.class);
     private static final ObjectMapper JSON = new ObjectMapper();
     static final String STORAGE_NUMBERS = "storage-number", INSTANCES = "instance", GROUP_RECLAIM = "group-reclaim";
+    /** Instances removed on purpose (id → epoch ms), so other replicas sharing the store tell that from lost data. */
+    static final String REMOVED = "instance-removed";
 
     private final IndexStore store;
     private final Function<String, dev.kvpool.meta.index.InstanceIndex> indexFactory;
@@ -151,7 +153,7 @@ public final class Registry {
         }
         Instance inst = new Instance(info, indexFactory.apply(info.getInstanceId()));
         inst.slotsFactory(slots);
-        store.putRecord(INSTANCES, info.getInstanceId(), info.toByteArray());
+        putInstanceRecord(info);
         instances.put(inst.id, inst);
         LOG.infof("instance %s of group %s taken from the control plane", inst.id, inst.group);
         return true;
@@ -379,7 +381,7 @@ public final class Registry {
         }
         Instance inst = new Instance(info, indexFactory.apply(info.getInstanceId()));
         inst.slotsFactory(slots);
-        store.putRecord(INSTANCES, info.getInstanceId(), info.toByteArray());
+        putInstanceRecord(info);
         instances.put(inst.id, inst);
         LOG.infof("registered instance %s in group %s (block size %d, %d specs, %s keys)", inst.id, inst.group,
                 inst.blockSize, inst.specNames.length, inst.hashScheme);
@@ -469,9 +471,83 @@ public final class Registry {
     public synchronized Instance remove(String id) {
         Instance inst = instances.remove(id);
         if (inst != null) {
+            if (sharedStore()) { // before the record goes: a replica that finds the record gone then sees why
+                long now = System.currentTimeMillis();
+                store.putRecord(REMOVED, id, Long.toString(now).getBytes(StandardCharsets.UTF_8));
+                // replicas check every few seconds: a week-old mark has been seen by all that are running
+                store.records(REMOVED).forEach((name, at) -> {
+                    if (now - Long.parseLong(new String(at, StandardCharsets.UTF_8)) > 7 * 86_400_000L) {
+                        store.removeRecord(REMOVED, name);
+                    }
+                });
+            }
             store.removeRecord(INSTANCES, id);
             store.drop(id);
         }
         return inst;
+    }
+
+    private void putInstanceRecord(InstanceInfo info) {
+        store.putRecord(INSTANCES, info.getInstanceId(), info.toByteArray());
+        if (sharedStore()) {
+            store.removeRecord(REMOVED, info.getInstanceId());
+        }
+    }
+
+    /**
+     * On a shared store, brings this replica's instances in line with the store, whose data other replicas change
+     * and which may lose it (a Redis restarted without persistence, a failover to an empty replica, a flush). An
+     * instance whose record is gone was either removed by another replica (its removal mark says so): it is
+     * forgotten here too; or lost with the store's data: its record is written again and, when its index is gone
+     * as well, a new empty index is started, so engines that registered once go on writing instead of failing until
+     * a restart. {@code check}: also ask the store whether this instance's index is still there (a write found it
+     * dropped). Storage numbers lost with the data are written again, as locations keep using them.
+     */
+    public synchronized void reconcile(String check) {
+        if (!sharedStore()) {
+            return;
+        }
+        Map<String, byte[]> records = store.records(INSTANCES);
+        Map<String, byte[]> removed = null;
+        for (Instance inst : List.copyOf(instances.values())) {
+            byte[] rec = records.get(inst.id);
+            if (rec == null) {
+                if (removed == null) {
+                    removed = store.records(REMOVED);
+                }
+                if (removed.containsKey(inst.id)) {
+                    instances.remove(inst.id);
+                    LOG.infof("instance %s was removed by another replica: forgotten here too", inst.id);
+                    continue;
+                }
+                putInstanceRecord(inst.info);
+                if (inst.index.alive()) {
+                    LOG.warnf("instance %s: its record was missing from the store, written again", inst.id);
+                } else {
+                    renew(inst, "the store lost its record and its index (restarted without persistence, or flushed?)");
+                }
+            } else if (inst.id.equals(check) && !inst.index.alive()) {
+                renew(inst, "its index is gone from the store");
+            }
+        }
+        Map<String, byte[]> numbers = store.records(STORAGE_NUMBERS);
+        for (Storage st : storages.values()) {
+            byte[] n = numbers.get(st.name);
+            if (n == null) {
+                store.putRecord(STORAGE_NUMBERS, st.name, Integer.toString(st.number).getBytes(StandardCharsets.UTF_8));
+            } else if (Integer.parseInt(new String(n, StandardCharsets.UTF_8)) != st.number) {
+                LOG.errorf("storage %s is number %d here but %s in the store: locations of one replica would be "
+                        + "misread by another; restart this replica", st.name, st.number, new String(n, StandardCharsets.UTF_8));
+            }
+        }
+        refresh();
+    }
+
+    /** A new, empty index for an instance whose index the store no longer has (the info and slots stay). */
+    private void renew(Instance old, String why) {
+        Instance fresh = new Instance(old.info, indexFactory.apply(old.id));
+        fresh.slotsFactory(slots);
+        instances.put(old.id, fresh);
+        LOG.warnf("instance %s: %s; started a new empty index (blocks cached before are no longer known)", old.id, why);
     }
 }

@@ -18,7 +18,13 @@ public class MetaReadiness implements HealthCheck {
         // a replica whose election loop stalled must not look healthy: it may believe in a lease it lost
         boolean electing = runtime.ready()
                 && System.currentTimeMillis() - runtime.leadership().lastLoopMs() < 30_000;
-        var b = HealthCheckResponse.named("kvpool-metadata-plane").status(runtime.ready() && electing);
+        // every call needs the shared store: a replica that cannot reach it should take no traffic
+        String storeProblem = runtime.ready() ? runtime.leadership().storeProblem() : null;
+        var b = HealthCheckResponse.named("kvpool-metadata-plane")
+                .status(runtime.ready() && electing && storeProblem == null);
+        if (storeProblem != null) {
+            b.withData("index_store_error", storeProblem);
+        }
         if (runtime.ready()) {
             b.withData("node_id", runtime.leadership().selfId())
                     .withData("leader", runtime.leadership().isLeader())

@@ -144,7 +144,7 @@ public class MetaRuntime {
         }
         query = new QueryPath(registry);
         kvcm = new KvcmMeta(registry, query, write, store::sessionOwner, () -> ready,
-                new KvcmMeta.Node(nodeId, advertisedHost(), cfg.grpcPort(), cfg.httpPort()), meters);
+                new KvcmMeta.Node(nodeId, advertisedHost(), grpcPort(), httpPort()), meters);
         if (cfg.events().bootstrapServers().filter(b -> !b.isBlank()).isPresent()) {
             events = new CacheEvents(cfg.events().bootstrapServers().get(), nodeId, cfg.events().queueCapacity(),
                     java.util.Map.of());
@@ -167,16 +167,33 @@ public class MetaRuntime {
             reclaimer.start();
         }
         long period = cfg.write().expiryPeriod().toMillis();
+        var expiryFailures = new dev.kvpool.meta.ha.FailureLog(LOG, "session expiry", java.time.Duration.ofSeconds(30));
         expiry.scheduleWithFixedDelay(() -> {
             try {
-                expireSessions();
+                if (expireSessions()) {
+                    expiryFailures.ok();
+                }
             } catch (RuntimeException e) {
-                LOG.error("session expiry failed", e);
+                expiryFailures.failed(e);
             }
         }, period, period, java.util.concurrent.TimeUnit.MILLISECONDS);
+        if (registry.sharedStore()) {
+            // every replica, not only the leader: instances removed elsewhere, or lost with the store's data
+            var reconcileFailures = new dev.kvpool.meta.ha.FailureLog(LOG, "instance reconciliation with the store",
+                    java.time.Duration.ofSeconds(30));
+            long every = cfg.redis().reconcileInterval().toMillis();
+            expiry.scheduleWithFixedDelay(() -> {
+                try {
+                    registry.reconcile(null);
+                    reconcileFailures.ok();
+                } catch (RuntimeException e) {
+                    reconcileFailures.failed(e);
+                }
+            }, every, every, java.util.concurrent.TimeUnit.MILLISECONDS);
+        }
         LOG.infof("KVPool metadata plane ready in %d ms: data %s, %d storages, %d groups, %d instances; KVCM meta HTTP :%d, gRPC :%d",
                 (System.nanoTime() - t0) / 1_000_000, dataDir, registry.storages().size(), registry.groups().size(),
-                registry.instances().size(), cfg.httpPort(), cfg.grpcPort());
+                registry.instances().size(), httpPort(), grpcPort());
     }
 
     /** With kvpool.meta.control-plane.url: the configuration comes from the control plane (or its persisted copy). */
@@ -292,14 +309,17 @@ public class MetaRuntime {
                 return t;
             });
 
-    void expireSessions() {
+    /** True when this replica ran the expiry (it is the leader). */
+    boolean expireSessions() {
         if (ready && leadership.isLeader()) {
             int n = write.expire(System.currentTimeMillis());
             if (n > 0) {
                 LOG.debugf("expired %d write sessions", n);
             }
             registerGauges();
+            return true;
         }
+        return false;
     }
 
     /** Reclaimer listener: metrics by policy and reason, and an Evict event per batch. */
@@ -382,7 +402,26 @@ public class MetaRuntime {
     }
 
     private String defaultNodeId() {
-        return advertisedHost() + ":" + cfg.httpPort() + "_" + UUID.randomUUID().toString().replace("-", "").substring(0, 16);
+        return advertisedHost() + ":" + httpPort() + "_" + UUID.randomUUID().toString().replace("-", "").substring(0, 16);
+    }
+
+    /**
+     * The ports Quarkus binds, which GetClusterInfo advertises: kvpool.meta.http-port feeds quarkus.http.port, but an
+     * operator may set the Quarkus property (or QUARKUS_HTTP_PORT) directly, and tests bind the test ports.
+     */
+    private int httpPort() {
+        return boundPort("quarkus.http", "port", cfg.httpPort());
+    }
+
+    private int grpcPort() {
+        return boundPort("quarkus.grpc.server", "port", cfg.grpcPort());
+    }
+
+    private static int boundPort(String prefix, String name, int fallback) {
+        var c = org.eclipse.microprofile.config.ConfigProvider.getConfig();
+        String key = prefix + "." + (io.quarkus.runtime.LaunchMode.current() == io.quarkus.runtime.LaunchMode.TEST
+                ? "test-" + name : name);
+        return c.getOptionalValue(key, Integer.class).orElse(fallback);
     }
 
     /** kvcm.service.advertised_host, else the first non-loopback IPv4 address (§B.1). */

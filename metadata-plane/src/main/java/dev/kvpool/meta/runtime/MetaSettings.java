@@ -80,6 +80,13 @@ public interface MetaSettings {
         /** Block keys that may wait for their access-time update; beyond it hits are dropped and counted. */
         @WithDefault("1000000")
         long touchBuffer();
+
+        /**
+         * How often every replica checks its instances against Redis: removed by another replica (forgotten here),
+         * or lost with Redis' data (written again with a new empty index). One HGETALL of the instance records.
+         */
+        @WithDefault("2s")
+        Duration reconcileInterval();
     }
 
     @WithName("meta.events")

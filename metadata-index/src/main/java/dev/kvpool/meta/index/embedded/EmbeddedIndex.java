@@ -97,7 +97,7 @@ final class EmbeddedIndex implements InstanceIndex {
      */
     private void checkLive() {
         if (dropped) {
-            throw new IllegalStateException("the index of instance " + instanceId + " was dropped");
+            throw new dev.kvpool.meta.index.IndexDroppedException(instanceId);
         }
     }
 

@@ -63,6 +63,19 @@ final class RedisIndex implements InstanceIndex {
         dropped = true;
     }
 
+    /** The live key still names this incarnation; once it does not, this object stays dropped. */
+    @Override
+    public boolean alive() {
+        if (dropped) {
+            return false;
+        }
+        Response r = calls.send(Request.cmd(Command.GET).arg(live), "check index of " + instanceId);
+        if (r == null || !incarnation.equals(r.toString())) {
+            dropped = true;
+        }
+        return !dropped;
+    }
+
     @Override
     public String instanceId() {
         return instanceId;
@@ -315,7 +328,7 @@ final class RedisIndex implements InstanceIndex {
                     case -1 -> backoff(attempt, "startWrite");
                     case -2 -> {
                         dropped = true;
-                        throw new IllegalStateException("the index of instance " + instanceId + " was dropped");
+                        throw new dev.kvpool.meta.index.IndexDroppedException(instanceId);
                     }
                     case -3 -> {
                         store.releaseOwner(sessionId, token, instanceId); // a refused start leaves the id free

@@ -1,0 +1,87 @@
+package dev.kvpool.meta.ha;
+
+import org.jboss.logging.Logger;
+
+/**
+ * Logs a background task's failures without flooding the log while a dependency is down: the first failure in
+ * full, then one line per interval with how many followed, and one line when the task works again. A store
+ * outage makes every round of every task fail the same way; a stack trace per round helps nobody.
+ */
+public final class FailureLog {
+    private final Logger log;
+    private final String task;
+    private final long intervalNanos;
+    private long failingSince, lastLogged, failures, unlogged;
+    private String lastError;
+    /** Read without the lock: {@link #ok()} is cheap enough for a request path while nothing fails. */
+    private volatile boolean failing;
+
+    public FailureLog(Logger log, String task, java.time.Duration interval) {
+        this.log = log;
+        this.task = task;
+        this.intervalNanos = interval.toNanos();
+    }
+
+    /** Records a failure; true when it was logged (the caller may back off either way). */
+    public synchronized boolean failed(Throwable e) {
+        long now = System.nanoTime();
+        failures++;
+        failing = true;
+        lastError = describe(e);
+        if (failures == 1) {
+            failingSince = now;
+            lastLogged = now;
+            // a store's own exception already names the call and the cause; anything else gets its trace
+            if (expected(e)) {
+                log.errorf("%s: failing: %s", task, describe(e));
+            } else {
+                log.errorf(e, "%s: failing", task);
+            }
+            return true;
+        }
+        unlogged++;
+        if (now - lastLogged < intervalNanos) {
+            return false;
+        }
+        log.errorf("%s: still failing after %d s (%d more failures since the last report): %s", task,
+                (now - failingSince) / 1_000_000_000L, unlogged, describe(e));
+        lastLogged = now;
+        unlogged = 0;
+        return true;
+    }
+
+    /** Records a success: ends a failing streak with a line saying so. */
+    public void ok() {
+        if (failing) {
+            recovered();
+        }
+    }
+
+    private synchronized void recovered() {
+        if (failures > 0) {
+            failing = false;
+            log.infof("%s: working again after %d s and %d failures", task,
+                    (System.nanoTime() - failingSince) / 1_000_000_000L, failures);
+            failures = 0;
+            unlogged = 0;
+        }
+    }
+
+    public synchronized long failures() {
+        return failures;
+    }
+
+    /** The last failure's message while the task has failed for at least {@code atLeast}; else null. */
+    public synchronized String failingFor(java.time.Duration atLeast) {
+        return failures > 0 && System.nanoTime() - failingSince >= atLeast.toNanos() ? lastError : null;
+    }
+
+    private static boolean expected(Throwable e) {
+        return e instanceof dev.kvpool.meta.index.StoreException;
+    }
+
+    private static String describe(Throwable e) {
+        String m = e.getMessage();
+        return m == null || m.isBlank() ? e.getClass().getName() : m;
+    }
+}
