@@ -138,10 +138,11 @@ public class AgentResource {
                     DeviceWorker w = p.workers().get(i);
                     devs.add(Map.of("id", p.devices().get(i).id(), "bandwidth_mbps", Math.round(bw[i] / 1e6),
                             "blocks", per[i], "read_bytes", w.readBytes(), "write_bytes", w.writeBytes(),
-                            "deferred_writes", w.pendingDeferredOps()));
+                            "deferred_writes", w.pendingDeferredOps(), "failed", p.failed(i)));
                 }
                 tm.put("devices", devs);
                 tm.put("checksum_failures", p.checksumFailures());
+                tm.put("io_failures", p.ioFailures());
             }
             tiers.add(tm);
         }

@@ -107,8 +107,13 @@ public class AgentService {
             Gauge.builder("kvpool_agent_checksum_failures_total", t, PooledTier::checksumFailures).tag("tier", t.name())
                     .register(registry);
             Gauge.builder("kvpool_agent_evictions_total", t, PooledTier::evictions).tag("tier", t.name()).register(registry);
-            for (DeviceWorker w : t.workers()) {
+            Gauge.builder("kvpool_agent_io_failures_total", t, PooledTier::ioFailures).tag("tier", t.name()).register(registry);
+            for (int d = 0; d < t.workers().size(); d++) {
+                DeviceWorker w = t.workers().get(d);
                 String dev = w.device().id();
+                int dd = d;
+                Gauge.builder("kvpool_agent_device_failed", t, x -> x.failed(dd) ? 1 : 0).tag("device", dev)
+                        .description("1 while the device is out of use after failing ops in a row").register(registry);
                 Gauge.builder("kvpool_agent_device_read_bytes_total", w, DeviceWorker::readBytes).tag("device", dev).register(registry);
                 Gauge.builder("kvpool_agent_device_write_bytes_total", w, DeviceWorker::writeBytes).tag("device", dev).register(registry);
                 Gauge.builder("kvpool_agent_device_deferred_writes", w, DeviceWorker::pendingDeferredOps).tag("device", dev).register(registry);

@@ -57,8 +57,20 @@ public final class PooledTier implements Tier {
     private final Placement placement;
     private final double[] bandwidth;
     private final LinkedHashMap<Long, Entry> index = new LinkedHashMap<>(1024, 0.75f, true);
-    private final AtomicLong checksumFailures = new AtomicLong(), evictions = new AtomicLong();
+    private final AtomicLong checksumFailures = new AtomicLong(), evictions = new AtomicLong(),
+            ioFailures = new AtomicLong();
     private volatile Consumer<long[]> evictListener = k -> { };
+
+    /** Consecutive failed ops after which a device is taken out of use: a bad sector alone is not enough. */
+    static final int FAIL_AFTER = 16;
+    private static final org.jboss.logging.Logger LOG = org.jboss.logging.Logger.getLogger(PooledTier.class);
+    /** Failed ops in a row per device (guarded by this). */
+    private final int[] failStreak;
+    /** Epoch ms a device was taken out of use, or of its last failed probe; 0 while in use (guarded by this). */
+    private final long[] failedAtMs;
+    private final java.util.concurrent.atomic.AtomicBoolean[] probing;
+    /** How long a failed device rests before a probe write and read may bring it back. */
+    private volatile long retryMs = 30_000;
 
     /**
      * @param bandwidth bytes/s per device (from {@link BandwidthProbe} or configuration)
@@ -78,6 +90,12 @@ public final class PooledTier implements Tier {
                 throw new IllegalArgumentException("device " + devices.get(i).id() + " slots are smaller than a block");
             }
             slots[i] = new SlotAllocator(devices.get(i).slotCount());
+        }
+        failStreak = new int[slots.length];
+        failedAtMs = new long[slots.length];
+        probing = new java.util.concurrent.atomic.AtomicBoolean[slots.length];
+        for (int i = 0; i < slots.length; i++) {
+            probing[i] = new java.util.concurrent.atomic.AtomicBoolean();
         }
     }
 
@@ -124,6 +142,32 @@ public final class PooledTier implements Tier {
 
     public long evictions() {
         return evictions.get();
+    }
+
+    /** Device ops (reads and writes) that failed, whether or not their device was taken out of use. */
+    public long ioFailures() {
+        return ioFailures.get();
+    }
+
+    /** Whether device {@code d} is out of use after failing {@link #FAIL_AFTER} ops in a row. */
+    public synchronized boolean failed(int d) {
+        return failedAtMs[d] != 0;
+    }
+
+    /** Ids of the devices out of use. */
+    public synchronized List<String> failedDevices() {
+        List<String> out = new ArrayList<>();
+        for (int d = 0; d < failedAtMs.length; d++) {
+            if (failedAtMs[d] != 0) {
+                out.add(devices.get(d).id());
+            }
+        }
+        return out;
+    }
+
+    /** How long a failed device rests before it is probed (tests shorten it). */
+    public void retryAfter(java.time.Duration d) {
+        retryMs = d.toMillis();
     }
 
     @Override
@@ -176,6 +220,7 @@ public final class PooledTier implements Tier {
         Arrays.fill(dev, -1);
         List<Long> evicted = new ArrayList<>();
         synchronized (this) {
+            probeDue();
             for (int i = 0; i < n; i++) {
                 if (src[i].byteSize() != blockBytes) {
                     continue; // wrong size: not stored
@@ -185,9 +230,9 @@ public final class PooledTier implements Tier {
                     ok[i] = true;
                     continue;
                 }
-                int d = placement.next(x -> slots[x].freeSlots() > 0);
+                int d = placement.next(x -> failedAtMs[x] == 0 && slots[x].freeSlots() > 0);
                 while (d < 0 && evictOne(evicted)) {
-                    d = placement.next(x -> slots[x].freeSlots() > 0);
+                    d = placement.next(x -> failedAtMs[x] == 0 && slots[x].freeSlots() > 0);
                 }
                 if (d < 0) {
                     continue; // full and nothing evictable
@@ -242,19 +287,27 @@ public final class PooledTier implements Tier {
             int dd = d;
             // attached after every crc[i] is set, so the handler sees them whichever thread runs it
             parts.add(f.handle((res, err) -> {
+                List<Long> lost;
                 synchronized (this) {
+                    int failedOps = 0;
                     for (int j = 0; j < s.length; j++) {
                         int i = mine.get(j);
                         boolean good = err == null && res[j];
+                        failedOps += good ? 0 : 1;
                         Entry prev = index.get(keys[i]);
-                        if (good && (prev == null || prev.dead)) {
+                        if (good && (prev == null || prev.dead) && failedAtMs[dd] == 0) {
                             index.put(keys[i], new Entry(dd, s[j], crc[i]));
                             ok[i] = true;
                         } else {
-                            slots[dd].release(s[j]); // failed, or another put of the same key won
-                            ok[i] = good;
+                            // failed, another put of the same key won, or the device went out of use meanwhile
+                            slots[dd].release(s[j]);
+                            ok[i] = good && failedAtMs[dd] == 0;
                         }
                     }
+                    lost = outcome(dd, failedOps, err != null ? err : res == null ? null : "a write returned short");
+                }
+                if (!lost.isEmpty()) {
+                    evictListener.accept(lost.stream().mapToLong(Long::longValue).toArray());
                 }
                 return null;
             }));
@@ -280,6 +333,82 @@ public final class PooledTier implements Tier {
             out.add(idx.subList(k, Math.min(idx.size(), k + per)));
         }
         return out;
+    }
+
+    /**
+     * Counts a device request's failed ops: a success ends the streak; {@link #FAIL_AFTER} failures in a row take
+     * the device out of use. Returns the keys that went with it (caller holds the lock; tell listeners outside it).
+     */
+    private List<Long> outcome(int d, int failedOps, Object cause) {
+        if (failedOps == 0) {
+            failStreak[d] = 0;
+            return List.of();
+        }
+        ioFailures.addAndGet(failedOps);
+        failStreak[d] += failedOps;
+        if (failedAtMs[d] != 0 || failStreak[d] < FAIL_AFTER) {
+            return List.of();
+        }
+        failedAtMs[d] = System.currentTimeMillis();
+        List<Long> gone = new ArrayList<>();
+        for (Iterator<Map.Entry<Long, Entry>> it = index.entrySet().iterator(); it.hasNext(); ) {
+            Map.Entry<Long, Entry> me = it.next();
+            Entry e = me.getValue();
+            if (e.device == d) {
+                it.remove();
+                gone.add(me.getKey());
+                if (e.pins == 0) {
+                    slots[d].release(e.slot);
+                } else {
+                    e.dead = true; // released by the last reader
+                }
+            }
+        }
+        LOG.errorf("%s device %s failed %d ops in a row (last: %s): out of use, its %d blocks are misses from now "
+                        + "on; new blocks go to the other devices; probed again every %d s", name, devices.get(d).id(),
+                failStreak[d], cause instanceof Throwable t ? t.toString() : cause, gone.size(), retryMs / 1000);
+        return gone;
+    }
+
+    /**
+     * Devices out of use for {@link #retryMs}: one probe each (a block written and read back through the device's
+     * worker); it passes, the device is back in use. Caller holds the lock; the probe runs on the worker.
+     */
+    private void probeDue() {
+        long now = System.currentTimeMillis();
+        for (int d = 0; d < failedAtMs.length; d++) {
+            if (failedAtMs[d] == 0 || now - failedAtMs[d] < retryMs || slots[d].freeSlots() == 0
+                    || !probing[d].compareAndSet(false, true)) {
+                continue;
+            }
+            failedAtMs[d] = now; // a failed probe waits another retryMs
+            int dd = d;
+            long slot = slots[d].allocate();
+            java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
+            MemorySegment out = arena.allocate(blockBytes, 4096), in = arena.allocate(blockBytes, 4096);
+            for (long o = 0; o < blockBytes; o += 8) {
+                out.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, o, now ^ (o * 0x9E3779B97F4A7C15L));
+            }
+            DeviceWorker w = workers.get(d);
+            w.writeNow(new long[]{slot}, new MemorySegment[]{out})
+                    .thenCompose(wr -> wr[0] ? w.read(new long[]{slot}, new MemorySegment[]{in})
+                            : CompletableFuture.completedFuture(new boolean[]{false}))
+                    .handle((rd, err) -> {
+                        boolean passed = err == null && rd[0] && in.mismatch(out) < 0;
+                        synchronized (this) {
+                            slots[dd].release(slot);
+                            if (passed) {
+                                failedAtMs[dd] = 0;
+                                failStreak[dd] = 0;
+                                LOG.infof("%s device %s passed a write and read-back probe: in use again", name,
+                                        devices.get(dd).id());
+                            }
+                        }
+                        arena.close();
+                        probing[dd].set(false);
+                        return null;
+                    });
+        }
     }
 
     /** Evicts the least recently used unpinned block; false when none can go. Caller holds the lock. */
@@ -329,16 +458,31 @@ public final class PooledTier implements Tier {
                     b[j] = dst[mine.get(j)].asSlice(0, blockBytes);
                 }
                 // checksums are verified off the device thread, so the device starts its next part at once
+                int dd = d;
                 parts.add(workers.get(d).read(s, b).handleAsync((res, err) -> {
                     int[] crcs = err == null ? Checksums.crc32c(b, res) : null;
+                    int failedOps = 0;
+                    List<Long> dropped = new ArrayList<>();
                     for (int j = 0; j < s.length; j++) {
                         int i = mine.get(j);
-                        boolean good = err == null && res[j] && crcs[j] == es[i].crc;
-                        if (err == null && res[j] && !good) {
+                        boolean read = err == null && res[j];
+                        boolean good = read && crcs[j] == es[i].crc;
+                        if (read && !good) {
                             checksumFailures.incrementAndGet();
-                            drop(keys[i], es[i]);
+                        } else if (!read) {
+                            failedOps++; // unreadable: a miss from now on, not an error on every load
+                        }
+                        if (!good && drop(keys[i], es[i])) {
+                            dropped.add(keys[i]);
                         }
                         hit[i] = good;
+                    }
+                    synchronized (this) {
+                        outcome(dd, failedOps, err != null ? err : "a read returned short")
+                                .forEach(dropped::add);
+                    }
+                    if (!dropped.isEmpty()) { // the tier no longer has them: a removed event, as for an eviction
+                        evictListener.accept(dropped.stream().mapToLong(Long::longValue).toArray());
                     }
                     return null;
                 }, VERIFY));
@@ -350,11 +494,14 @@ public final class PooledTier implements Tier {
         });
     }
 
-    private synchronized void drop(long key, Entry e) {
+    /** Forgets a block that failed its read or checksum; false when it had gone already. */
+    private synchronized boolean drop(long key, Entry e) {
         if (index.get(key) == e) {
             index.remove(key);
             e.dead = true; // slot released when the last pin goes
+            return true;
         }
+        return false;
     }
 
     private synchronized void unpin(Entry[] es) {

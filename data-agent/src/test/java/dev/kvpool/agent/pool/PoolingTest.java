@@ -1,6 +1,7 @@
 package dev.kvpool.agent.pool;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.agent.TestBlocks;
@@ -55,5 +56,98 @@ class PoolingTest {
             // serial over the devices would give ~ 1/3 of the sum; parallel and proportional gives close to the sum
             assertTrue(pooled > 0.75 * sum, String.format("pooled %.0f MB/s vs sum %.0f MB/s", pooled / 1e6, sum / 1e6));
         }
+    }
+
+    /** A device whose ops fail while {@code failing} is set: -EIO for each op, as a dying disk answers. */
+    static final class FailingDevice implements Device {
+        final Device inner;
+        volatile boolean failing;
+
+        FailingDevice(Device inner) {
+            this.inner = inner;
+        }
+
+        @Override
+        public String id() {
+            return inner.id();
+        }
+
+        @Override
+        public long slotCount() {
+            return inner.slotCount();
+        }
+
+        @Override
+        public int slotBytes() {
+            return inner.slotBytes();
+        }
+
+        @Override
+        public boolean[] io(boolean write, long[] slots, MemorySegment[] bufs) {
+            return failing ? new boolean[slots.length] : inner.io(write, slots, bufs);
+        }
+    }
+
+    /**
+     * A device that fails ops in a row is taken out of use: its blocks become misses (with removed events), new
+     * blocks go to the other device, and a probe brings it back once it works again. A few failed ops alone do not.
+     */
+    @Test
+    void aFailingDeviceIsTakenOutOfUseAndProbedBackIn() throws Exception {
+        FailingDevice bad = new FailingDevice(new MemoryDevice("bad", 256, BLOCK));
+        List<Device> ds = List.of(new MemoryDevice("good", 256, BLOCK), bad);
+        try (Arena a = Arena.ofShared(); PooledTier t = PooledTier.of("nvme", BlockEvent.DISK, BLOCK, ds,
+                new double[]{1, 1})) {
+            List<Long> removed = new java.util.concurrent.CopyOnWriteArrayList<>();
+            t.onEvict(keys -> java.util.Arrays.stream(keys).forEach(removed::add));
+            long[] k1 = TestBlocks.keys(1, 40);
+            MemorySegment[] src1 = TestBlocks.random(a, 40, BLOCK, 1);
+            assertEquals(40, count(t.put(k1, src1, false).join()));
+            assertEquals(20, t.blocksPerDevice()[1]);
+
+            bad.failing = true;
+            boolean[] ok = t.put(TestBlocks.keys(100, 8), TestBlocks.random(a, 8, BLOCK, 2), false).join();
+            assertEquals(4, count(ok), "the blocks placed on the failing device are not stored");
+            assertFalse(t.failed(1), "4 failed ops are not enough to give a device up");
+
+            boolean[] hit = t.get(k1, TestBlocks.empty(a, 40, BLOCK)).join();
+            assertEquals(20, count(hit), "unreadable blocks are misses, not errors");
+            assertTrue(t.failed(1), "24 failed ops in a row: out of use");
+            assertEquals(List.of("bad"), t.failedDevices());
+            assertEquals(24, t.ioFailures());
+            assertEquals(20, removed.size(), "every block the tier lost is reported removed");
+            assertEquals(0, t.blocksPerDevice()[1]);
+
+            long[] k3 = TestBlocks.keys(200, 30);
+            MemorySegment[] src3 = TestBlocks.random(a, 30, BLOCK, 3);
+            assertEquals(30, count(t.put(k3, src3, false).join()), "new blocks all go to the good device");
+            assertEquals(0, t.blocksPerDevice()[1]);
+
+            bad.failing = false;
+            t.retryAfter(java.time.Duration.ZERO);
+            long until = System.nanoTime() + 10_000_000_000L;
+            while (t.failed(1)) { // a put starts the probe; it runs on the device's worker
+                assertTrue(System.nanoTime() < until, "not probed back in");
+                t.put(new long[0], new MemorySegment[0], false).join();
+                Thread.sleep(10);
+            }
+            long[] k4 = TestBlocks.keys(300, 20);
+            MemorySegment[] src4 = TestBlocks.random(a, 20, BLOCK, 4);
+            assertEquals(20, count(t.put(k4, src4, false).join()));
+            assertTrue(t.blocksPerDevice()[1] > 0, "back in use: it takes new blocks again");
+            MemorySegment[] dst4 = TestBlocks.empty(a, 20, BLOCK);
+            assertEquals(20, count(t.get(k4, dst4).join()));
+            for (int i = 0; i < 20; i++) {
+                assertEquals(-1, dst4[i].mismatch(src4[i]));
+            }
+        }
+    }
+
+    private static int count(boolean[] b) {
+        int n = 0;
+        for (boolean x : b) {
+            n += x ? 1 : 0;
+        }
+        return n;
     }
 }
