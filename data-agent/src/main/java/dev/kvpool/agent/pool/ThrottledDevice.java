@@ -8,29 +8,13 @@ import java.util.concurrent.locks.LockSupport;
  * the pooling bench and tests (a real node has several NVMe drives; this machine has one shared virtual disk).
  * The delay is charged after the inner I/O, so the device never exceeds {@code bytesPerSecond} over any batch.
  */
-public final class ThrottledDevice implements Device {
-    private final Device inner;
+public final class ThrottledDevice extends ForwardingDevice {
     private final double bytesPerNano;
     private long availableAt = System.nanoTime();
 
     public ThrottledDevice(Device inner, double bytesPerSecond) {
-        this.inner = inner;
+        super(inner);
         this.bytesPerNano = bytesPerSecond / 1e9;
-    }
-
-    @Override
-    public String id() {
-        return inner.id();
-    }
-
-    @Override
-    public long slotCount() {
-        return inner.slotCount();
-    }
-
-    @Override
-    public int slotBytes() {
-        return inner.slotBytes();
     }
 
     @Override
@@ -47,10 +31,5 @@ public final class ThrottledDevice implements Device {
             LockSupport.parkNanos(wait);
         }
         return r;
-    }
-
-    @Override
-    public void close() {
-        inner.close();
     }
 }

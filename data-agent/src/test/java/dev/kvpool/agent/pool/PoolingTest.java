@@ -59,27 +59,11 @@ class PoolingTest {
     }
 
     /** A device whose ops fail while {@code failing} is set: -EIO for each op, as a dying disk answers. */
-    static final class FailingDevice implements Device {
-        final Device inner;
+    static final class FailingDevice extends ForwardingDevice {
         volatile boolean failing;
 
         FailingDevice(Device inner) {
-            this.inner = inner;
-        }
-
-        @Override
-        public String id() {
-            return inner.id();
-        }
-
-        @Override
-        public long slotCount() {
-            return inner.slotCount();
-        }
-
-        @Override
-        public int slotBytes() {
-            return inner.slotBytes();
+            super(inner);
         }
 
         @Override
