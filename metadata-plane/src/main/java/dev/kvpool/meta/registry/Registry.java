@@ -69,8 +69,9 @@ public final class Registry {
         if (n != null) {
             return Integer.parseInt(new String(n, StandardCharsets.UTF_8));
         }
-        int number = numbers.values().stream().mapToInt(v -> Integer.parseInt(new String(v, StandardCharsets.UTF_8)))
-                .max().orElse(0) + 1;
+        // the storages known here count too: after the store lost its records they are the only trace of theirs
+        int number = Math.max(byNumber.length - 1, numbers.values().stream()
+                .mapToInt(v -> Integer.parseInt(new String(v, StandardCharsets.UTF_8))).max().orElse(0)) + 1;
         if (number > Loc.MAX_STORAGE) {
             throw new IllegalStateException("too many storages (max " + Loc.MAX_STORAGE + ")");
         }
@@ -227,12 +228,16 @@ public final class Registry {
                     + ", not " + expectedVersion);
         }
         GroupConfig updated = g.withReclaim(r, g.version() + 1);
-        var rec = JSON.createObjectNode().put("version", updated.version());
-        rec.set("reclaim_strategy", r.toJson());
-        store.putRecord(GROUP_RECLAIM, group, rec.toString().getBytes(StandardCharsets.UTF_8));
+        putReclaimRecord(updated);
         groups.put(group, updated);
         LOG.infof("instance group %s: reclaim strategy now %s (version %d)", group, r, updated.version());
         return updated;
+    }
+
+    private void putReclaimRecord(GroupConfig g) {
+        var rec = JSON.createObjectNode().put("version", g.version());
+        rec.set("reclaim_strategy", g.reclaim().toJson());
+        store.putRecord(GROUP_RECLAIM, g.name(), rec.toString().getBytes(StandardCharsets.UTF_8));
     }
 
     private volatile Instance.SlotsFactory slots = Instance.SlotsFactory.LOCAL;
@@ -501,7 +506,8 @@ public final class Registry {
      * forgotten here too; or lost with the store's data: its record is written again and, when its index is gone
      * as well, a new empty index is started, so engines that registered once go on writing instead of failing until
      * a restart. {@code check}: also ask the store whether this instance's index is still there (a write found it
-     * dropped). Storage numbers lost with the data are written again, as locations keep using them.
+     * dropped). Storage numbers lost with the data are written again, as locations keep using them, and so are
+     * runtime reclaim changes, so that a replica started later still sees them.
      */
     public synchronized void reconcile(String check) {
         if (!sharedStore()) {
@@ -535,13 +541,24 @@ public final class Registry {
             byte[] n = numbers.get(st.name);
             if (n == null) {
                 store.putRecord(STORAGE_NUMBERS, st.name, Integer.toString(st.number).getBytes(StandardCharsets.UTF_8));
-            } else if (Integer.parseInt(new String(n, StandardCharsets.UTF_8)) != st.number) {
+            } else if (Integer.parseInt(new String(n, StandardCharsets.UTF_8)) != st.number && misnumbered.add(st.name)) {
                 LOG.errorf("storage %s is number %d here but %s in the store: locations of one replica would be "
                         + "misread by another; restart this replica", st.name, st.number, new String(n, StandardCharsets.UTF_8));
             }
         }
+        if (!managed) { // runtime reclaim changes (version > the startup file's 1) lost with the data: written back
+            Map<String, byte[]> reclaim = store.records(GROUP_RECLAIM);
+            for (GroupConfig g : groups.values()) {
+                if (g.version() > 1 && !reclaim.containsKey(g.name())) {
+                    putReclaimRecord(g);
+                }
+            }
+        }
         refresh();
     }
+
+    /** Storages whose number differs from the store's, reported once each. */
+    private final Set<String> misnumbered = new HashSet<>();
 
     /** A new, empty index for an instance whose index the store no longer has (the info and slots stay). */
     private void renew(Instance old, String why) {

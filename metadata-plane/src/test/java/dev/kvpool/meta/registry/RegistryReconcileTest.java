@@ -119,6 +119,9 @@ class RegistryReconcileTest {
         Instance onA = a.instance("i");
         Instance onB = b.lookup("i");
         save(writeA, onA, 1, 2, 3);
+        var lfu = dev.kvpool.meta.reclaim.ReclaimConfig.fromJson(new com.fasterxml.jackson.databind.ObjectMapper()
+                .readTree("{\"reclaim_policy\":\"POLICY_LFU\",\"trigger_strategy\":{\"used_percentage\":0.5}}"));
+        a.updateReclaim("g", lfu, 0); // a runtime change: version 2
         assertEquals(3, onB.index.keyCount());
 
         wipe(); // a Redis restarted without persistence
@@ -145,5 +148,7 @@ class RegistryReconcileTest {
         Registry c = new Registry(storeA, StartupConfig.load(dir.resolve("startup.json")), storeA::index);
         assertNotNull(c.instance("i"));
         assertEquals(a.storage("nfs_r").number, c.storage("nfs_r").number);
+        assertEquals(2, c.group("g").version(), "the runtime reclaim change is written back too");
+        assertEquals(lfu, c.group("g").reclaim());
     }
 }
