@@ -37,6 +37,7 @@ public class ProblemMappers {
             case 409 -> "Conflict";
             case 412 -> "Precondition failed";
             case 428 -> "Precondition required";
+            case 503 -> "Service unavailable";
             default -> "Error";
         };
     }
@@ -58,8 +59,38 @@ public class ProblemMappers {
     /** Anything else is a server fault: 500 problem+json naming it (and logged), not an empty body. */
     @ServerExceptionMapper
     public Response unexpected(RuntimeException e) {
+        String db = databaseUnavailable(e);
+        if (db != null) {
+            // the database is down or restarting: the caller may retry, and the log needs no trace per request
+            LOG.warnf("request failed, database unavailable: %s", db);
+            return Response.fromResponse(problem(503, "Service unavailable", "database unavailable: " + db, null))
+                    .header("Retry-After", "5").build();
+        }
         LOG.error("request failed", e);
         return problem(500, "Error", "internal error: " + e.getClass().getSimpleName(), null);
+    }
+
+    /**
+     * The driver's message (it names the host and port) when {@code e} comes from a lost or refused database
+     * connection (SQLState class 08, whatever the database), else null.
+     */
+    static String databaseUnavailable(Throwable e) {
+        boolean connection = false;
+        String driver = null, innermost = null;
+        for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
+            if (t instanceof java.sql.SQLException sql && sql.getSQLState() != null && sql.getSQLState().startsWith("08")
+                    || t instanceof org.hibernate.exception.JDBCConnectionException
+                    || t instanceof java.sql.SQLTransientConnectionException) {
+                connection = true;
+            }
+            if (t.getMessage() != null && !t.getMessage().isBlank()) {
+                innermost = t.getMessage();
+                if (driver == null && t instanceof java.sql.SQLException) {
+                    driver = t.getMessage();
+                }
+            }
+        }
+        return connection ? (driver != null ? driver : innermost) : null;
     }
 
     private static Response body(Throwable e) {
