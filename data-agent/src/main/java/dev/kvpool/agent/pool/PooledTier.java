@@ -64,8 +64,8 @@ public final class PooledTier implements Tier {
     /** Consecutive failed ops after which a device is taken out of use: a bad sector alone is not enough. */
     static final int FAIL_AFTER = 16;
     private static final org.jboss.logging.Logger LOG = org.jboss.logging.Logger.getLogger(PooledTier.class);
-    /** Failed ops in a row per device (guarded by this). */
-    private final int[] failStreak;
+    /** Failed ops in a row per device: reset without the lock on a good read, so loads take no extra lock. */
+    private final java.util.concurrent.atomic.AtomicIntegerArray failStreak;
     /** Epoch ms a device was taken out of use, or of its last failed probe; 0 while in use (guarded by this). */
     private final long[] failedAtMs;
     private final java.util.concurrent.atomic.AtomicBoolean[] probing;
@@ -91,7 +91,7 @@ public final class PooledTier implements Tier {
             }
             slots[i] = new SlotAllocator(devices.get(i).slotCount());
         }
-        failStreak = new int[slots.length];
+        failStreak = new java.util.concurrent.atomic.AtomicIntegerArray(slots.length);
         failedAtMs = new long[slots.length];
         probing = new java.util.concurrent.atomic.AtomicBoolean[slots.length];
         for (int i = 0; i < slots.length; i++) {
@@ -304,7 +304,7 @@ public final class PooledTier implements Tier {
                             ok[i] = good && failedAtMs[dd] == 0;
                         }
                     }
-                    lost = outcome(dd, failedOps, err != null ? err : res == null ? null : "a write returned short");
+                    lost = outcome(dd, failedOps, err != null ? err : "a write returned short");
                 }
                 if (!lost.isEmpty()) {
                     evictListener.accept(lost.stream().mapToLong(Long::longValue).toArray());
@@ -341,12 +341,12 @@ public final class PooledTier implements Tier {
      */
     private List<Long> outcome(int d, int failedOps, Object cause) {
         if (failedOps == 0) {
-            failStreak[d] = 0;
+            failStreak.set(d, 0);
             return List.of();
         }
         ioFailures.addAndGet(failedOps);
-        failStreak[d] += failedOps;
-        if (failedAtMs[d] != 0 || failStreak[d] < FAIL_AFTER) {
+        int streak = failStreak.addAndGet(d, failedOps);
+        if (failedAtMs[d] != 0 || streak < FAIL_AFTER) {
             return List.of();
         }
         failedAtMs[d] = System.currentTimeMillis();
@@ -366,7 +366,7 @@ public final class PooledTier implements Tier {
         }
         LOG.errorf("%s device %s failed %d ops in a row (last: %s): out of use, its %d blocks are misses from now "
                         + "on; new blocks go to the other devices; probed again every %d s", name, devices.get(d).id(),
-                failStreak[d], cause instanceof Throwable t ? t.toString() : cause, gone.size(), retryMs / 1000);
+                streak, cause instanceof Throwable t ? t.toString() : cause, gone.size(), retryMs / 1000);
         return gone;
     }
 
@@ -399,7 +399,7 @@ public final class PooledTier implements Tier {
                             slots[dd].release(slot);
                             if (passed) {
                                 failedAtMs[dd] = 0;
-                                failStreak[dd] = 0;
+                                failStreak.set(dd, 0);
                                 LOG.infof("%s device %s passed a write and read-back probe: in use again", name,
                                         devices.get(dd).id());
                             }
@@ -477,9 +477,12 @@ public final class PooledTier implements Tier {
                         }
                         hit[i] = good;
                     }
-                    synchronized (this) {
-                        outcome(dd, failedOps, err != null ? err : "a read returned short")
-                                .forEach(dropped::add);
+                    if (failedOps == 0) {
+                        failStreak.set(dd, 0); // the common case: no lock
+                    } else {
+                        synchronized (this) {
+                            dropped.addAll(outcome(dd, failedOps, err != null ? err : "a read returned short"));
+                        }
                     }
                     if (!dropped.isEmpty()) { // the tier no longer has them: a removed event, as for an eviction
                         evictListener.accept(dropped.stream().mapToLong(Long::longValue).toArray());

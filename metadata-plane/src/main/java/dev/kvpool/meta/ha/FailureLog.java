@@ -22,8 +22,8 @@ public final class FailureLog {
         this.intervalNanos = interval.toNanos();
     }
 
-    /** Records a failure; true when it was logged (the caller may back off either way). */
-    public synchronized boolean failed(Throwable e) {
+    /** Records a failure, logged when it starts a streak or a report interval has passed. */
+    public synchronized void failed(Throwable e) {
         long now = System.nanoTime();
         failures++;
         failing = true;
@@ -37,17 +37,16 @@ public final class FailureLog {
             } else {
                 log.errorf(e, "%s: failing", task);
             }
-            return true;
+            return;
         }
         unlogged++;
         if (now - lastLogged < intervalNanos) {
-            return false;
+            return;
         }
         log.errorf("%s: still failing after %d s (%d more failures since the last report): %s", task,
                 (now - failingSince) / 1_000_000_000L, unlogged, describe(e));
         lastLogged = now;
         unlogged = 0;
-        return true;
     }
 
     /** Records a success: ends a failing streak with a line saying so. */
@@ -65,10 +64,6 @@ public final class FailureLog {
             failures = 0;
             unlogged = 0;
         }
-    }
-
-    public synchronized long failures() {
-        return failures;
     }
 
     /** The last failure's message while the task has failed for at least {@code atLeast}; else null. */
