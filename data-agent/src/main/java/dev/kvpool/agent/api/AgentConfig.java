@@ -71,6 +71,13 @@ public interface AgentConfig {
 
         @WithDefault("true")
         boolean enabled();
+
+        /**
+         * Keep NVMe blocks across agent restarts (a slot table beside each slot file); false starts every run
+         * empty.
+         */
+        @WithDefault("true")
+        boolean keep();
     }
 
     interface Gpu {

@@ -2,6 +2,7 @@ package dev.kvpool.agent.api;
 
 import dev.kvpool.agent.events.BlockEventPublisher;
 import dev.kvpool.agent.events.EventSink;
+import dev.kvpool.agent.events.SeqFile;
 import dev.kvpool.agent.pool.PooledTier;
 import dev.kvpool.agent.sched.DeviceWorker;
 import dev.kvpool.agent.store.AgentSetup;
@@ -59,12 +60,14 @@ public class AgentService {
                 config.gpu().enabled(), config.gpu().mib() << 20, config.pool().enabled(), config.pool().metaUri(),
                 config.pool().instanceId(), config.pool().instanceGroup(), config.pool().spec(),
                 config.pool().writeTimeoutSeconds(), config.pool().model(), config.pool().requireChecksum(),
-                config.sched().chunkOps(), config.sched().highWaterOps(), config.sched().guardMicros());
+                config.sched().chunkOps(), config.sched().highWaterOps(), config.sched().guardMicros(),
+                config.nvme().keep());
         EventSink sink = EventSink.NONE;
         if (config.events().bootstrapServers().filter(x -> !x.isBlank()).isPresent()) {
             publisher = new BlockEventPublisher(config.events().bootstrapServers().get(), agentId,
                     config.pool().instanceId(), config.pool().instanceGroup(), config.events().maxEvents(),
-                    config.events().lingerMs(), config.events().spoolBatches(), 0);
+                    config.events().lingerMs(), config.events().spoolBatches(),
+                    SeqFile.open(data.resolve("events-" + fileSafe(agentId) + ".seq")));
             sink = publisher;
         }
         built = AgentSetup.build(s, sink);
@@ -128,6 +131,10 @@ public class AgentService {
 
     private <T> void gauge(String name, T obj, ToDoubleFunction<T> f) {
         Gauge.builder(name, obj, f).register(registry);
+    }
+
+    private static String fileSafe(String s) {
+        return s.replaceAll("[^A-Za-z0-9._-]", "_");
     }
 
     private static String hostName() {

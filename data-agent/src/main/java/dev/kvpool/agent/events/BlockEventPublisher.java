@@ -34,7 +34,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * producer, several in flight without reordering) and removes a batch only once Kafka acknowledged it. When Kafka
  * is unreachable the spool holds the batches and the sender resends from the oldest unacknowledged one once it is
  * back; when the spool is full the oldest batch is dropped and counted ({@link #droppedBatches()}), so a
- * consumer sees the gap in {@code seq}.
+ * consumer sees the gap in {@code seq}. With a {@link SeqFile}, {@code seq} goes on across restarts instead of
+ * starting at 0 again (which would make consumers drop the new batches as duplicates).
  */
 public final class BlockEventPublisher implements EventSink, AutoCloseable {
     private static final Logger LOG = Logger.getLogger(BlockEventPublisher.class.getName());
@@ -75,16 +76,32 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
     private final AtomicLong dropped = new AtomicLong(), sentBatches = new AtomicLong(), batchedEvents = new AtomicLong(),
             sendErrors = new AtomicLong();
     private final Thread flusher, sender;
+    private final SeqFile seqs;
+    private boolean seqFileFailing;
 
     public BlockEventPublisher(String bootstrapServers, String agent, String instanceId, String instanceGroup,
                                int maxEvents, long lingerMillis, int spoolCapacity, long firstSeq) {
         this(createProducer(bootstrapServers), Topics.BLOCKS, agent, instanceId, instanceGroup, maxEvents,
-                lingerMillis, spoolCapacity, firstSeq);
+                lingerMillis, spoolCapacity, firstSeq, null);
+    }
+
+    /** Seq continued from {@code seqs} (see {@link SeqFile}). */
+    public BlockEventPublisher(String bootstrapServers, String agent, String instanceId, String instanceGroup,
+                               int maxEvents, long lingerMillis, int spoolCapacity, SeqFile seqs) {
+        this(createProducer(bootstrapServers), Topics.BLOCKS, agent, instanceId, instanceGroup, maxEvents,
+                lingerMillis, spoolCapacity, seqs.first(), seqs);
     }
 
     public BlockEventPublisher(Producer<String, byte[]> producer, String topic, String agent, String instanceId,
                                String instanceGroup, int maxEvents, long lingerMillis, int spoolCapacity,
                                long firstSeq) {
+        this(producer, topic, agent, instanceId, instanceGroup, maxEvents, lingerMillis, spoolCapacity, firstSeq, null);
+    }
+
+    public BlockEventPublisher(Producer<String, byte[]> producer, String topic, String agent, String instanceId,
+                               String instanceGroup, int maxEvents, long lingerMillis, int spoolCapacity,
+                               long firstSeq, SeqFile seqs) {
+        this.seqs = seqs;
         this.producer = producer;
         this.topic = topic;
         this.agent = agent;
@@ -142,6 +159,17 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
         long ts = System.currentTimeMillis();
         BlockBatch b = new BlockBatch(agent, instanceId, instanceGroup, nextSeq, ts, pending);
         Spooled s = new Spooled(nextSeq++, EventCodec.toJson(b), ts);
+        if (seqs != null) {
+            try {
+                seqs.advanced(nextSeq); // once per SeqFile.RESERVE batches: one small fsync
+                seqFileFailing = false;
+            } catch (RuntimeException e) { // events go on; only a crash before it works again could repeat seqs
+                if (!seqFileFailing) {
+                    LOG.warning("kvpool.blocks: " + e.getMessage() + " (" + e.getCause() + "); seq may repeat after a crash");
+                }
+                seqFileFailing = true;
+            }
+        }
         batchedEvents.addAndGet(pending.size());
         pending = new ArrayList<>();
         if (spool.size() >= spoolCapacity) {
@@ -366,5 +394,13 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
             Thread.currentThread().interrupt();
         }
         producer.close(java.time.Duration.ofSeconds(2));
+        if (seqs != null) {
+            long next = nextSeq();
+            try {
+                seqs.closed(next); // batches still spooled are lost with this process: the next run skips them
+            } catch (RuntimeException e) {
+                LOG.warning("kvpool.blocks: " + e.getMessage() + "; the next run starts at the reservation");
+            }
+        }
     }
 }

@@ -48,6 +48,11 @@ public interface Device extends AutoCloseable {
         return null;
     }
 
+    /** The record of what each slot holds, where this device keeps its blocks across restarts; null otherwise. */
+    default SlotTable slotTable() {
+        return null;
+    }
+
     /** Bytes of the slot, for direct (zero-copy) access where the device is host memory; null otherwise. */
     default MemorySegment slotMemory(long slot) {
         return null;

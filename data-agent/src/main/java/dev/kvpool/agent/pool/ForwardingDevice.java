@@ -29,6 +29,11 @@ public abstract class ForwardingDevice implements Device {
     }
 
     @Override
+    public SlotTable slotTable() {
+        return inner.slotTable();
+    }
+
+    @Override
     public boolean[] io(boolean write, long[] slots, MemorySegment[] bufs) {
         return inner.io(write, slots, bufs);
     }

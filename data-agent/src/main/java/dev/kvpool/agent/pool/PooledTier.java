@@ -19,7 +19,9 @@ import java.util.function.Consumer;
  * in proportion to the devices' measured bandwidth ({@link Placement}); each device has one {@link DeviceWorker};
  * a load is grouped by device and the groups run in parallel. The index (key → device, slot, CRC32C) lives here;
  * an entry is added only after its write completed in full, so a failed write is never visible. When the tier is
- * full the least recently used block that no one is reading or flushing is evicted.
+ * full the least recently used block that no one is reading or flushing is evicted. Where a device keeps a
+ * {@link SlotTable}, every index change is recorded in it, and the blocks it recorded are back in the index at
+ * start-up (least recently used first), their slots taken.
  */
 public final class PooledTier implements Tier {
     /** Where a block lives. {@code pins} counts readers and write-behinds using its slot. */
@@ -54,6 +56,11 @@ public final class PooledTier implements Tier {
     private final List<Device> devices;
     private final List<DeviceWorker> workers;
     private final SlotAllocator[] slots;
+    /** Per device its slot table, or null. */
+    private final SlotTable[] tables;
+    /** Recency stamp for slot tables (guarded by this). */
+    private long stamp;
+    private final Map<String, long[]> recovered = new LinkedHashMap<>();
     private final Placement placement;
     private final double[] bandwidth;
     private final LinkedHashMap<Long, Entry> index = new LinkedHashMap<>(1024, 0.75f, true);
@@ -85,11 +92,35 @@ public final class PooledTier implements Tier {
         this.bandwidth = bandwidth.clone();
         this.placement = new Placement(bandwidth);
         this.slots = new SlotAllocator[devices.size()];
+        this.tables = new SlotTable[devices.size()];
+        List<long[]> kept = new ArrayList<>(); // {seq, device, slot, key, crc}
         for (int i = 0; i < slots.length; i++) {
             if (devices.get(i).slotBytes() < blockBytes) {
                 throw new IllegalArgumentException("device " + devices.get(i).id() + " slots are smaller than a block");
             }
-            slots[i] = new SlotAllocator(devices.get(i).slotCount());
+            tables[i] = devices.get(i).slotTable();
+            java.util.BitSet used = new java.util.BitSet();
+            if (tables[i] != null) {
+                List<Long> keys = new ArrayList<>();
+                for (SlotTable.Block b : tables[i].recovered()) {
+                    used.set((int) b.slot());
+                    kept.add(new long[] {b.seq(), i, b.slot(), b.key(), b.crc()});
+                    keys.add(b.key());
+                }
+                recovered.put(devices.get(i).id(), keys.stream().mapToLong(Long::longValue).toArray());
+                LOG.infof("%s device %s: slot table %s: %s", name, devices.get(i).id(), tables[i].path(),
+                        tables[i].opened());
+            }
+            slots[i] = new SlotAllocator(devices.get(i).slotCount(), used);
+        }
+        kept.sort(java.util.Comparator.comparingLong(r -> r[0]));
+        for (long[] r : kept) { // oldest first, so the least recently used come first in the index
+            Entry prev = index.put(r[3], new Entry((int) r[1], r[2], (int) r[4]));
+            if (prev != null) { // the same key on two devices: keep the more recent
+                slots[prev.device].release(prev.slot);
+                tables[prev.device].clear(prev.slot);
+            }
+            stamp = Math.max(stamp, r[0]);
         }
         failStreak = new java.util.concurrent.atomic.AtomicIntegerArray(slots.length);
         failedAtMs = new long[slots.length];
@@ -170,6 +201,11 @@ public final class PooledTier implements Tier {
         retryMs = d.toMillis();
     }
 
+    /** Blocks kept from before a restart, per device id (read from the devices' slot tables at start-up). */
+    public Map<String, long[]> recovered() {
+        return java.util.Collections.unmodifiableMap(recovered);
+    }
+
     @Override
     public void onEvict(Consumer<long[]> listener) {
         this.evictListener = listener;
@@ -190,6 +226,24 @@ public final class PooledTier implements Tier {
     @Override
     public synchronized long size() {
         return index.size();
+    }
+
+    /** Slots free on all devices (a block held plus a slot free is every slot: none leaked). */
+    public long freeSlots() {
+        long n = 0;
+        for (SlotAllocator a : slots) {
+            n += a.freeSlots();
+        }
+        return n;
+    }
+
+    /** Slots on all devices. */
+    public long capacity() {
+        long n = 0;
+        for (SlotAllocator a : slots) {
+            n += a.capacity();
+        }
+        return n;
     }
 
     /** Blocks per device (placement check). */
@@ -297,6 +351,9 @@ public final class PooledTier implements Tier {
                         Entry prev = index.get(keys[i]);
                         if (good && (prev == null || prev.dead) && failedAtMs[dd] == 0) {
                             index.put(keys[i], new Entry(dd, s[j], crc[i]));
+                            if (tables[dd] != null) {
+                                tables[dd].set(s[j], keys[i], crc[i], ++stamp);
+                            }
                             ok[i] = true;
                         } else {
                             // failed, another put of the same key won, or the device went out of use meanwhile
@@ -356,6 +413,7 @@ public final class PooledTier implements Tier {
             Entry e = me.getValue();
             if (e.device == d) {
                 it.remove();
+                forget(e);
                 gone.add(me.getKey());
                 if (e.pins == 0) {
                     slots[d].release(e.slot);
@@ -419,6 +477,7 @@ public final class PooledTier implements Tier {
             Entry e = me.getValue();
             if (e.pins == 0) {
                 it.remove();
+                forget(e);
                 slots[e.device].release(e.slot);
                 evicted.add(me.getKey());
                 evictions.incrementAndGet();
@@ -438,6 +497,9 @@ public final class PooledTier implements Tier {
                 if (e != null && !e.dead && dst[i].byteSize() >= blockBytes) {
                     e.pins++;
                     es[i] = e;
+                    if (tables[e.device] != null) {
+                        tables[e.device].touch(e.slot, ++stamp);
+                    }
                 }
             }
         }
@@ -501,10 +563,18 @@ public final class PooledTier implements Tier {
     private synchronized boolean drop(long key, Entry e) {
         if (index.get(key) == e) {
             index.remove(key);
+            forget(e);
             e.dead = true; // slot released when the last pin goes
             return true;
         }
         return false;
+    }
+
+    /** An entry left the index: its slot table record goes now, before the slot can be handed out again. */
+    private void forget(Entry e) {
+        if (tables[e.device] != null) {
+            tables[e.device].clear(e.slot);
+        }
     }
 
     private synchronized void unpin(Entry[] es) {
@@ -550,6 +620,7 @@ public final class PooledTier implements Tier {
         if (e == null) {
             return false;
         }
+        forget(e);
         if (e.pins == 0) {
             slots[e.device].release(e.slot);
         } else {

@@ -6,14 +6,20 @@ public final class SlotAllocator {
     private int top;
 
     public SlotAllocator(long slots) {
+        this(slots, new java.util.BitSet());
+    }
+
+    /** All slots free but those set in {@code used} (blocks kept from before a restart). */
+    public SlotAllocator(long slots, java.util.BitSet used) {
         if (slots > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("too many slots: " + slots);
         }
         free = new long[(int) slots];
-        for (int i = 0; i < slots; i++) {
-            free[i] = slots - 1 - i;
+        for (long s = slots - 1; s >= 0; s--) { // lowest slot on top: handed out first
+            if (!used.get((int) s)) {
+                free[top++] = s;
+            }
         }
-        top = (int) slots;
     }
 
     /** A free slot, or -1 when the device is full. */

@@ -37,40 +37,54 @@ public final class AgentSetup {
             boolean gpuEnabled, long gpuBytes,
             boolean poolEnabled, String metaUri, String instanceId, String instanceGroup, String spec,
             int writeTimeoutSeconds, String model, boolean requireChecksum,
-            int chunkOps, int highWaterOps, long guardMicros) {
+            int chunkOps, int highWaterOps, long guardMicros, boolean nvmeKeep) {
 
         public static Settings defaults(Path dataDir) {
             return new Settings("agent", 256 * 1024, 16, 2, 64L << 20, List.of(dataDir.resolve("nvme0")),
                     256L << 20, "auto", 8, List.of(), List.of(), 16L << 20, false, 64L << 20, false,
-                    "http://127.0.0.1:6382", "agent", "default", "tp0", 30, "kvpool-agent", true, 4, 4096, 500);
+                    "http://127.0.0.1:6382", "agent", "default", "tp0", 30, "kvpool-agent", true, 4, 4096, 500, true);
         }
 
         public Settings withNvme(List<Path> dirs, long deviceBytes) {
             return new Settings(agentId, blockBytes, blockTokens, hostRegions, hostRegionBytes, dirs, deviceBytes,
                     ioEngine, queueDepth, nvmeBandwidthMBps, nvmeThrottleMBps, probeBytes, gpuEnabled, gpuBytes,
                     poolEnabled, metaUri, instanceId, instanceGroup, spec, writeTimeoutSeconds, model,
-                    requireChecksum, chunkOps, highWaterOps, guardMicros);
+                    requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep);
         }
 
         public Settings withPool(String uri, String instance) {
             return new Settings(agentId, blockBytes, blockTokens, hostRegions, hostRegionBytes, nvmeDirs,
                     nvmeDeviceBytes, ioEngine, queueDepth, nvmeBandwidthMBps, nvmeThrottleMBps, probeBytes, gpuEnabled,
                     gpuBytes, true, uri, instance, instanceGroup, spec, writeTimeoutSeconds, model, requireChecksum,
-                    chunkOps, highWaterOps, guardMicros);
+                    chunkOps, highWaterOps, guardMicros, nvmeKeep);
         }
 
         public Settings withBlock(int bytes, int hostRegions, long hostRegionBytes) {
             return new Settings(agentId, bytes, blockTokens, hostRegions, hostRegionBytes, nvmeDirs,
                     nvmeDeviceBytes, ioEngine, queueDepth, nvmeBandwidthMBps, nvmeThrottleMBps, probeBytes, gpuEnabled,
                     gpuBytes, poolEnabled, metaUri, instanceId, instanceGroup, spec, writeTimeoutSeconds, model,
-                    requireChecksum, chunkOps, highWaterOps, guardMicros);
+                    requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep);
+        }
+
+        /** The instance whose keys these are (its blocks go to the pool only where the pool is on). */
+        public Settings withInstance(String instance) {
+            return new Settings(agentId, blockBytes, blockTokens, hostRegions, hostRegionBytes, nvmeDirs,
+                    nvmeDeviceBytes, ioEngine, queueDepth, nvmeBandwidthMBps, nvmeThrottleMBps, probeBytes, gpuEnabled,
+                    gpuBytes, poolEnabled, metaUri, instance, instanceGroup, spec, writeTimeoutSeconds, model,
+                    requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep);
+        }
+
+        /** What the keys mean on these devices: a slot table written under another identity is not trusted. */
+        public String keySpace() {
+            return "instance=" + instanceId + " spec=" + spec + " model=" + model + " block_tokens=" + blockTokens
+                    + " block_bytes=" + blockBytes;
         }
 
         public Settings withIo(String engine, int qd, List<Double> bandwidthMBps, List<Double> throttleMBps) {
             return new Settings(agentId, blockBytes, blockTokens, hostRegions, hostRegionBytes, nvmeDirs,
                     nvmeDeviceBytes, engine, qd, bandwidthMBps, throttleMBps, probeBytes, gpuEnabled, gpuBytes,
                     poolEnabled, metaUri, instanceId, instanceGroup, spec, writeTimeoutSeconds, model,
-                    requireChecksum, chunkOps, highWaterOps, guardMicros);
+                    requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep);
         }
     }
 
@@ -126,7 +140,7 @@ public final class AgentSetup {
                 io.registerBuffers(fixed); // write-behinds go straight from host slots: WRITE_FIXED
                 engine = io.name();
                 Device d = new FileDevice("nvme" + i, s.nvmeDirs().get(i), Math.max(1, s.nvmeDeviceBytes() / s.blockBytes()),
-                        s.blockBytes(), io);
+                        s.blockBytes(), io, s.nvmeKeep() ? s.keySpace() : null);
                 if (i < s.nvmeThrottleMBps().size() && s.nvmeThrottleMBps().get(i) > 0) {
                     d = new ThrottledDevice(d, s.nvmeThrottleMBps().get(i) * 1e6);
                 }

@@ -21,7 +21,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *   from the host slots, which stay pinned until those writes finish;</li>
  *   <li>load: each tier in order is asked for the keys still missing (an NVMe load is grouped by device and runs
  *   on all devices at once); blocks found below the host pool are promoted into it;</li>
- *   <li>every change is an event ({@code stored}, {@code removed}, {@code onboarded}) with its medium.</li>
+ *   <li>every change is an event ({@code stored}, {@code removed}, {@code onboarded}) with its medium; the first
+ *   events of a store are {@code all_cleared} and the NVMe blocks kept from before a restart ({@code stored}).</li>
  * </ul>
  */
 public final class BlockStore implements AutoCloseable {
@@ -59,6 +60,18 @@ public final class BlockStore implements AutoCloseable {
         }
         for (Tier t : loadOrder) {
             t.onEvict(keys -> this.events.publish(BlockEvent.removed(keys, t.medium())));
+        }
+        // a (re)started agent: what consumers knew of this agent is void; then what the NVMe tier kept
+        this.events.publish(BlockEvent.allCleared());
+        if (nvme != null) {
+            for (var e : nvme.recovered().entrySet()) {
+                long[] keys = e.getValue();
+                for (int from = 0; from < keys.length; from += 1024) {
+                    long[] part = Arrays.copyOfRange(keys, from, Math.min(keys.length, from + 1024));
+                    this.events.publish(BlockEvent.stored(part, null, blockTokens, nvme.medium(), e.getKey(),
+                            (long) part.length * blockBytes));
+                }
+            }
         }
     }
 

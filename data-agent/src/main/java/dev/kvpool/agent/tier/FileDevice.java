@@ -3,6 +3,7 @@ package dev.kvpool.agent.tier;
 import dev.kvpool.agent.io.BlockFile;
 import dev.kvpool.agent.io.BlockIo;
 import dev.kvpool.agent.pool.Device;
+import dev.kvpool.agent.pool.SlotTable;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
@@ -12,7 +13,9 @@ import java.util.List;
 
 /**
  * One NVMe "device": a single large preallocated file (in a directory on that disk) managed as slot ranges, read
- * and written with O_DIRECT through its own {@link BlockIo} (its own io_uring). No file per block.
+ * and written with O_DIRECT through its own {@link BlockIo} (its own io_uring). No file per block. With an identity,
+ * a {@link SlotTable} beside the file ({@code kvpool-slots.idx}) records what each slot holds, so the blocks outlive
+ * the agent process.
  */
 public final class FileDevice implements Device {
     private final String id;
@@ -20,9 +23,19 @@ public final class FileDevice implements Device {
     private final BlockFile file;
     private final int slotBytes;
     private final long slots;
+    private final SlotTable table;
     private Pipeline pipeline;
 
+    /** A device whose blocks last as long as the process (no slot table). */
     public FileDevice(String id, Path dir, long slots, int slotBytes, BlockIo io) {
+        this(id, dir, slots, slotBytes, io, null);
+    }
+
+    /**
+     * @param identity what the keys stored here mean (instance, spec, model, block geometry): with it, the blocks
+     *                 recorded under the same identity are kept across restarts; null keeps nothing
+     */
+    public FileDevice(String id, Path dir, long slots, int slotBytes, BlockIo io, String identity) {
         if (slotBytes % BlockIo.ALIGN != 0) {
             throw new IllegalArgumentException("slot size must be a multiple of 4 KiB: " + slotBytes);
         }
@@ -31,10 +44,26 @@ public final class FileDevice implements Device {
         this.slots = slots;
         this.slotBytes = slotBytes;
         try {
+            // the table first: its lock keeps a second agent off this directory before any byte is touched
+            this.table = identity == null ? null : SlotTable.open(dir.resolve("kvpool-slots.idx"), slots, slotBytes,
+                    identity);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot open the slot table of device " + id + " in " + dir + ": "
+                    + e.getMessage(), e);
+        }
+        try {
             this.file = io.open(dir.resolve("kvpool-slots.dat"), slots * slotBytes);
         } catch (IOException e) {
+            if (table != null) {
+                table.close();
+            }
             throw new UncheckedIOException("cannot open the slot file of device " + id + " in " + dir, e);
         }
+    }
+
+    @Override
+    public SlotTable slotTable() {
+        return table;
     }
 
     public BlockIo blockIo() {
@@ -110,5 +139,8 @@ public final class FileDevice implements Device {
     public void close() {
         file.close();
         io.close();
+        if (table != null) {
+            table.close();
+        }
     }
 }

@@ -120,6 +120,46 @@ class KafkaEventsTest {
     }
 
     @Test
+    void seqGoesOnAcrossAnAgentRestartSoNoBatchLooksLikeADuplicate() throws Exception {
+        try (KafkaBroker broker = new KafkaBroker(dir.resolve("kafka"))) {
+            broker.start();
+            broker.createTopics(Topics.BLOCKS);
+            Path seqs = dir.resolve("events-agent-r.seq");
+            for (int run = 0; run < 2; run++) { // two lives of one agent, stopped cleanly in between
+                try (BlockEventPublisher pub = new BlockEventPublisher(broker.bootstrapServers(), "agent-r", "inst-r",
+                        "grp", 1, 5, 1000, SeqFile.open(seqs))) {
+                    assertEquals(run * 10L, pub.nextSeq());
+                    for (int i = 0; i < 10; i++) {
+                        pub.publish(BlockBatch.BlockEvent.removed(new long[] {run * 100L + i}, "cpu"));
+                    }
+                    assertTrue(pub.flush(30_000));
+                }
+            }
+            Properties p = new Properties();
+            p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+            p.put(ConsumerConfig.GROUP_ID_CONFIG, "verify-r");
+            TreeMap<String, Long> byId = new TreeMap<>(); // ce_id -> the block the batch carried
+            try (KafkaConsumer<String, byte[]> c = new KafkaConsumer<>(p, new StringDeserializer(), new ByteArrayDeserializer())) {
+                TopicPartition tp = new TopicPartition(Topics.BLOCKS, 0);
+                c.assign(List.of(tp));
+                c.seekToBeginning(List.of(tp));
+                long end = System.currentTimeMillis() + 30_000;
+                while (byId.size() < 20 && System.currentTimeMillis() < end) {
+                    for (ConsumerRecord<String, byte[]> r : c.poll(Duration.ofMillis(500))) {
+                        String id = new String(r.headers().lastHeader(CloudEventHeaders.ID).value(), StandardCharsets.UTF_8);
+                        BlockBatch b = EventCodec.fromJson(r.value(), BlockBatch.class);
+                        Long had = byId.put(id, b.events().getFirst().blockHashes()[0]);
+                        assertTrue(had == null || had == b.events().getFirst().blockHashes()[0],
+                                "ce_id " + id + " named two different batches");
+                    }
+                }
+            }
+            assertEquals(20, byId.size(), "20 batches, 20 distinct ce_ids: " + byId.keySet());
+            assertTrue(byId.containsKey("agent-r-19"));
+        }
+    }
+
+    @Test
     void fullSpoolDropsTheOldestAndCountsIt() throws Exception {
         try (BlockEventPublisher pub = new BlockEventPublisher("127.0.0.1:1", "agent-x", "i", "g", 1, 5, 5, 0)) {
             for (int i = 0; i < 20; i++) {

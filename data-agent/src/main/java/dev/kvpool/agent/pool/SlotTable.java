@@ -1,0 +1,265 @@
+package dev.kvpool.agent.pool;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What each slot of a device's slot file holds (key, CRC32C, recency), in a memory-mapped file beside it, so a
+ * restarted agent serves the blocks it had instead of starting cold.
+ *
+ * <p>A record is written only after its block's write completed, and invalidated before its slot can be reused,
+ * with plain stores into the mapping: a process crash ({@code kill -9}) loses nothing, because the kernel owns the
+ * dirty pages. After a power loss the kernel may not have written the latest records back (it does within ~30 s,
+ * and at every clean close): a stale record then points at a slot whose bytes changed, and the block's CRC32C,
+ * checked on every load, turns that into a miss. Each record carries a check over (slot, key, CRC) so a torn or
+ * zeroed record is never taken for a block.
+ *
+ * <p>The header names what the keys mean ({@code identity}: instance, spec, model, block geometry): a table written
+ * for another instance or block size is discarded, because the same key would then name different bytes. The file
+ * is locked while open, so two agents cannot share a directory.
+ */
+public final class SlotTable implements AutoCloseable {
+    static final long MAGIC = 0x4b56504f4f4c5354L; // "KVPOOLST"
+    static final int VERSION = 1;
+    static final int HEADER = 4096;
+    static final int RECORD = 32;
+    private static final int MAX_IDENTITY = HEADER - 64;
+    // header fields
+    private static final long H_MAGIC = 0, H_VERSION = 8, H_SLOT_BYTES = 12, H_SLOTS = 16, H_CLEAN = 24, H_ID_LEN = 28,
+            H_ID = 64;
+    // record fields
+    private static final long R_KEY = 0, R_SEQ = 8, R_CRC = 16, R_CHECK = 20;
+
+    /** A block found in the table at open: its slot, key, CRC32C and recency (higher is more recent). */
+    public record Block(long slot, long key, int crc, long seq) {
+    }
+
+    private final Path path;
+    private final FileChannel channel;
+    private final FileLock lock;
+    private final Arena arena;
+    private final MemorySegment map;
+    private final long slots;
+    private final List<Block> recovered;
+    private final String opened;
+
+    private SlotTable(Path path, FileChannel channel, FileLock lock, Arena arena, MemorySegment map, long slots,
+                      List<Block> recovered, String opened) {
+        this.path = path;
+        this.channel = channel;
+        this.lock = lock;
+        this.arena = arena;
+        this.map = map;
+        this.slots = slots;
+        this.recovered = recovered;
+        this.opened = opened;
+    }
+
+    /**
+     * Opens (or creates) the table for a device of {@code slots} slots of {@code slotBytes}. Blocks recorded for the
+     * same identity and slot size are kept (those beyond a smaller slot count are dropped); anything else starts
+     * empty.
+     *
+     * @throws IOException when the file cannot be used, or another process holds it
+     */
+    public static SlotTable open(Path path, long slots, int slotBytes, String identity) throws IOException {
+        byte[] id = identity.getBytes(StandardCharsets.UTF_8);
+        if (id.length > MAX_IDENTITY) {
+            throw new IllegalArgumentException("slot table identity longer than " + MAX_IDENTITY + " bytes");
+        }
+        java.nio.file.Files.createDirectories(path.toAbsolutePath().getParent());
+        FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE,
+                StandardOpenOption.CREATE);
+        FileLock lock;
+        try {
+            lock = ch.tryLock();
+        } catch (OverlappingFileLockException e) {
+            lock = null;
+        }
+        if (lock == null) {
+            ch.close();
+            throw new IOException(path + " is in use by another agent: each agent needs its own NVMe directories");
+        }
+        try {
+            String opened = null;
+            long oldSlots = 0;
+            boolean clean = false;
+            if (ch.size() >= HEADER) {
+                ByteBuffer h = ByteBuffer.allocate(HEADER).order(java.nio.ByteOrder.nativeOrder());
+                ch.read(h, 0);
+                h.flip();
+                int idLen = h.getInt((int) H_ID_LEN);
+                String had = idLen >= 0 && idLen <= MAX_IDENTITY
+                        ? new String(h.array(), (int) H_ID, idLen, StandardCharsets.UTF_8) : "?";
+                if (h.getLong((int) H_MAGIC) != MAGIC || h.getInt((int) H_VERSION) != VERSION) {
+                    opened = "not a slot table of this version: started empty";
+                } else if (h.getInt((int) H_SLOT_BYTES) != slotBytes) {
+                    opened = "written for " + h.getInt((int) H_SLOT_BYTES) + "-byte slots, now " + slotBytes
+                            + ": started empty";
+                } else if (!had.equals(identity)) {
+                    opened = "written for '" + had + "', now '" + identity + "': started empty";
+                } else {
+                    oldSlots = h.getLong((int) H_SLOTS);
+                    clean = h.getInt((int) H_CLEAN) == 1;
+                }
+            } else if (ch.size() > 0) {
+                opened = "too short to be a slot table: started empty";
+            }
+            if (oldSlots == 0) {
+                ch.truncate(0); // nothing kept: no record of another layout survives
+            }
+            long size = HEADER + slots * RECORD;
+            if (ch.size() > size) {
+                ch.truncate(size);
+            } else if (ch.size() < size) {
+                ch.write(ByteBuffer.allocate(1), size - 1);
+            }
+            Arena arena = Arena.ofShared();
+            MemorySegment map = ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+            map.set(ValueLayout.JAVA_LONG, H_MAGIC, MAGIC);
+            map.set(ValueLayout.JAVA_INT, H_VERSION, VERSION);
+            map.set(ValueLayout.JAVA_INT, H_SLOT_BYTES, slotBytes);
+            map.set(ValueLayout.JAVA_LONG, H_SLOTS, slots);
+            map.set(ValueLayout.JAVA_INT, H_CLEAN, 0); // in use: set back to 1 by a clean close
+            map.set(ValueLayout.JAVA_INT, H_ID_LEN, id.length);
+            MemorySegment.copy(id, 0, map, ValueLayout.JAVA_BYTE, H_ID, id.length);
+            List<Block> found = scan(map, Math.min(slots, oldSlots));
+            if (opened == null) {
+                opened = oldSlots == 0 ? "new" : found.size() + " blocks kept after a " + (clean ? "clean stop"
+                        : "crash or kill (every record checked)") + (oldSlots > slots ? "; slots beyond " + slots
+                        + " dropped" : "");
+            }
+            return new SlotTable(path, ch, lock, arena, map, slots, List.copyOf(found), opened);
+        } catch (IOException | RuntimeException e) {
+            lock.release();
+            ch.close();
+            throw e;
+        }
+    }
+
+    /** Valid records of the first {@code n} slots, one per key (the most recent), oldest first; the rest zeroed. */
+    private static List<Block> scan(MemorySegment map, long n) {
+        Map<Long, Block> byKey = new HashMap<>();
+        List<Block> stale = new ArrayList<>();
+        for (long s = 0; s < n; s++) {
+            long at = HEADER + s * RECORD;
+            int check = map.get(ValueLayout.JAVA_INT, at + R_CHECK);
+            if (check == 0) {
+                continue;
+            }
+            long key = map.get(ValueLayout.JAVA_LONG, at + R_KEY);
+            int crc = map.get(ValueLayout.JAVA_INT, at + R_CRC);
+            if (check != check(s, key, crc)) {
+                map.set(ValueLayout.JAVA_INT, at + R_CHECK, 0); // torn or foreign: free
+                continue;
+            }
+            Block b = new Block(s, key, crc, map.get(ValueLayout.JAVA_LONG, at + R_SEQ));
+            Block other = byKey.putIfAbsent(key, b);
+            if (other != null) { // a key twice (an invalidation lost with power): keep the most recent
+                Block keep = other.seq >= b.seq ? other : b;
+                stale.add(keep == b ? other : b);
+                byKey.put(key, keep);
+            }
+        }
+        for (Block b : stale) {
+            map.set(ValueLayout.JAVA_INT, HEADER + b.slot * RECORD + R_CHECK, 0);
+        }
+        List<Block> out = new ArrayList<>(byKey.values());
+        out.sort(Comparator.comparingLong(Block::seq));
+        return out;
+    }
+
+    /** Never 0, so a zeroed record is empty; mixes the slot in, so a record copied to another slot is invalid. */
+    static int check(long slot, long key, int crc) {
+        long h = key ^ (slot * 0x9E3779B97F4A7C15L) ^ ((crc & 0xFFFFFFFFL) * 0xC2B2AE3D27D4EB4FL) ^ MAGIC;
+        h ^= h >>> 33;
+        h *= 0xff51afd7ed558ccdL;
+        h ^= h >>> 33;
+        h *= 0xc4ceb9fe1a85ec53L;
+        h ^= h >>> 33;
+        return (int) h | 1;
+    }
+
+    /** Blocks found at open, oldest first (in the order a least-recently-used index should take them). */
+    public List<Block> recovered() {
+        return recovered;
+    }
+
+    /** What open found, for the start-up log. */
+    public String opened() {
+        return opened;
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    /** Whether slot {@code s} holds a recorded block now. */
+    public boolean used(long s) {
+        return map.get(ValueLayout.JAVA_INT, HEADER + s * RECORD + R_CHECK) != 0;
+    }
+
+    /** Records that slot {@code s} holds {@code key} (call once its bytes are written in full). */
+    public void set(long s, long key, int crc, long seq) {
+        long at = HEADER + checked(s) * RECORD;
+        map.set(ValueLayout.JAVA_LONG, at + R_KEY, key);
+        map.set(ValueLayout.JAVA_LONG, at + R_SEQ, seq);
+        map.set(ValueLayout.JAVA_INT, at + R_CRC, crc);
+        VarHandle.releaseFence(); // the check last: a record cut short by a crash never validates
+        map.set(ValueLayout.JAVA_INT, at + R_CHECK, check(s, key, crc));
+    }
+
+    /** Marks a use of the block in slot {@code s} (its recency after a restart). */
+    public void touch(long s, long seq) {
+        map.set(ValueLayout.JAVA_LONG, HEADER + checked(s) * RECORD + R_SEQ, seq);
+    }
+
+    /** Slot {@code s} no longer holds a block (call before the slot can be written again). */
+    public void clear(long s) {
+        map.set(ValueLayout.JAVA_INT, HEADER + checked(s) * RECORD + R_CHECK, 0);
+    }
+
+    private long checked(long s) {
+        if (s < 0 || s >= slots) {
+            throw new IndexOutOfBoundsException("slot " + s + " of " + slots);
+        }
+        return s;
+    }
+
+    /** Writes the dirty records back to the disk now (msync). */
+    public void force() {
+        map.force();
+    }
+
+    @Override
+    public void close() {
+        try {
+            map.force();
+            map.set(ValueLayout.JAVA_INT, H_CLEAN, 1);
+            map.force();
+        } finally {
+            arena.close();
+            try {
+                lock.release();
+                channel.close();
+            } catch (IOException ignored) {
+                // the mapping is written back already; nothing left to save
+            }
+        }
+    }
+}

@@ -1,0 +1,187 @@
+package dev.kvpool.agent.store;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.kvpool.agent.TestBlocks;
+import dev.kvpool.agent.io.FileChannelBlockIo;
+import dev.kvpool.agent.pool.PooledTier;
+import dev.kvpool.agent.tier.FileDevice;
+import dev.kvpool.api.events.BlockBatch.BlockEvent;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** NVMe blocks outlive the agent process: a clean stop, a kill -9 under a write load, and what must not be kept. */
+class RestartTest {
+    static final int BLOCK = 64 * 1024;
+
+    @TempDir
+    Path dir;
+
+    static AgentSetup.Settings settings(Path dir, String instance) {
+        return AgentSetup.Settings.defaults(dir).withBlock(BLOCK, 1, 16L << 20)
+                .withNvme(List.of(dir.resolve("nvme0")), 1024L * BLOCK)
+                .withInstance(instance);
+    }
+
+    /** Bytes that depend on the key alone, so a block read back can be checked without the writer's memory. */
+    static void fill(MemorySegment m, long key) {
+        for (long o = 0; o < m.byteSize(); o += 8) {
+            m.set(ValueLayout.JAVA_LONG, o, key * 0x9E3779B97F4A7C15L ^ o);
+        }
+    }
+
+    @Test
+    void blocksOnNvmeSurviveAKillUnderAWriteLoadAndNothingHalfWrittenComesBack() throws Exception {
+        int first = 400;
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Process p = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx256m", "-cp",
+                System.getProperty("java.class.path"), SavingAgent.class.getName(), dir.toString(),
+                Integer.toString(first)).redirectErrorStream(true).start();
+        List<String> out = new ArrayList<>();
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+            String line;
+            while ((line = r.readLine()) != null) {
+                out.add(line);
+                if (line.startsWith("SAVED ")) {
+                    break;
+                }
+            }
+            assertTrue(out.getLast().startsWith("SAVED "), "the child saved its first blocks: " + out);
+            Thread.sleep(400); // the write load runs
+            p.destroyForcibly(); // SIGKILL: no shutdown hook, no clean close of the slot table
+            assertTrue(p.waitFor(10, TimeUnit.SECONDS));
+        } finally {
+            p.destroyForcibly();
+        }
+        assertEquals(137, p.exitValue(), "killed by SIGKILL");
+
+        List<BlockEvent> events = new CopyOnWriteArrayList<>();
+        try (BlockStore store = AgentSetup.build(settings(dir, "inst-a"), events::add).store();
+             Arena a = Arena.ofShared()) {
+            PooledTier nvme = store.nvme();
+            long[] kept = nvme.recovered().get("nvme0");
+            assertTrue(kept.length >= first, "at least the blocks saved before the load: " + kept.length);
+            assertEquals(nvme.capacity(), nvme.size() + nvme.freeSlots(), "every slot held or free: none leaked");
+            Set<Long> keys = new HashSet<>();
+            for (long k : kept) {
+                keys.add(k);
+            }
+            for (long k = 0; k < first; k++) {
+                assertTrue(keys.contains(k), "block " + k + " was on NVMe before the kill; kept "
+                        + kept.length + " from " + Arrays.stream(kept).min().orElse(-1) + " to "
+                        + Arrays.stream(kept).max().orElse(-1) + "; child said " + out);
+            }
+            // every kept block reads back whole and right (the bandwidth probe at start wrote only free slots)
+            MemorySegment[] dst = TestBlocks.empty(a, kept.length, BLOCK);
+            BlockStore.LoadResult r = store.load(kept, dst);
+            MemorySegment want = a.allocate(BLOCK, 4096);
+            for (int i = 0; i < kept.length; i++) {
+                assertTrue(r.found()[i], "kept block " + kept[i] + " loads");
+                assertEquals("nvme", r.tier()[i]);
+                fill(want, kept[i]);
+                assertEquals(-1, dst[i].mismatch(want), "block " + kept[i] + " has its own bytes");
+            }
+            assertEquals(0, nvme.checksumFailures(), "no record pointed at bytes a write had not finished");
+            // consumers learn that the agent restarted, then what it kept
+            assertEquals(BlockEvent.ALL_CLEARED, events.getFirst().eventType());
+            List<Long> announced = new ArrayList<>();
+            for (BlockEvent e : events.subList(1, events.size())) {
+                if (e.eventType().equals(BlockEvent.STORED) && BlockEvent.DISK.equals(e.medium())) {
+                    assertEquals("nvme0", e.storageLocation());
+                    for (long k : e.blockHashes()) {
+                        announced.add(k);
+                    }
+                }
+            }
+            assertEquals(Arrays.stream(kept).boxed().toList(), announced);
+            System.out.printf("[RestartTest] kill -9 under a write load: %d blocks kept (%d saved before the load),"
+                    + " all verified%n", kept.length, first);
+        }
+    }
+
+    @Test
+    void aCleanRestartKeepsRecencyAndRemovalsAndFreesTheRest() throws Exception {
+        long[] keys = TestBlocks.keys(10, 8);
+        try (Arena a = Arena.ofShared()) {
+            MemorySegment[] src = TestBlocks.random(a, 8, BLOCK, 3);
+            try (PooledTier t = tier("inst-a", 8)) {
+                assertTrue(allTrue(t.put(keys, src, false).join()));
+                t.get(new long[] {10, 11}, TestBlocks.empty(a, 2, BLOCK)).join(); // used last
+                assertTrue(t.remove(15));
+            }
+            try (PooledTier t = tier("inst-a", 8)) {
+                assertArrayEquals(new long[] {12, 13, 14, 16, 17, 10, 11}, t.recovered().get("nvme0"),
+                        "least recently used first; the removed block is gone");
+                assertEquals(1, t.freeSlots());
+                // full again with two new blocks: the least recently used kept block goes
+                assertTrue(allTrue(t.put(new long[] {90, 91}, TestBlocks.random(a, 2, BLOCK, 4), false).join()));
+                assertFalse(t.contains(12));
+                assertTrue(t.contains(13));
+                MemorySegment[] dst = TestBlocks.empty(a, 8, BLOCK);
+                boolean[] hit = t.get(keys, dst).join();
+                for (int i = 0; i < 8; i++) {
+                    assertEquals(i != 2 && i != 5, hit[i]);
+                    if (hit[i]) {
+                        assertEquals(-1, dst[i].mismatch(src[i]));
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void anotherInstanceOnTheSameDirectoryStartsEmpty() throws Exception {
+        try (Arena a = Arena.ofShared()) {
+            try (PooledTier t = tier("inst-a", 8)) {
+                assertTrue(allTrue(t.put(TestBlocks.keys(1, 4), TestBlocks.random(a, 4, BLOCK, 1), false).join()));
+            }
+            try (PooledTier t = tier("inst-b", 8)) {
+                assertEquals(0, t.size(), "the same key of another instance names other bytes");
+                assertEquals(8, t.freeSlots());
+            }
+        }
+    }
+
+    @Test
+    void aSecondAgentOnTheSameDirectoryIsRefused() {
+        try (BlockStore store = AgentSetup.build(settings(dir, "inst-a"), null).store()) {
+            RuntimeException e = assertThrows(RuntimeException.class,
+                    () -> AgentSetup.build(settings(dir, "inst-a"), null));
+            assertTrue(e.getMessage().contains("in use by another agent"), e.getMessage());
+            assertTrue(store.nvme().capacity() > 0);
+        }
+    }
+
+    private PooledTier tier(String instance, int slots) {
+        FileDevice f = new FileDevice("nvme0", dir.resolve("nvme0"), slots, BLOCK, new FileChannelBlockIo(2),
+                settings(dir, instance).keySpace());
+        return PooledTier.of("nvme", BlockEvent.DISK, BLOCK, List.of(f), new double[] {1});
+    }
+
+    private static boolean allTrue(boolean[] b) {
+        for (boolean x : b) {
+            if (!x) {
+                return false;
+            }
+        }
+        return true;
+    }
+}
