@@ -61,6 +61,10 @@ public final class PooledTier implements Tier {
     /** Recency stamp for slot tables (guarded by this). */
     private long stamp;
     private final Map<String, long[]> recovered = new LinkedHashMap<>();
+    /** Puts in flight per key, and the put stamp at which a key in flight was removed (guarded by this). */
+    private final Map<Long, Integer> writing = new java.util.HashMap<>();
+    private final Map<Long, Long> removedWhileWriting = new java.util.HashMap<>();
+    private long putStamp;
     private final Placement placement;
     private final double[] bandwidth;
     private final LinkedHashMap<Long, Entry> index = new LinkedHashMap<>(1024, 0.75f, true);
@@ -273,7 +277,9 @@ public final class PooledTier implements Tier {
         long[] slot = new long[n];
         Arrays.fill(dev, -1);
         List<Long> evicted = new ArrayList<>();
+        long myStamp;
         synchronized (this) {
+            myStamp = ++putStamp;
             probeDue();
             for (int i = 0; i < n; i++) {
                 if (src[i].byteSize() != blockBytes) {
@@ -293,6 +299,7 @@ public final class PooledTier implements Tier {
                 }
                 dev[i] = d;
                 slot[i] = slots[d].allocate();
+                writing.merge(keys[i], 1, Integer::sum);
             }
         }
         if (!evicted.isEmpty()) {
@@ -349,16 +356,18 @@ public final class PooledTier implements Tier {
                         boolean good = err == null && res[j];
                         failedOps += good ? 0 : 1;
                         Entry prev = index.get(keys[i]);
-                        if (good && (prev == null || prev.dead) && failedAtMs[dd] == 0) {
+                        boolean removed = doneWriting(keys[i], myStamp);
+                        if (good && (prev == null || prev.dead) && failedAtMs[dd] == 0 && !removed) {
                             index.put(keys[i], new Entry(dd, s[j], crc[i]));
                             if (tables[dd] != null) {
                                 tables[dd].set(s[j], keys[i], crc[i], ++stamp);
                             }
                             ok[i] = true;
                         } else {
-                            // failed, another put of the same key won, or the device went out of use meanwhile
+                            // failed, another put of the same key won, the device went out of use meanwhile, or
+                            // the block was removed while it was being written
                             slots[dd].release(s[j]);
-                            ok[i] = good && failedAtMs[dd] == 0;
+                            ok[i] = good && failedAtMs[dd] == 0 && !removed;
                         }
                     }
                     lost = outcome(dd, failedOps, err != null ? err : "a write returned short");
@@ -370,6 +379,16 @@ public final class PooledTier implements Tier {
             }));
         }
         return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> ok);
+    }
+
+    /** A put of {@code key} stamped {@code stamp} ended; whether the key was removed after that put began. */
+    private boolean doneWriting(long key, long stamp) {
+        Long removedAt = removedWhileWriting.get(key);
+        if (writing.merge(key, -1, Integer::sum) == 0) {
+            writing.remove(key);
+            removedWhileWriting.remove(key);
+        }
+        return removedAt != null && removedAt >= stamp;
     }
 
     /**
@@ -616,9 +635,13 @@ public final class PooledTier implements Tier {
 
     @Override
     public synchronized boolean remove(long key) {
+        boolean inFlight = writing.containsKey(key);
+        if (inFlight) { // a write-behind still on its way must not bring the block back
+            removedWhileWriting.put(key, putStamp);
+        }
         Entry e = index.remove(key);
         if (e == null) {
-            return false;
+            return inFlight;
         }
         forget(e);
         if (e.pins == 0) {

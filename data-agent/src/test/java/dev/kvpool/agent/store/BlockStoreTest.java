@@ -58,13 +58,40 @@ class BlockStoreTest {
                 assertEquals("nvme", r.tier()[i]);
                 assertEquals(-1, dst[i].mismatch(src[i]));
             }
-            BlockEvent first = events.get(0);
+            assertEquals("all_cleared", events.get(0).eventType(), "a new store says so first");
+            BlockEvent first = events.get(1);
             assertEquals("stored", first.eventType());
             assertEquals("cpu", first.medium());
             assertEquals(39L, first.parentBlockHash());
             assertEquals(16, first.blockSize());
             assertTrue(events.stream().anyMatch(e -> e.eventType().equals("removed") && e.medium().equals("cpu")));
             assertTrue(events.stream().anyMatch(e -> e.eventType().equals("onboarded") && e.medium().equals("disk")));
+        }
+    }
+
+    @Test
+    void aBlockRemovedWhileItsNvmeWriteIsPendingDoesNotComeBack() throws Exception {
+        List<BlockEvent> events = new CopyOnWriteArrayList<>();
+        MemoryDevice h = new MemoryDevice("host0", 8, BLOCK);
+        PooledTier host = PooledTier.of("host", BlockEvent.CPU, BLOCK, List.of(h), new double[] {1});
+        FileDevice f = new FileDevice("nvme0", dir, 16, BLOCK, new FileChannelBlockIo(2));
+        DeviceWorker w = new DeviceWorker(f, 4, 10_000, 300_000_000L, 64); // writes wait for 300 ms of read silence
+        PooledTier nvme = new PooledTier("nvme", BlockEvent.DISK, BLOCK, List.of(f), new double[] {1}, List.of(w));
+        try (Arena a = Arena.ofShared(); BlockStore store = new BlockStore(BLOCK, 16, null, host, nvme, null, events::add)) {
+            w.read(new long[] {15}, TestBlocks.empty(a, 1, BLOCK)).join(); // the idle window starts now
+            long[] keys = TestBlocks.keys(70, 4);
+            store.save(keys, TestBlocks.random(a, 4, BLOCK, 8), null);
+            assertTrue(w.pendingDeferredOps() > 0, "the NVMe copy is still on its way");
+            boolean[] removed = store.remove(keys, false);
+            for (boolean b : removed) {
+                assertTrue(b);
+            }
+            store.awaitWriteBehind();
+            for (long k : keys) {
+                assertFalse(nvme.contains(k), "block " + k + " was removed; its late write must not bring it back");
+            }
+            assertEquals(nvme.capacity(), nvme.freeSlots(), "the slots written meanwhile are free again");
+            assertFalse(events.stream().anyMatch(e -> e.eventType().equals("stored") && e.medium().equals("disk")));
         }
     }
 }
