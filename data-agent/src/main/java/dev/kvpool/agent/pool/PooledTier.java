@@ -105,26 +105,37 @@ public final class PooledTier implements Tier {
             tables[i] = devices.get(i).slotTable();
             java.util.BitSet used = new java.util.BitSet();
             if (tables[i] != null) {
-                List<Long> keys = new ArrayList<>();
                 for (SlotTable.Block b : tables[i].recovered()) {
                     used.set((int) b.slot());
                     kept.add(new long[] {b.seq(), i, b.slot(), b.key(), b.crc()});
-                    keys.add(b.key());
                 }
-                recovered.put(devices.get(i).id(), keys.stream().mapToLong(Long::longValue).toArray());
-                LOG.infof("%s device %s: slot table %s: %s", name, devices.get(i).id(), tables[i].path(),
-                        tables[i].opened());
             }
             slots[i] = new SlotAllocator(devices.get(i).slotCount(), used);
         }
         kept.sort(java.util.Comparator.comparingLong(r -> r[0]));
+        int duplicates = 0;
         for (long[] r : kept) { // oldest first, so the least recently used come first in the index
             Entry prev = index.put(r[3], new Entry((int) r[1], r[2], (int) r[4]));
-            if (prev != null) { // the same key on two devices: keep the more recent
+            if (prev != null) { // a key twice (an invalidation lost with power): keep the more recent
                 slots[prev.device].release(prev.slot);
                 tables[prev.device].clear(prev.slot);
+                duplicates++;
             }
             stamp = Math.max(stamp, r[0]);
+        }
+        // per device the kept keys, least recently used first (for the stored events of a restart)
+        for (int i = 0; i < tables.length; i++) {
+            if (tables[i] != null) {
+                int dev = i;
+                recovered.put(devices.get(i).id(), index.entrySet().stream().filter(e -> e.getValue().device == dev)
+                        .mapToLong(Map.Entry::getKey).toArray());
+                LOG.infof("%s device %s: slot table %s: %s", name, devices.get(i).id(), tables[i].path(),
+                        tables[i].opened());
+            }
+        }
+        if (duplicates > 0) {
+            LOG.warnf("%s: %d blocks were recorded twice (records not written back before a power loss?): the more"
+                    + " recent of each kept", name, duplicates);
         }
         failStreak = new java.util.concurrent.atomic.AtomicIntegerArray(slots.length);
         failedAtMs = new long[slots.length];

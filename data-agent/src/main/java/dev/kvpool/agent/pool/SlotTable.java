@@ -14,9 +14,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * What each slot of a device's slot file holds (key, CRC32C, recency), in a memory-mapped file beside it, so a
@@ -34,6 +32,7 @@ import java.util.Map;
  * is locked while open, so two agents cannot share a directory.
  */
 public final class SlotTable implements AutoCloseable {
+    private static final org.jboss.logging.Logger LOG = org.jboss.logging.Logger.getLogger(SlotTable.class);
     static final long MAGIC = 0x4b56504f4f4c5354L; // "KVPOOLST"
     static final int VERSION = 1;
     static final int HEADER = 4096;
@@ -152,11 +151,18 @@ public final class SlotTable implements AutoCloseable {
         }
     }
 
-    /** Valid records of the first {@code n} slots, one per key (the most recent), oldest first; the rest zeroed. */
+    /**
+     * Valid records of the first {@code n} slots, oldest first; the others zeroed. A key may come twice (an
+     * invalidation lost with power): {@link PooledTier} keeps the more recent and {@link #clear}s the other.
+     */
     private static List<Block> scan(MemorySegment map, long n) {
-        Map<Long, Block> byKey = new HashMap<>();
-        List<Block> stale = new ArrayList<>();
+        List<Block> out = new ArrayList<>();
+        long shown = System.nanoTime();
         for (long s = 0; s < n; s++) {
+            if ((s & 0xFFFFF) == 0 && System.nanoTime() - shown > 2_000_000_000L) { // ~1.5 s per TiB of blocks
+                shown = System.nanoTime();
+                LOG.infof("slot table: %d of %d slots read, %d blocks so far", s, n, out.size());
+            }
             long at = HEADER + s * RECORD;
             int check = map.get(ValueLayout.JAVA_INT, at + R_CHECK);
             if (check == 0) {
@@ -168,18 +174,8 @@ public final class SlotTable implements AutoCloseable {
                 map.set(ValueLayout.JAVA_INT, at + R_CHECK, 0); // torn or foreign: free
                 continue;
             }
-            Block b = new Block(s, key, crc, map.get(ValueLayout.JAVA_LONG, at + R_SEQ));
-            Block other = byKey.putIfAbsent(key, b);
-            if (other != null) { // a key twice (an invalidation lost with power): keep the most recent
-                Block keep = other.seq >= b.seq ? other : b;
-                stale.add(keep == b ? other : b);
-                byKey.put(key, keep);
-            }
+            out.add(new Block(s, key, crc, map.get(ValueLayout.JAVA_LONG, at + R_SEQ)));
         }
-        for (Block b : stale) {
-            map.set(ValueLayout.JAVA_INT, HEADER + b.slot * RECORD + R_CHECK, 0);
-        }
-        List<Block> out = new ArrayList<>(byKey.values());
         out.sort(Comparator.comparingLong(Block::seq));
         return out;
     }

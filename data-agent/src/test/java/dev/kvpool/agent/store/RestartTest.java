@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.kvpool.agent.TestBlocks;
 import dev.kvpool.agent.io.FileChannelBlockIo;
 import dev.kvpool.agent.pool.PooledTier;
+import dev.kvpool.agent.pool.SlotTable;
 import dev.kvpool.agent.tier.FileDevice;
 import dev.kvpool.api.events.BlockBatch.BlockEvent;
 import java.io.BufferedReader;
@@ -144,6 +145,23 @@ class RestartTest {
                     }
                 }
             }
+        }
+    }
+
+    @Test
+    void aKeyRecordedTwiceKeepsTheMoreRecentCopy() throws Exception {
+        Path idx = dir.resolve("nvme0").resolve("kvpool-slots.idx");
+        try (SlotTable t = SlotTable.open(idx, 8, BLOCK, settings(dir, "inst-a").keySpace())) {
+            t.set(0, 5L, 1, 1); // an invalidation lost with power: key 5 in two slots
+            t.set(3, 5L, 2, 7);
+            t.set(4, 6L, 3, 2);
+        }
+        try (PooledTier t = tier("inst-a", 8)) {
+            assertArrayEquals(new long[] {6, 5}, t.recovered().get("nvme0"));
+            assertEquals(6, t.freeSlots(), "the older copy's slot is free");
+            SlotTable table = t.devices().getFirst().slotTable();
+            assertFalse(table.used(0), "and its record cleared");
+            assertTrue(table.used(3));
         }
     }
 
