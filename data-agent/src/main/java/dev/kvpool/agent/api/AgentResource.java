@@ -136,9 +136,15 @@ public class AgentResource {
                 long[] per = p.blocksPerDevice();
                 for (int i = 0; i < p.devices().size(); i++) {
                     DeviceWorker w = p.workers().get(i);
-                    devs.add(Map.of("id", p.devices().get(i).id(), "bandwidth_mbps", Math.round(bw[i] / 1e6),
-                            "blocks", per[i], "read_bytes", w.readBytes(), "write_bytes", w.writeBytes(),
-                            "deferred_writes", w.pendingDeferredOps(), "failed", p.failed(i)));
+                    Map<String, Object> dm = new LinkedHashMap<>(Map.of("id", p.devices().get(i).id(),
+                            "bandwidth_mbps", Math.round(bw[i] / 1e6), "blocks", per[i], "read_bytes", w.readBytes(),
+                            "write_bytes", w.writeBytes(), "deferred_writes", w.pendingDeferredOps(),
+                            "failed", p.failed(i)));
+                    long[] kept = p.recovered().get(p.devices().get(i).id());
+                    if (kept != null) { // keeps its blocks across restarts: how many it found at start-up
+                        dm.put("kept_at_start", kept.length);
+                    }
+                    devs.add(dm);
                 }
                 tm.put("devices", devs);
                 tm.put("checksum_failures", p.checksumFailures());

@@ -58,6 +58,13 @@ class AgentResourceTest {
             agent.store().awaitWriteBehind();
             assertTrue(c.query(new long[] {11}).get(0).contains("nvme"));
             assertTrue(c.status().path("tiers").size() >= 2);
+            boolean nvmeKeeps = false;
+            for (var t : c.status().path("tiers")) {
+                if (t.path("name").asText().equals("nvme")) {
+                    nvmeKeeps = t.path("devices").get(0).has("kept_at_start"); // nvme.keep is on by default
+                }
+            }
+            assertTrue(nvmeKeeps, "the NVMe device reports what it kept at start-up");
             assertTrue(c.remove(new long[] {11}, false)[0]);
             assertEquals(List.of(), c.query(new long[] {11}).get(0));
             assertFalse(c.load(new long[] {11}, new long[] {0}).found()[0]);
