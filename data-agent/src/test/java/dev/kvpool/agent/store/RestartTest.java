@@ -57,6 +57,15 @@ class RestartTest {
                 System.getProperty("java.class.path"), SavingAgent.class.getName(), dir.toString(),
                 Integer.toString(first)).redirectErrorStream(true).start();
         List<String> out = new ArrayList<>();
+        Thread.ofVirtual().start(() -> { // a child that hangs must not hang the build
+            try {
+                if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                    p.destroyForcibly();
+                }
+            } catch (InterruptedException ignored) {
+                p.destroyForcibly();
+            }
+        });
         try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
             String line;
             while ((line = r.readLine()) != null) {
