@@ -206,9 +206,60 @@ public final class GlobalPoolTier implements Tier {
         return null;
     }
 
+    /** Puts queued or running per key, and the put stamp at which such a key was removed (guarded by this). */
+    private final Map<Long, Integer> writing = new HashMap<>();
+    private final Map<Long, Long> removedWhileWriting = new HashMap<>();
+    private long putStamp;
+
     @Override
     public CompletableFuture<boolean[]> put(long[] keys, MemorySegment[] src, boolean deferred) {
-        return CompletableFuture.supplyAsync(() -> putNow(keys, src), io);
+        long stamp;
+        synchronized (this) {
+            stamp = ++putStamp;
+            for (long k : keys) {
+                writing.merge(k, 1, Integer::sum);
+            }
+        }
+        return CompletableFuture.supplyAsync(() -> {
+            boolean[] ok = new boolean[keys.length];
+            try {
+                ok = putNow(keys, src);
+            } finally {
+                undoRemoved(keys, ok, stamp);
+            }
+            return ok;
+        }, io);
+    }
+
+    /**
+     * A put ended: blocks the engine removed while it was queued or running are removed from the pool again (a
+     * removeCache that came before this put's startWriteCache found nothing to remove) and reported not stored.
+     */
+    private void undoRemoved(long[] keys, boolean[] ok, long stamp) {
+        List<Long> undo = new ArrayList<>();
+        synchronized (this) {
+            for (int i = 0; i < keys.length; i++) {
+                Long removedAt = removedWhileWriting.get(keys[i]);
+                if (writing.merge(keys[i], -1, Integer::sum) == 0) {
+                    writing.remove(keys[i]);
+                    removedWhileWriting.remove(keys[i]);
+                }
+                if (removedAt != null && removedAt >= stamp && ok[i]) {
+                    undo.add(keys[i]);
+                    ok[i] = false;
+                }
+            }
+        }
+        if (!undo.isEmpty()) {
+            RemoveCacheRequest.Builder r = RemoveCacheRequest.newBuilder().setTraceId("agent-remove")
+                    .setInstanceId(instanceId);
+            undo.forEach(r::addBlockKeys);
+            try {
+                meta.removeCache(r.build());
+            } catch (RuntimeException e) {
+                LOG.warning("removeCache of " + undo.size() + " blocks removed while being written failed: " + e);
+            }
+        }
     }
 
     boolean[] putNow(long[] keys, MemorySegment[] src) {
@@ -402,9 +453,16 @@ public final class GlobalPoolTier implements Tier {
 
     @Override
     public boolean remove(long key) {
+        boolean inFlight;
+        synchronized (this) {
+            inFlight = writing.containsKey(key);
+            if (inFlight) { // a write-behind still on its way must not bring the block back
+                removedWhileWriting.put(key, putStamp);
+            }
+        }
         var r = meta.removeCache(RemoveCacheRequest.newBuilder().setTraceId("agent-remove").setInstanceId(instanceId)
                 .addBlockKeys(key).build());
-        return r.getHeader().getStatus().getCode() == ErrorCode.OK;
+        return r.getHeader().getStatus().getCode() == ErrorCode.OK || inFlight;
     }
 
     @Override

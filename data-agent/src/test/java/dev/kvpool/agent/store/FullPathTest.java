@@ -156,4 +156,41 @@ class FullPathTest {
             }
         }
     }
+
+    @Test
+    void aBlockRemovedWhileItsPoolWriteIsQueuedStaysRemoved() throws Exception {
+        GlobalPoolTier pool = new GlobalPoolTier(new KvcmHttpClient(URI.create(meta.uri()), Duration.ofSeconds(10)),
+                "fullpath-rm", "default", 16, BLOCK, "tp0", 30, true, 1); // one pool thread: puts queue behind it
+        pool.register("m");
+        java.util.concurrent.CountDownLatch hold = new java.util.concurrent.CountDownLatch(1);
+        pool.faults(k -> {
+            if (k == 7_000) { // the first put holds the only pool thread in its write phase
+                try {
+                    hold.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return false;
+        });
+        try (Arena a = Arena.ofShared()) {
+            var first = pool.put(new long[] {7_000}, TestBlocks.random(a, 1, BLOCK, 1), true);
+            var second = pool.put(new long[] {7_001, 7_002}, TestBlocks.random(a, 2, BLOCK, 2), true);
+            try {
+                assertTrue(pool.remove(7_001), "a block on its way to the pool counts as removed");
+            } finally {
+                hold.countDown();
+            }
+            assertTrue(first.join()[0]);
+            boolean[] ok = second.join();
+            assertFalse(ok[0], "removed before its startWriteCache: not stored");
+            assertTrue(ok[1]);
+            boolean[] present = pool.present(new long[] {7_000, 7_001, 7_002});
+            assertTrue(present[0]);
+            assertFalse(present[1], "the late write did not bring the removed block back");
+            assertTrue(present[2]);
+        } finally {
+            pool.close();
+        }
+    }
 }
