@@ -77,6 +77,15 @@ public final class SlotTable implements AutoCloseable {
      * @throws IOException when the file cannot be used, or another process holds it
      */
     public static SlotTable open(Path path, long slots, int slotBytes, String identity) throws IOException {
+        return open(path, slots, slotBytes, identity, true);
+    }
+
+    /**
+     * As {@link #open(Path, long, int, String)}; {@code bytesKept} false (the slot file is new, say deleted by
+     * hand) starts empty, since no recorded block's bytes exist any more.
+     */
+    public static SlotTable open(Path path, long slots, int slotBytes, String identity, boolean bytesKept)
+            throws IOException {
         byte[] id = identity.getBytes(StandardCharsets.UTF_8);
         if (id.length > MAX_IDENTITY) {
             throw new IllegalArgumentException("slot table identity longer than " + MAX_IDENTITY + " bytes");
@@ -112,6 +121,8 @@ public final class SlotTable implements AutoCloseable {
                             + ": started empty";
                 } else if (!had.equals(identity)) {
                     opened = "written for '" + had + "', now '" + identity + "': started empty";
+                } else if (!bytesKept) {
+                    opened = "its slot file is new (deleted?): started empty";
                 } else {
                     oldSlots = h.getLong((int) H_SLOTS);
                     clean = h.getInt((int) H_CLEAN) == 1;

@@ -46,7 +46,7 @@ public final class FileDevice implements Device {
         try {
             // the table first: its lock keeps a second agent off this directory before any byte is touched
             this.table = identity == null ? null : SlotTable.open(dir.resolve("kvpool-slots.idx"), slots, slotBytes,
-                    identity);
+                    identity, java.nio.file.Files.exists(dir.resolve("kvpool-slots.dat")));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot open the slot table of device " + id + " in " + dir + ": "
                     + e.getMessage(), e);

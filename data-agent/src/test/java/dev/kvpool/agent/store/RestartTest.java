@@ -160,6 +160,7 @@ class RestartTest {
     @Test
     void aKeyRecordedTwiceKeepsTheMoreRecentCopy() throws Exception {
         Path idx = dir.resolve("nvme0").resolve("kvpool-slots.idx");
+        new FileDevice("nvme0", dir.resolve("nvme0"), 8, BLOCK, new FileChannelBlockIo(2)).close(); // the slot file
         try (SlotTable t = SlotTable.open(idx, 8, BLOCK, settings(dir, "inst-a").keySpace())) {
             t.set(0, 5L, 1, 1); // an invalidation lost with power: key 5 in two slots
             t.set(3, 5L, 2, 7);
@@ -182,6 +183,20 @@ class RestartTest {
             }
             try (PooledTier t = tier("inst-b", 8)) {
                 assertEquals(0, t.size(), "the same key of another instance names other bytes");
+                assertEquals(8, t.freeSlots());
+            }
+        }
+    }
+
+    @Test
+    void aSlotFileDeletedByHandTakesItsRecordsWithIt() throws Exception {
+        try (Arena a = Arena.ofShared()) {
+            try (PooledTier t = tier("inst-a", 8)) {
+                assertTrue(allTrue(t.put(TestBlocks.keys(1, 4), TestBlocks.random(a, 4, BLOCK, 1), false).join()));
+            }
+            java.nio.file.Files.delete(dir.resolve("nvme0").resolve("kvpool-slots.dat"));
+            try (PooledTier t = tier("inst-a", 8)) {
+                assertEquals(0, t.size(), "no recorded block's bytes exist any more");
                 assertEquals(8, t.freeSlots());
             }
         }
