@@ -1,6 +1,8 @@
 package dev.kvpool.agent.tier;
 
 import dev.kvpool.api.client.KvcmHttpClient;
+import dev.kvpool.api.client.KvcmHttpException;
+import dev.kvpool.api.logging.FailureLog;
 import dev.kvpool.api.events.BlockBatch;
 import dev.kvpool.api.proto.meta.BlockMask;
 import dev.kvpool.api.proto.meta.BoolMasksType;
@@ -111,11 +113,30 @@ public final class GlobalPoolTier implements Tier {
         this.spec = spec;
         this.writeTimeoutSeconds = writeTimeoutSeconds;
         this.requireChecksum = requireChecksum;
+        this.reach = new FailureLog(org.jboss.logging.Logger.getLogger(GlobalPoolTier.class),
+                "global pool: metadata plane " + meta.baseUri(), java.time.Duration.ofSeconds(30),
+                e -> e instanceof java.io.UncheckedIOException || e instanceof KvcmHttpException);
         this.io = Executors.newFixedThreadPool(Math.max(1, threads), r -> {
             Thread t = new Thread(r, "kvpool-pool-io");
             t.setDaemon(true);
             return t;
         });
+    }
+
+    /** The metadata plane out of reach: one line when it starts, one per 30 s, one when it is back. */
+    private final FailureLog reach;
+
+    /** A call to the metadata plane; its failures (plane down, timeouts, HTTP errors) go to {@link #reach}. */
+    private <T> T plane(java.util.function.Supplier<T> call) {
+        T r;
+        try {
+            r = call.get();
+        } catch (RuntimeException e) {
+            reach.failed(e);
+            throw e;
+        }
+        reach.ok();
+        return r;
     }
 
     private volatile String model;
@@ -124,10 +145,10 @@ public final class GlobalPoolTier implements Tier {
     /** Registers the agent's instance (idempotent for the same configuration); retried on use if it failed. */
     public void register(String modelName) {
         this.model = modelName;
-        RegisterInstanceResponse r = meta.registerInstance(RegisterInstanceRequest.newBuilder().setTraceId("agent-register")
+        RegisterInstanceResponse r = plane(() -> meta.registerInstance(RegisterInstanceRequest.newBuilder().setTraceId("agent-register")
                 .setInstanceGroup(instanceGroup).setInstanceId(instanceId).setBlockSize(blockTokens)
                 .addLocationSpecInfos(LocationSpecInfo.newBuilder().setName(spec).setSize(blockBytes))
-                .setModelDeployment(ModelDeployment.newBuilder().setModelName(modelName).setDtype("bytes")).build());
+                .setModelDeployment(ModelDeployment.newBuilder().setModelName(modelName).setDtype("bytes")).build()));
         ErrorCode c = r.getHeader().getStatus().getCode();
         if (c != ErrorCode.OK && c != ErrorCode.DUPLICATE_ENTITY) {
             throw new IllegalStateException("registerInstance " + instanceId + " failed: " + r.getHeader().getStatus());
@@ -190,7 +211,7 @@ public final class GlobalPoolTier implements Tier {
         for (long k : keys) {
             b.addBlockKeys(k);
         }
-        GetCacheLocationResponse r = meta.getCacheLocation(b.build());
+        GetCacheLocationResponse r = plane(() -> meta.getCacheLocation(b.build()));
         if (r.getHeader().getStatus().getCode() != ErrorCode.OK) {
             throw new IllegalStateException("getCacheLocation failed: " + r.getHeader().getStatus());
         }
@@ -255,7 +276,7 @@ public final class GlobalPoolTier implements Tier {
                     .setInstanceId(instanceId);
             undo.forEach(r::addBlockKeys);
             try {
-                meta.removeCache(r.build());
+                plane(() -> meta.removeCache(r.build()));
             } catch (RuntimeException e) {
                 LOG.warning("removeCache of " + undo.size() + " blocks removed while being written failed: " + e);
             }
@@ -269,7 +290,7 @@ public final class GlobalPoolTier implements Tier {
         for (long k : keys) {
             sb.addBlockKeys(k);
         }
-        StartWriteCacheResponse s = meta.startWriteCache(sb.build());
+        StartWriteCacheResponse s = plane(() -> meta.startWriteCache(sb.build()));
         if (s.getHeader().getStatus().getCode() != ErrorCode.OK) {
             LOG.warning("startWriteCache failed: " + s.getHeader().getStatus());
             return new boolean[keys.length];
@@ -332,9 +353,9 @@ public final class GlobalPoolTier implements Tier {
         for (boolean b : success) {
             mask.addValues(b);
         }
-        var f = meta.finishWriteCache(FinishWriteCacheRequest.newBuilder().setTraceId("agent-finish")
+        var f = plane(() -> meta.finishWriteCache(FinishWriteCacheRequest.newBuilder().setTraceId("agent-finish")
                 .setInstanceId(instanceId).setWriteSessionId(s.getWriteSessionId())
-                .setSuccessBlocks(BlockMask.newBuilder().setBoolMasks(mask)).build());
+                .setSuccessBlocks(BlockMask.newBuilder().setBoolMasks(mask)).build()));
         if (f.getHeader().getStatus().getCode() != ErrorCode.OK) {
             LOG.warning("finishWriteCache failed: " + f.getHeader().getStatus());
             return new boolean[keys.length];
@@ -460,8 +481,8 @@ public final class GlobalPoolTier implements Tier {
                 removedWhileWriting.put(key, putStamp);
             }
         }
-        var r = meta.removeCache(RemoveCacheRequest.newBuilder().setTraceId("agent-remove").setInstanceId(instanceId)
-                .addBlockKeys(key).build());
+        var r = plane(() -> meta.removeCache(RemoveCacheRequest.newBuilder().setTraceId("agent-remove").setInstanceId(instanceId)
+                .addBlockKeys(key).build()));
         return r.getHeader().getStatus().getCode() == ErrorCode.OK || inFlight;
     }
 

@@ -1,5 +1,7 @@
 package dev.kvpool.meta.ha;
 
+import dev.kvpool.api.logging.FailureLog;
+import dev.kvpool.meta.index.StoreException;
 import dev.kvpool.meta.store.redis.Calls;
 import dev.kvpool.meta.store.redis.RedisLease;
 import io.vertx.redis.client.Command;
@@ -88,7 +90,8 @@ public final class RedisLeadership implements Leadership {
         }
     }
 
-    private final FailureLog failures = new FailureLog(LOG, "leader election", java.time.Duration.ofSeconds(30));
+    private final FailureLog failures = new FailureLog(LOG, "leader election", java.time.Duration.ofSeconds(30),
+            StoreException.class::isInstance);
 
     @Override
     public String storeProblem() {

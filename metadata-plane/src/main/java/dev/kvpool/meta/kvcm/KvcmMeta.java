@@ -1,5 +1,7 @@
 package dev.kvpool.meta.kvcm;
 
+import dev.kvpool.api.logging.FailureLog;
+import dev.kvpool.meta.index.StoreException;
 import dev.kvpool.api.proto.meta.*;
 import dev.kvpool.api.events.CacheEvent;
 import dev.kvpool.meta.events.CacheEvents;
@@ -89,8 +91,8 @@ public final class KvcmMeta {
      * Runs one RPC: {@code body} builds the OK response; a KvcmError (or any failure) becomes an error response
      * built by {@code error} from the header, so every response carries a header whatever happens.
      */
-    private final dev.kvpool.meta.ha.FailureLog storeFailures = new dev.kvpool.meta.ha.FailureLog(LOG,
-            "KVCM calls to the index store", java.time.Duration.ofSeconds(30));
+    private final FailureLog storeFailures = new FailureLog(LOG,
+            "KVCM calls to the index store", java.time.Duration.ofSeconds(30), StoreException.class::isInstance);
 
     private <R> R call(String api, String traceId, boolean leaderOnly, Supplier<R> body,
                        Function<CommonResponseHeader, R> error) {

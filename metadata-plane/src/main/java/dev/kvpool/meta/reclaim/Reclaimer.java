@@ -1,5 +1,7 @@
 package dev.kvpool.meta.reclaim;
 
+import dev.kvpool.api.logging.FailureLog;
+import dev.kvpool.meta.index.StoreException;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.InstanceIndex;
 import dev.kvpool.meta.index.Loc;
@@ -133,8 +135,9 @@ public final class Reclaimer implements AutoCloseable {
         thread = Thread.ofPlatform().daemon().name("kvpool-reclaimer").start(this::loop);
     }
 
-    private final dev.kvpool.meta.ha.FailureLog failures =
-            new dev.kvpool.meta.ha.FailureLog(LOG, "reclaimer round", java.time.Duration.ofSeconds(30));
+    private final FailureLog failures =
+            new FailureLog(LOG, "reclaimer round", java.time.Duration.ofSeconds(30),
+                    StoreException.class::isInstance);
 
     private void loop() {
         long backoffMs = 0;

@@ -1,5 +1,7 @@
 package dev.kvpool.meta.runtime;
 
+import dev.kvpool.api.logging.FailureLog;
+import dev.kvpool.meta.index.StoreException;
 import dev.kvpool.api.events.CacheEvent;
 import dev.kvpool.meta.auth.MetaAuth;
 import dev.kvpool.meta.config.ControlPlaneClient;
@@ -167,7 +169,8 @@ public class MetaRuntime {
             reclaimer.start();
         }
         long period = cfg.write().expiryPeriod().toMillis();
-        var expiryFailures = new dev.kvpool.meta.ha.FailureLog(LOG, "session expiry", java.time.Duration.ofSeconds(30));
+        var expiryFailures = new FailureLog(LOG, "session expiry", java.time.Duration.ofSeconds(30),
+                StoreException.class::isInstance);
         expiry.scheduleWithFixedDelay(() -> {
             try {
                 if (expireSessions()) {
@@ -179,8 +182,8 @@ public class MetaRuntime {
         }, period, period, java.util.concurrent.TimeUnit.MILLISECONDS);
         if (registry.sharedStore()) {
             // every replica, not only the leader: instances removed elsewhere, or lost with the store's data
-            var reconcileFailures = new dev.kvpool.meta.ha.FailureLog(LOG, "instance reconciliation with the store",
-                    java.time.Duration.ofSeconds(30));
+            var reconcileFailures = new FailureLog(LOG, "instance reconciliation with the store",
+                    java.time.Duration.ofSeconds(30), StoreException.class::isInstance);
             long every = cfg.redis().reconcileInterval().toMillis();
             expiry.scheduleWithFixedDelay(() -> {
                 try {

@@ -1,25 +1,36 @@
-package dev.kvpool.meta.ha;
+package dev.kvpool.api.logging;
 
 import org.jboss.logging.Logger;
 
 /**
  * Logs a background task's failures without flooding the log while a dependency is down: the first failure in
  * full, then one line per interval with how many followed, and one line when the task works again. A store
- * outage makes every round of every task fail the same way; a stack trace per round helps nobody.
+ * outage makes every round of every task fail the same way; a stack trace per round helps nobody. Shared by the
+ * services (metadata plane: store outages; data agent: the metadata plane out of reach).
  */
 public final class FailureLog {
     private final Logger log;
     private final String task;
     private final long intervalNanos;
+    private final java.util.function.Predicate<Throwable> expected;
     private long failingSince, lastLogged, failures, unlogged;
     private String lastError;
     /** Read without the lock: {@link #ok()} is cheap enough for a request path while nothing fails. */
     private volatile boolean failing;
 
     public FailureLog(Logger log, String task, java.time.Duration interval) {
+        this(log, task, interval, e -> false);
+    }
+
+    /**
+     * @param expected failures whose message says it all (a dependency out of reach): logged without a stack trace
+     */
+    public FailureLog(Logger log, String task, java.time.Duration interval,
+                      java.util.function.Predicate<Throwable> expected) {
         this.log = log;
         this.task = task;
         this.intervalNanos = interval.toNanos();
+        this.expected = expected;
     }
 
     /** Records a failure, logged when it starts a streak or a report interval has passed. */
@@ -31,8 +42,8 @@ public final class FailureLog {
         if (failures == 1) {
             failingSince = now;
             lastLogged = now;
-            // a store's own exception already names the call and the cause; anything else gets its trace
-            if (expected(e)) {
+            // an expected exception already names the call and the cause; anything else gets its trace
+            if (expected.test(e)) {
                 log.errorf("%s: failing: %s", task, describe(e));
             } else {
                 log.errorf(e, "%s: failing", task);
@@ -71,9 +82,6 @@ public final class FailureLog {
         return failures > 0 && System.nanoTime() - failingSince >= atLeast.toNanos() ? lastError : null;
     }
 
-    private static boolean expected(Throwable e) {
-        return e instanceof dev.kvpool.meta.index.StoreException;
-    }
 
     private static String describe(Throwable e) {
         String m = e.getMessage();
