@@ -26,15 +26,28 @@ class BlockStoreTest {
     @TempDir
     Path dir;
 
+    /** An 8-slot host pool: small, so a few saves push blocks out of it. */
+    static PooledTier host() {
+        return PooledTier.of("host", BlockEvent.CPU, BLOCK, List.of(new MemoryDevice("host0", 8, BLOCK)),
+                new double[] {1});
+    }
+
+    /** An NVMe device whose worker holds deferred writes for 300 ms of read silence. */
+    DeviceWorker nvmeWorker(int slots) {
+        return new DeviceWorker(new FileDevice("nvme0", dir, slots, BLOCK, new FileChannelBlockIo(2)), 4, 10_000,
+                300_000_000L, 64);
+    }
+
+    static PooledTier nvme(DeviceWorker w) {
+        return new PooledTier("nvme", BlockEvent.DISK, BLOCK, List.of(w.device()), new double[] {1}, List.of(w));
+    }
+
     @Test
     void saveReturnsBeforeTheNvmeWriteAndLoadsFallThrough() throws Exception {
         List<BlockEvent> events = new CopyOnWriteArrayList<>();
-        MemoryDevice h = new MemoryDevice("host0", 8, BLOCK);
-        PooledTier host = PooledTier.of("host", BlockEvent.CPU, BLOCK, List.of(h), new double[] {1});
-        FileDevice f = new FileDevice("nvme0", dir, 64, BLOCK, new FileChannelBlockIo(2));
-        // the NVMe worker holds deferred writes for 300 ms of read silence
-        DeviceWorker w = new DeviceWorker(f, 4, 10_000, 300_000_000L, 64);
-        PooledTier nvme = new PooledTier("nvme", BlockEvent.DISK, BLOCK, List.of(f), new double[] {1}, List.of(w));
+        PooledTier host = host();
+        DeviceWorker w = nvmeWorker(64);
+        PooledTier nvme = nvme(w);
         try (Arena a = Arena.ofShared(); BlockStore store = new BlockStore(BLOCK, 16, null, host, nvme, null, events::add)) {
             w.read(new long[] {63}, TestBlocks.empty(a, 1, BLOCK)).join(); // a device read: the idle window starts now
             MemorySegment[] src = TestBlocks.random(a, 8, BLOCK, 5);
@@ -72,11 +85,9 @@ class BlockStoreTest {
     @Test
     void aBlockRemovedWhileItsNvmeWriteIsPendingDoesNotComeBack() throws Exception {
         List<BlockEvent> events = new CopyOnWriteArrayList<>();
-        MemoryDevice h = new MemoryDevice("host0", 8, BLOCK);
-        PooledTier host = PooledTier.of("host", BlockEvent.CPU, BLOCK, List.of(h), new double[] {1});
-        FileDevice f = new FileDevice("nvme0", dir, 16, BLOCK, new FileChannelBlockIo(2));
-        DeviceWorker w = new DeviceWorker(f, 4, 10_000, 300_000_000L, 64); // writes wait for 300 ms of read silence
-        PooledTier nvme = new PooledTier("nvme", BlockEvent.DISK, BLOCK, List.of(f), new double[] {1}, List.of(w));
+        PooledTier host = host();
+        DeviceWorker w = nvmeWorker(16);
+        PooledTier nvme = nvme(w);
         try (Arena a = Arena.ofShared(); BlockStore store = new BlockStore(BLOCK, 16, null, host, nvme, null, events::add)) {
             w.read(new long[] {15}, TestBlocks.empty(a, 1, BLOCK)).join(); // the idle window starts now
             long[] keys = TestBlocks.keys(70, 4);
