@@ -20,8 +20,8 @@ import java.util.function.Consumer;
  * a load is grouped by device and the groups run in parallel. The index (key → device, slot, CRC32C) lives here;
  * an entry is added only after its write completed in full, so a failed write is never visible. When the tier is
  * full the least recently used block that no one is reading or flushing is evicted. Where a device keeps a
- * {@link SlotTable}, every index change is recorded in it, and the blocks it recorded are back in the index at
- * start-up (least recently used first), their slots taken.
+ * {@link SlotTable}, every block stored or dropped is recorded in it (recency only at a clean close), and the
+ * blocks it recorded are back in the index at start-up (least recently used first), their slots taken.
  */
 public final class PooledTier implements Tier {
     /** Where a block lives. {@code pins} counts readers and write-behinds using its slot. */
@@ -527,9 +527,6 @@ public final class PooledTier implements Tier {
                 if (e != null && !e.dead && dst[i].byteSize() >= blockBytes) {
                     e.pins++;
                     es[i] = e;
-                    if (tables[e.device] != null) {
-                        tables[e.device].touch(e.slot, ++stamp);
-                    }
                 }
             }
         }
@@ -667,6 +664,16 @@ public final class PooledTier implements Tier {
     public void close() {
         for (DeviceWorker w : workers) {
             w.close();
+        }
+        synchronized (this) {
+            // recency goes into the slot tables here, in one pass, not per load hit: a hit that dirtied a table
+            // page would have the kernel write to the device behind the read-first scheduler's back
+            for (Map.Entry<Long, Entry> me : index.entrySet()) {
+                Entry e = me.getValue();
+                if (tables[e.device] != null) {
+                    tables[e.device].touch(e.slot, ++stamp);
+                }
+            }
         }
         for (Device d : devices) {
             d.close();

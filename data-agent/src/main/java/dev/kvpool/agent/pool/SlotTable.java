@@ -231,7 +231,7 @@ public final class SlotTable implements AutoCloseable {
         map.set(ValueLayout.JAVA_INT, at + R_CHECK, check(s, key, crc));
     }
 
-    /** Marks a use of the block in slot {@code s} (its recency after a restart). */
+    /** Sets the recency of the block in slot {@code s} (its place in the LRU order after a restart). */
     public void touch(long s, long seq) {
         map.set(ValueLayout.JAVA_LONG, HEADER + checked(s) * RECORD + R_SEQ, seq);
     }
