@@ -6,7 +6,6 @@ import dev.kvpool.agent.tier.Tier;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -24,19 +23,8 @@ import java.util.function.Consumer;
  * blocks it recorded are back in the index at start-up (least recently used first), their slots taken.
  */
 public final class PooledTier implements Tier {
-    /** Where a block lives. {@code pins} counts readers and write-behinds using its slot. */
-    static final class Entry {
-        final int device;
-        final long slot;
-        final int crc;
-        int pins;
-        boolean dead;
-
-        Entry(int device, long slot, int crc) {
-            this.device = device;
-            this.slot = slot;
-            this.crc = crc;
-        }
+    /** A block pinned by {@link #pinMemory}: its tier-wide slot and CRC32C. */
+    record Pin(int slot, int crc) {
     }
 
     /** Checksum verification of loads, off the device workers. */
@@ -67,7 +55,12 @@ public final class PooledTier implements Tier {
     private long putStamp;
     private final Placement placement;
     private final double[] bandwidth;
-    private final LinkedHashMap<Long, Entry> index = new LinkedHashMap<>(1024, 0.75f, true);
+    /** Blocks by tier-wide slot number: device d's slot s is {@code base[d] + s}. */
+    private final SlotIndex index;
+    private final int[] base;
+    /** Per tier-wide slot: readers and write-behinds using it; dead = out of the index, released by the last pin. */
+    private final int[] pins;
+    private final boolean[] dead;
     private final AtomicLong checksumFailures = new AtomicLong(), evictions = new AtomicLong(),
             ioFailures = new AtomicLong();
     private volatile Consumer<long[]> evictListener = k -> { };
@@ -97,6 +90,17 @@ public final class PooledTier implements Tier {
         this.placement = new Placement(bandwidth);
         this.slots = new SlotAllocator[devices.size()];
         this.tables = new SlotTable[devices.size()];
+        this.base = new int[devices.size() + 1];
+        for (int i = 0; i < devices.size(); i++) {
+            long next = base[i] + devices.get(i).slotCount();
+            if (next > Integer.MAX_VALUE - 1) {
+                throw new IllegalArgumentException("tier " + name + " has more than 2^31 slots");
+            }
+            base[i + 1] = (int) next;
+        }
+        this.index = new SlotIndex(base[devices.size()]);
+        this.pins = new int[base[devices.size()]];
+        this.dead = new boolean[base[devices.size()]];
         List<long[]> kept = new ArrayList<>(); // {seq, device, slot, key, crc}
         for (int i = 0; i < slots.length; i++) {
             if (devices.get(i).slotBytes() < blockBytes) {
@@ -109,26 +113,35 @@ public final class PooledTier implements Tier {
                     used.set((int) b.slot());
                     kept.add(new long[] {b.seq(), i, b.slot(), b.key(), b.crc()});
                 }
+                tables[i].discardRecovered();
             }
             slots[i] = new SlotAllocator(devices.get(i).slotCount(), used);
         }
         kept.sort(java.util.Comparator.comparingLong(r -> r[0]));
         int duplicates = 0;
         for (long[] r : kept) { // oldest first, so the least recently used come first in the index
-            Entry prev = index.put(r[3], new Entry((int) r[1], r[2], (int) r[4]));
-            if (prev != null) { // a key twice (an invalidation lost with power): keep the more recent
-                slots[prev.device].release(prev.slot);
-                tables[prev.device].clear(prev.slot);
+            int prev = index.find(r[3]);
+            if (prev >= 0) { // a key twice (an invalidation lost with power): keep the more recent
+                index.remove(prev);
+                slots[device(prev)].release(slotOf(prev));
+                tables[device(prev)].clear(slotOf(prev));
                 duplicates++;
             }
+            index.add(r[3], base[(int) r[1]] + (int) r[2], (int) r[4]);
             stamp = Math.max(stamp, r[0]);
         }
         // per device the kept keys, least recently used first (for the stored events of a restart)
+        long[] perDevice = blocksPerDevice();
         for (int i = 0; i < tables.length; i++) {
             if (tables[i] != null) {
-                int dev = i;
-                recovered.put(devices.get(i).id(), index.entrySet().stream().filter(e -> e.getValue().device == dev)
-                        .mapToLong(Map.Entry::getKey).toArray());
+                long[] keys = new long[(int) perDevice[i]];
+                int k = 0;
+                for (int g = index.leastRecent(); g >= 0; g = index.moreRecent(g)) {
+                    if (device(g) == i) {
+                        keys[k++] = index.key(g);
+                    }
+                }
+                recovered.put(devices.get(i).id(), keys);
                 LOG.infof("%s device %s: slot table %s: %s", name, devices.get(i).id(), tables[i].path(),
                         tables[i].opened());
             }
@@ -143,6 +156,20 @@ public final class PooledTier implements Tier {
         for (int i = 0; i < slots.length; i++) {
             probing[i] = new java.util.concurrent.atomic.AtomicBoolean();
         }
+    }
+
+    /** The device of tier-wide slot {@code g}. */
+    private int device(int g) {
+        int d = 0;
+        while (g >= base[d + 1]) {
+            d++;
+        }
+        return d;
+    }
+
+    /** The device-local slot number of tier-wide slot {@code g}. */
+    private long slotOf(int g) {
+        return g - base[device(g)];
     }
 
     /** Workers with default scheduling, one per device. */
@@ -228,14 +255,13 @@ public final class PooledTier implements Tier {
 
     @Override
     public synchronized boolean contains(long key) {
-        Entry e = index.get(key);
-        return e != null && !e.dead;
+        return index.find(key) >= 0;
     }
 
     /** Device id holding a key, or null. */
     public synchronized String deviceOf(long key) {
-        Entry e = index.get(key);
-        return e == null || e.dead ? null : devices.get(e.device).id();
+        int g = index.find(key);
+        return g < 0 ? null : devices.get(device(g)).id();
     }
 
     @Override
@@ -264,8 +290,8 @@ public final class PooledTier implements Tier {
     /** Blocks per device (placement check). */
     public synchronized long[] blocksPerDevice() {
         long[] n = new long[devices.size()];
-        for (Entry e : index.values()) {
-            n[e.device]++;
+        for (int g = index.leastRecent(); g >= 0; g = index.moreRecent(g)) {
+            n[device(g)]++;
         }
         return n;
     }
@@ -277,7 +303,7 @@ public final class PooledTier implements Tier {
 
     /** The CRC32C of a block pinned by {@link #pinMemory} (so a write-behind need not checksum it again). */
     public static int crcOf(Object handle) {
-        return ((Entry) handle).crc;
+        return ((Pin) handle).crc();
     }
 
     /** As {@link #put(long[], MemorySegment[], boolean)}, with the blocks' CRC32C already known (or null). */
@@ -296,8 +322,9 @@ public final class PooledTier implements Tier {
                 if (src[i].byteSize() != blockBytes) {
                     continue; // wrong size: not stored
                 }
-                Entry e = index.get(keys[i]);
-                if (e != null && !e.dead) {
+                int present = index.find(keys[i]);
+                if (present >= 0) {
+                    index.touch(present); // saved again: used
                     ok[i] = true;
                     continue;
                 }
@@ -366,10 +393,10 @@ public final class PooledTier implements Tier {
                         int i = mine.get(j);
                         boolean good = err == null && res[j];
                         failedOps += good ? 0 : 1;
-                        Entry prev = index.get(keys[i]);
+                        boolean taken = index.find(keys[i]) >= 0;
                         boolean removed = doneWriting(keys[i], myStamp);
-                        if (good && (prev == null || prev.dead) && failedAtMs[dd] == 0 && !removed) {
-                            index.put(keys[i], new Entry(dd, s[j], crc[i]));
+                        if (good && !taken && failedAtMs[dd] == 0 && !removed) {
+                            index.add(keys[i], base[dd] + (int) s[j], crc[i]);
                             if (tables[dd] != null) {
                                 tables[dd].set(s[j], keys[i], crc[i], ++stamp);
                             }
@@ -438,19 +465,19 @@ public final class PooledTier implements Tier {
         }
         failedAtMs[d] = System.currentTimeMillis();
         List<Long> gone = new ArrayList<>();
-        for (Iterator<Map.Entry<Long, Entry>> it = index.entrySet().iterator(); it.hasNext(); ) {
-            Map.Entry<Long, Entry> me = it.next();
-            Entry e = me.getValue();
-            if (e.device == d) {
-                it.remove();
-                forget(e);
-                gone.add(me.getKey());
-                if (e.pins == 0) {
-                    slots[d].release(e.slot);
+        for (int g = index.leastRecent(); g >= 0; ) {
+            int next = index.moreRecent(g);
+            if (device(g) == d) {
+                gone.add(index.key(g));
+                index.remove(g);
+                forget(g);
+                if (pins[g] == 0) {
+                    slots[d].release(slotOf(g));
                 } else {
-                    e.dead = true; // released by the last reader
+                    dead[g] = true; // released by the last reader
                 }
             }
+            g = next;
         }
         LOG.errorf("%s device %s failed %d ops in a row (last: %s): out of use, its %d blocks are misses from now "
                         + "on; new blocks go to the other devices; probed again every %d s", name, devices.get(d).id(),
@@ -501,15 +528,12 @@ public final class PooledTier implements Tier {
 
     /** Evicts the least recently used unpinned block; false when none can go. Caller holds the lock. */
     private boolean evictOne(List<Long> evicted) {
-        Iterator<Map.Entry<Long, Entry>> it = index.entrySet().iterator();
-        while (it.hasNext()) {
-            Map.Entry<Long, Entry> me = it.next();
-            Entry e = me.getValue();
-            if (e.pins == 0) {
-                it.remove();
-                forget(e);
-                slots[e.device].release(e.slot);
-                evicted.add(me.getKey());
+        for (int g = index.leastRecent(); g >= 0; g = index.moreRecent(g)) {
+            if (pins[g] == 0) {
+                evicted.add(index.key(g));
+                index.remove(g);
+                forget(g);
+                slots[device(g)].release(slotOf(g));
                 evictions.incrementAndGet();
                 return true;
             }
@@ -520,13 +544,17 @@ public final class PooledTier implements Tier {
     @Override
     public CompletableFuture<boolean[]> get(long[] keys, MemorySegment[] dst) {
         int n = keys.length;
-        Entry[] es = new Entry[n];
+        int[] gs = new int[n]; // tier-wide slot per key, -1 when not here
+        int[] want = new int[n]; // their CRC32C, taken with the pin (the slot cannot change while pinned)
+        java.util.Arrays.fill(gs, -1);
         synchronized (this) {
             for (int i = 0; i < n; i++) {
-                Entry e = index.get(keys[i]);
-                if (e != null && !e.dead && dst[i].byteSize() >= blockBytes) {
-                    e.pins++;
-                    es[i] = e;
+                int g = index.find(keys[i]);
+                if (g >= 0 && dst[i].byteSize() >= blockBytes) {
+                    index.touch(g);
+                    pins[g]++;
+                    gs[i] = g;
+                    want[i] = index.crc(g);
                 }
             }
         }
@@ -535,7 +563,7 @@ public final class PooledTier implements Tier {
         for (int d = 0; d < devices.size(); d++) {
             List<Integer> all = new ArrayList<>();
             for (int i = 0; i < n; i++) {
-                if (es[i] != null && es[i].device == d) {
+                if (gs[i] >= 0 && device(gs[i]) == d) {
                     all.add(i);
                 }
             }
@@ -543,7 +571,7 @@ public final class PooledTier implements Tier {
                 long[] s = new long[mine.size()];
                 MemorySegment[] b = new MemorySegment[mine.size()];
                 for (int j = 0; j < s.length; j++) {
-                    s[j] = es[mine.get(j)].slot;
+                    s[j] = slotOf(gs[mine.get(j)]);
                     b[j] = dst[mine.get(j)].asSlice(0, blockBytes);
                 }
                 // checksums are verified off the device thread, so the device starts its next part at once
@@ -555,13 +583,13 @@ public final class PooledTier implements Tier {
                     for (int j = 0; j < s.length; j++) {
                         int i = mine.get(j);
                         boolean read = err == null && res[j];
-                        boolean good = read && crcs[j] == es[i].crc;
+                        boolean good = read && crcs[j] == want[i];
                         if (read && !good) {
                             checksumFailures.incrementAndGet();
                         } else if (!read) {
                             failedOps++; // unreadable: a miss from now on, not an error on every load
                         }
-                        if (!good && drop(keys[i], es[i])) {
+                        if (!good && drop(keys[i], gs[i])) {
                             dropped.add(keys[i]);
                         }
                         hit[i] = good;
@@ -581,33 +609,35 @@ public final class PooledTier implements Tier {
             }
         }
         return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).handle((v, err) -> {
-            unpin(es);
+            unpin(gs);
             return hit;
         });
     }
 
     /** Forgets a block that failed its read or checksum; false when it had gone already. */
-    private synchronized boolean drop(long key, Entry e) {
-        if (index.get(key) == e) {
-            index.remove(key);
-            forget(e);
-            e.dead = true; // slot released when the last pin goes
+    private synchronized boolean drop(long key, int g) {
+        if (index.find(key) == g) { // still this block: its slot is pinned, so it cannot hold another one
+            index.remove(g);
+            forget(g);
+            dead[g] = true; // slot released when the last pin goes
             return true;
         }
         return false;
     }
 
-    /** An entry left the index: its slot table record goes now, before the slot can be handed out again. */
-    private void forget(Entry e) {
-        if (tables[e.device] != null) {
-            tables[e.device].clear(e.slot);
+    /** A block left the index: its slot table record goes now, before the slot can be handed out again. */
+    private void forget(int g) {
+        int d = device(g);
+        if (tables[d] != null) {
+            tables[d].clear(slotOf(g));
         }
     }
 
-    private synchronized void unpin(Entry[] es) {
-        for (Entry e : es) {
-            if (e != null && --e.pins == 0 && e.dead) {
-                slots[e.device].release(e.slot);
+    private synchronized void unpin(int[] gs) {
+        for (int g : gs) {
+            if (g >= 0 && --pins[g] == 0 && dead[g]) {
+                dead[g] = false;
+                slots[device(g)].release(slotOf(g));
             }
         }
     }
@@ -619,14 +649,14 @@ public final class PooledTier implements Tier {
     public synchronized MemorySegment[] pinMemory(long[] keys, Object[] handles) {
         MemorySegment[] out = new MemorySegment[keys.length];
         for (int i = 0; i < keys.length; i++) {
-            Entry e = index.get(keys[i]);
-            if (e == null || e.dead) {
+            int g = index.find(keys[i]);
+            if (g < 0) {
                 continue;
             }
-            MemorySegment m = devices.get(e.device).slotMemory(e.slot);
+            MemorySegment m = devices.get(device(g)).slotMemory(slotOf(g));
             if (m != null) {
-                e.pins++;
-                handles[i] = e;
+                pins[g]++;
+                handles[i] = new Pin(g, index.crc(g));
                 out[i] = m.asSlice(0, blockBytes);
             }
         }
@@ -634,11 +664,11 @@ public final class PooledTier implements Tier {
     }
 
     public void release(Object[] handles) {
-        Entry[] es = new Entry[handles.length];
+        int[] gs = new int[handles.length];
         for (int i = 0; i < handles.length; i++) {
-            es[i] = (Entry) handles[i];
+            gs[i] = handles[i] == null ? -1 : ((Pin) handles[i]).slot();
         }
-        unpin(es);
+        unpin(gs);
     }
 
     @Override
@@ -647,15 +677,16 @@ public final class PooledTier implements Tier {
         if (inFlight) { // a write-behind still on its way must not bring the block back
             removedWhileWriting.put(key, putStamp);
         }
-        Entry e = index.remove(key);
-        if (e == null) {
+        int g = index.find(key);
+        if (g < 0) {
             return inFlight;
         }
-        forget(e);
-        if (e.pins == 0) {
-            slots[e.device].release(e.slot);
+        index.remove(g);
+        forget(g);
+        if (pins[g] == 0) {
+            slots[device(g)].release(slotOf(g));
         } else {
-            e.dead = true;
+            dead[g] = true;
         }
         return true;
     }
@@ -668,10 +699,10 @@ public final class PooledTier implements Tier {
         synchronized (this) {
             // recency goes into the slot tables here, in one pass, not per load hit: a hit that dirtied a table
             // page would have the kernel write to the device behind the read-first scheduler's back
-            for (Map.Entry<Long, Entry> me : index.entrySet()) {
-                Entry e = me.getValue();
-                if (tables[e.device] != null) {
-                    tables[e.device].touch(e.slot, ++stamp);
+            for (int g = index.leastRecent(); g >= 0; g = index.moreRecent(g)) {
+                int d = device(g);
+                if (tables[d] != null) {
+                    tables[d].touch(slotOf(g), ++stamp);
                 }
             }
         }

@@ -54,7 +54,7 @@ public final class SlotTable implements AutoCloseable {
     private final Arena arena;
     private final MemorySegment map;
     private final long slots;
-    private final List<Block> recovered;
+    private List<Block> recovered;
     private final String opened;
 
     private SlotTable(Path path, FileChannel channel, FileLock lock, Arena arena, MemorySegment map, long slots,
@@ -205,6 +205,11 @@ public final class SlotTable implements AutoCloseable {
     /** Blocks found at open, oldest first (in the order a least-recently-used index should take them). */
     public List<Block> recovered() {
         return recovered;
+    }
+
+    /** Lets go of the list {@link #recovered()} returns, once the tier has its blocks (tens of bytes each). */
+    public void discardRecovered() {
+        recovered = List.of();
     }
 
     /** What open found, for the start-up log. */
