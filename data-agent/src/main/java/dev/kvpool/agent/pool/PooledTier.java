@@ -49,6 +49,7 @@ public final class PooledTier implements Tier {
     /** Recency stamp for slot tables (guarded by this). */
     private long stamp;
     private final Map<String, long[]> recovered = new LinkedHashMap<>();
+    private final Map<String, Long[]> recoveredParents = new LinkedHashMap<>();
     /** Puts in flight per key, and the put stamp at which a key in flight was removed (guarded by this). */
     private final Map<Long, Integer> writing = new java.util.HashMap<>();
     private final Map<Long, Long> removedWhileWriting = new java.util.HashMap<>();
@@ -101,7 +102,7 @@ public final class PooledTier implements Tier {
         this.index = new SlotIndex(base[devices.size()]);
         this.pins = new int[base[devices.size()]];
         this.dead = new boolean[base[devices.size()]];
-        List<long[]> kept = new ArrayList<>(); // {seq, device, slot, key, crc}
+        List<long[]> kept = new ArrayList<>(); // {seq, device, slot, key, crc, has parent, parent}
         for (int i = 0; i < slots.length; i++) {
             if (devices.get(i).slotBytes() < blockBytes) {
                 throw new IllegalArgumentException("device " + devices.get(i).id() + " slots are smaller than a block");
@@ -111,7 +112,8 @@ public final class PooledTier implements Tier {
             if (tables[i] != null) {
                 for (SlotTable.Block b : tables[i].recovered()) {
                     used.set((int) b.slot());
-                    kept.add(new long[] {b.seq(), i, b.slot(), b.key(), b.crc()});
+                    kept.add(new long[] {b.seq(), i, b.slot(), b.key(), b.crc(), b.parent() == null ? 0 : 1,
+                            b.parent() == null ? 0 : b.parent()});
                 }
                 tables[i].discardRecovered();
             }
@@ -119,6 +121,8 @@ public final class PooledTier implements Tier {
         }
         kept.sort(java.util.Comparator.comparingLong(r -> r[0]));
         int duplicates = 0;
+        long[] parentOf = kept.isEmpty() ? null : new long[base[devices.size()]];
+        boolean[] hasParent = kept.isEmpty() ? null : new boolean[base[devices.size()]];
         for (long[] r : kept) { // oldest first, so the least recently used come first in the index
             int prev = index.find(r[3]);
             if (prev >= 0) { // a key twice (an invalidation lost with power): keep the more recent
@@ -127,7 +131,10 @@ public final class PooledTier implements Tier {
                 tables[device(prev)].clear(slotOf(prev));
                 duplicates++;
             }
-            index.add(r[3], base[(int) r[1]] + (int) r[2], (int) r[4]);
+            int g = base[(int) r[1]] + (int) r[2];
+            index.add(r[3], g, (int) r[4]);
+            hasParent[g] = r[5] == 1;
+            parentOf[g] = r[6];
             stamp = Math.max(stamp, r[0]);
         }
         // per device the kept keys, least recently used first (for the stored events of a restart)
@@ -135,13 +142,16 @@ public final class PooledTier implements Tier {
         for (int i = 0; i < tables.length; i++) {
             if (tables[i] != null) {
                 long[] keys = new long[(int) perDevice[i]];
+                Long[] parents = new Long[keys.length];
                 int k = 0;
                 for (int g = index.leastRecent(); g >= 0; g = index.moreRecent(g)) {
                     if (device(g) == i) {
+                        parents[k] = hasParent[g] ? parentOf[g] : null;
                         keys[k++] = index.key(g);
                     }
                 }
                 recovered.put(devices.get(i).id(), keys);
+                recoveredParents.put(devices.get(i).id(), parents);
                 LOG.infof("%s device %s: slot table %s: %s", name, devices.get(i).id(), tables[i].path(),
                         tables[i].opened());
             }
@@ -248,6 +258,11 @@ public final class PooledTier implements Tier {
         return java.util.Collections.unmodifiableMap(recovered);
     }
 
+    /** Per device id, the block hash before each kept block (null where unknown), aligned with {@link #recovered}. */
+    public Map<String, Long[]> recoveredParents() {
+        return java.util.Collections.unmodifiableMap(recoveredParents);
+    }
+
     @Override
     public void onEvict(Consumer<long[]> listener) {
         this.evictListener = listener;
@@ -308,6 +323,15 @@ public final class PooledTier implements Tier {
 
     /** As {@link #put(long[], MemorySegment[], boolean)}, with the blocks' CRC32C already known (or null). */
     public CompletableFuture<boolean[]> put(long[] keys, MemorySegment[] src, boolean deferred, int[] knownCrcs) {
+        return put(keys, src, deferred, knownCrcs, null);
+    }
+
+    /**
+     * As {@link #put(long[], MemorySegment[], boolean, int[])}, with the block hash before each block (null array or
+     * entries where unknown), kept in the slot tables for the events of a restart.
+     */
+    public CompletableFuture<boolean[]> put(long[] keys, MemorySegment[] src, boolean deferred, int[] knownCrcs,
+                                            Long[] parents) {
         int n = keys.length;
         boolean[] ok = new boolean[n];
         int[] dev = new int[n];
@@ -398,7 +422,7 @@ public final class PooledTier implements Tier {
                         if (good && !taken && failedAtMs[dd] == 0 && !removed) {
                             index.add(keys[i], base[dd] + (int) s[j], crc[i]);
                             if (tables[dd] != null) {
-                                tables[dd].set(s[j], keys[i], crc[i], ++stamp);
+                                tables[dd].set(s[j], keys[i], crc[i], ++stamp, parents == null ? null : parents[i]);
                             }
                             ok[i] = true;
                         } else {

@@ -17,8 +17,8 @@ import java.util.Comparator;
 import java.util.List;
 
 /**
- * What each slot of a device's slot file holds (key, CRC32C, recency), in a memory-mapped file beside it, so a
- * restarted agent serves the blocks it had instead of starting cold.
+ * What each slot of a device's slot file holds (key, CRC32C, recency, the block before it), in a memory-mapped file
+ * beside it, 32 bytes per slot, so a restarted agent serves the blocks it had instead of starting cold.
  *
  * <p>A record is written only after its block's write completed, and invalidated before its slot can be reused,
  * with plain stores into the mapping: a process crash ({@code kill -9}) loses nothing, because the kernel owns the
@@ -42,10 +42,18 @@ public final class SlotTable implements AutoCloseable {
     private static final long H_MAGIC = 0, H_VERSION = 8, H_SLOT_BYTES = 12, H_SLOTS = 16, H_CLEAN = 24, H_ID_LEN = 28,
             H_ID = 64;
     // record fields
-    private static final long R_KEY = 0, R_SEQ = 8, R_CRC = 16, R_CHECK = 20;
+    private static final long R_KEY = 0, R_SEQ = 8, R_CRC = 16, R_CHECK = 20, R_PARENT = 24;
+    /** In the seq word: the record has a parent (the block hash before it), for the events of a restart. */
+    private static final long HAS_PARENT = 1L << 62, SEQ = HAS_PARENT - 1;
 
-    /** A block found in the table at open: its slot, key, CRC32C and recency (higher is more recent). */
-    public record Block(long slot, long key, int crc, long seq) {
+    /**
+     * A block found in the table at open: its slot, key, CRC32C, recency (higher is more recent) and the block hash
+     * before it, where it was saved with one (null otherwise).
+     */
+    public record Block(long slot, long key, int crc, long seq, Long parent) {
+        public Block(long slot, long key, int crc, long seq) {
+            this(slot, key, crc, seq, null);
+        }
     }
 
     private final Path path;
@@ -185,7 +193,9 @@ public final class SlotTable implements AutoCloseable {
                 map.set(ValueLayout.JAVA_INT, at + R_CHECK, 0); // torn or foreign: free
                 continue;
             }
-            out.add(new Block(s, key, crc, map.get(ValueLayout.JAVA_LONG, at + R_SEQ)));
+            long seq = map.get(ValueLayout.JAVA_LONG, at + R_SEQ);
+            out.add(new Block(s, key, crc, seq & SEQ,
+                    (seq & HAS_PARENT) != 0 ? map.get(ValueLayout.JAVA_LONG, at + R_PARENT) : null));
         }
         out.sort(Comparator.comparingLong(Block::seq));
         return out;
@@ -228,9 +238,15 @@ public final class SlotTable implements AutoCloseable {
 
     /** Records that slot {@code s} holds {@code key} (call once its bytes are written in full). */
     public void set(long s, long key, int crc, long seq) {
+        set(s, key, crc, seq, null);
+    }
+
+    /** As {@link #set(long, long, int, long)}, with the block hash before this one (null: none known). */
+    public void set(long s, long key, int crc, long seq, Long parent) {
         long at = HEADER + checked(s) * RECORD;
         map.set(ValueLayout.JAVA_LONG, at + R_KEY, key);
-        map.set(ValueLayout.JAVA_LONG, at + R_SEQ, seq);
+        map.set(ValueLayout.JAVA_LONG, at + R_PARENT, parent == null ? 0 : parent);
+        map.set(ValueLayout.JAVA_LONG, at + R_SEQ, (seq & SEQ) | (parent == null ? 0 : HAS_PARENT));
         map.set(ValueLayout.JAVA_INT, at + R_CRC, crc);
         VarHandle.releaseFence(); // the check last: a record cut short by a crash never validates
         map.set(ValueLayout.JAVA_INT, at + R_CHECK, check(s, key, crc));
@@ -238,7 +254,8 @@ public final class SlotTable implements AutoCloseable {
 
     /** Sets the recency of the block in slot {@code s} (its place in the LRU order after a restart). */
     public void touch(long s, long seq) {
-        map.set(ValueLayout.JAVA_LONG, HEADER + checked(s) * RECORD + R_SEQ, seq);
+        long at = HEADER + checked(s) * RECORD + R_SEQ;
+        map.set(ValueLayout.JAVA_LONG, at, (map.get(ValueLayout.JAVA_LONG, at) & HAS_PARENT) | (seq & SEQ));
     }
 
     /** Slot {@code s} no longer holds a block (call before the slot can be written again). */

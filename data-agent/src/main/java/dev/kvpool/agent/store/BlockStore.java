@@ -65,12 +65,7 @@ public final class BlockStore implements AutoCloseable {
         this.events.publish(BlockEvent.allCleared());
         if (nvme != null) {
             for (var e : nvme.recovered().entrySet()) {
-                long[] keys = e.getValue();
-                for (int from = 0; from < keys.length; from += 1024) {
-                    long[] part = Arrays.copyOfRange(keys, from, Math.min(keys.length, from + 1024));
-                    this.events.publish(BlockEvent.stored(part, null, blockTokens, nvme.medium(), e.getKey(),
-                            (long) part.length * blockBytes));
-                }
+                publishStored(e.getValue(), nvme.recoveredParents().get(e.getKey()), nvme.medium(), e.getKey());
             }
         }
     }
@@ -106,21 +101,47 @@ public final class BlockStore implements AutoCloseable {
         if (stored.length == 0) {
             return ok;
         }
+        // the keys of one save are a chain: each block's parent is the key before it
+        Long[] parents = new Long[stored.length];
+        for (int i = 0, j = 0; i < keys.length; i++) {
+            if (ok[i]) {
+                parents[j++] = i == 0 ? parent : Long.valueOf(keys[i - 1]);
+            }
+        }
         saved.addAndGet(stored.length);
-        events.publish(BlockEvent.stored(stored, parent, blockTokens, host.medium(), "host", (long) stored.length * blockBytes));
+        publishStored(stored, parents, host.medium(), "host");
         if (gpu != null) {
-            writeBehind(gpu, stored, "gpu0");
+            writeBehind(gpu, stored, parents, "gpu0");
         }
         if (nvme != null) {
-            writeBehind(nvme, stored, "nvme");
+            writeBehind(nvme, stored, parents, "nvme");
         }
         if (pool != null) {
-            writeBehind(pool, stored, "pool");
+            writeBehind(pool, stored, parents, "pool");
         }
         return ok;
     }
 
-    private void writeBehind(Tier tier, long[] keys, String where) {
+    /**
+     * {@code stored} events for blocks with their parents: one event per run of blocks that extend each other (the
+     * vocabulary's {@code block_hashes} are a chain, {@code parent_block_hash} the block before the first), so a
+     * block whose neighbour failed, or whose parent is unknown, is never announced as a link of someone else's
+     * chain.
+     */
+    private void publishStored(long[] keys, Long[] parents, String medium, String where) {
+        int from = 0;
+        for (int i = 1; i <= keys.length; i++) {
+            boolean chained = i < keys.length && parents[i] != null && parents[i] == keys[i - 1] && i - from < 1024;
+            if (!chained) {
+                long[] run = Arrays.copyOfRange(keys, from, i);
+                events.publish(BlockEvent.stored(run, parents[from], blockTokens, medium, where,
+                        (long) run.length * blockBytes));
+                from = i;
+            }
+        }
+    }
+
+    private void writeBehind(Tier tier, long[] keys, Long[] parents, String where) {
         Object[] handles = new Object[keys.length];
         MemorySegment[] mem = host.pinMemory(keys, handles);
         List<Integer> have = new ArrayList<>();
@@ -130,9 +151,11 @@ public final class BlockStore implements AutoCloseable {
             }
         }
         long[] k = new long[have.size()];
+        Long[] par = new Long[have.size()];
         MemorySegment[] m = new MemorySegment[have.size()];
         for (int j = 0; j < k.length; j++) {
             k[j] = keys[have.get(j)];
+            par[j] = parents[have.get(j)];
             m[j] = mem[have.get(j)];
         }
         if (k.length == 0) {
@@ -145,7 +168,7 @@ public final class BlockStore implements AutoCloseable {
             for (int j = 0; j < k.length; j++) {
                 crcs[j] = PooledTier.crcOf(handles[have.get(j)]);
             }
-            f = p.put(k, m, true, crcs);
+            f = p.put(k, m, true, crcs, par);
         } else {
             f = tier.put(k, m, true);
         }
@@ -158,8 +181,13 @@ public final class BlockStore implements AutoCloseable {
             long[] stored = select(k, res, true);
             writeBehindFailures.addAndGet(k.length - stored.length);
             if (stored.length > 0) {
-                events.publish(BlockEvent.stored(stored, null, blockTokens, tier.medium(), where,
-                        (long) stored.length * blockBytes));
+                Long[] storedParents = new Long[stored.length];
+                for (int i = 0, j = 0; i < k.length; i++) {
+                    if (res[i]) {
+                        storedParents[j++] = par[i];
+                    }
+                }
+                publishStored(stored, storedParents, tier.medium(), where);
             }
         });
         background.add(done);

@@ -45,6 +45,20 @@ class SlotTableTest {
     }
 
     @Test
+    void aParentIsKeptWithItsBlockAndATouchKeepsIt() throws IOException {
+        try (SlotTable t = SlotTable.open(file(), 10, 65536, ID)) {
+            t.set(1, 21L, 5, 1, 20L);
+            t.set(2, 22L, 6, 2, -7L);
+            t.set(3, 23L, 7, 3, null);
+            t.touch(1, 9);
+        }
+        try (SlotTable t = SlotTable.open(file(), 10, 65536, ID)) {
+            assertEquals(List.of(new SlotTable.Block(2, 22L, 6, 2, -7L), new SlotTable.Block(3, 23L, 7, 3, null),
+                    new SlotTable.Block(1, 21L, 5, 9, 20L)), t.recovered());
+        }
+    }
+
+    @Test
     void anotherIdentityOrSlotSizeStartsEmpty() throws IOException {
         try (SlotTable t = SlotTable.open(file(), 10, 65536, ID)) {
             t.set(1, 11L, 1, 1);

@@ -79,6 +79,8 @@ class BlockStoreTest {
             assertEquals(16, first.blockSize());
             assertTrue(events.stream().anyMatch(e -> e.eventType().equals("removed") && e.medium().equals("cpu")));
             assertTrue(events.stream().anyMatch(e -> e.eventType().equals("onboarded") && e.medium().equals("disk")));
+            assertTrue(events.stream().anyMatch(e -> e.eventType().equals("stored") && e.medium().equals("disk")
+                    && e.blockHashes()[0] == 40 && e.parentBlockHash() == 39L), "the NVMe copy keeps the chain: " + events);
         }
     }
 

@@ -116,8 +116,12 @@ class RestartTest {
             for (BlockEvent e : events.subList(1, events.size())) {
                 if (e.eventType().equals(BlockEvent.STORED) && BlockEvent.DISK.equals(e.medium())) {
                     assertEquals("nvme0", e.storageLocation());
-                    for (long k : e.blockHashes()) {
-                        announced.add(k);
+                    // a chain as saved: each block extends the one before it, the first its recorded parent
+                    long[] h = e.blockHashes();
+                    assertEquals(h[0] == 0 ? null : Long.valueOf(h[0] - 1), e.parentBlockHash(), "parent of " + h[0]);
+                    for (int i = 0; i < h.length; i++) {
+                        assertEquals(h[0] + i, h[i], "one event is one chain");
+                        announced.add(h[i]);
                     }
                 }
             }
