@@ -121,8 +121,6 @@ public final class PooledTier implements Tier {
         }
         kept.sort(java.util.Comparator.comparingLong(r -> r[0]));
         int duplicates = 0;
-        long[] parentOf = kept.isEmpty() ? null : new long[base[devices.size()]];
-        boolean[] hasParent = kept.isEmpty() ? null : new boolean[base[devices.size()]];
         for (long[] r : kept) { // oldest first, so the least recently used come first in the index
             int prev = index.find(r[3]);
             if (prev >= 0) { // a key twice (an invalidation lost with power): keep the more recent
@@ -131,10 +129,7 @@ public final class PooledTier implements Tier {
                 tables[device(prev)].clear(slotOf(prev));
                 duplicates++;
             }
-            int g = base[(int) r[1]] + (int) r[2];
-            index.add(r[3], g, (int) r[4]);
-            hasParent[g] = r[5] == 1;
-            parentOf[g] = r[6];
+            index.add(r[3], base[(int) r[1]] + (int) r[2], (int) r[4], r[5] == 1 ? Long.valueOf(r[6]) : null);
             stamp = Math.max(stamp, r[0]);
         }
         // per device the kept keys, least recently used first (for the stored events of a restart)
@@ -146,7 +141,7 @@ public final class PooledTier implements Tier {
                 int k = 0;
                 for (int g = index.leastRecent(); g >= 0; g = index.moreRecent(g)) {
                     if (device(g) == i) {
-                        parents[k] = hasParent[g] ? parentOf[g] : null;
+                        parents[k] = index.parent(g);
                         keys[k++] = index.key(g);
                     }
                 }
@@ -282,6 +277,16 @@ public final class PooledTier implements Tier {
     @Override
     public synchronized long size() {
         return index.size();
+    }
+
+    /** The block hash before each block here, where it was saved with one (null for blocks absent or without). */
+    public synchronized Long[] parents(long[] keys) {
+        Long[] out = new Long[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            int g = index.find(keys[i]);
+            out[i] = g < 0 ? null : index.parent(g);
+        }
+        return out;
     }
 
     /** Slots free on all devices (a block held plus a slot free is every slot: none leaked). */
@@ -420,7 +425,7 @@ public final class PooledTier implements Tier {
                         boolean taken = index.find(keys[i]) >= 0;
                         boolean removed = doneWriting(keys[i], myStamp);
                         if (good && !taken && failedAtMs[dd] == 0 && !removed) {
-                            index.add(keys[i], base[dd] + (int) s[j], crc[i]);
+                            index.add(keys[i], base[dd] + (int) s[j], crc[i], parents == null ? null : parents[i]);
                             if (tables[dd] != null) {
                                 tables[dd].set(s[j], keys[i], crc[i], ++stamp, parents == null ? null : parents[i]);
                             }

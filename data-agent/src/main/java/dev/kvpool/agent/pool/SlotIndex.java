@@ -3,8 +3,8 @@ package dev.kvpool.agent.pool;
 /**
  * A tier's index: block key → the slot holding it (a tier-wide slot number), with least-recently-used order, in
  * primitive arrays sized by the tier's slots. No object per block: a boxed map cost ~110 bytes and three objects
- * per block (gigabytes of heap, and long GC pauses, for a few TiB of NVMe); this costs ~28 bytes per slot, allocated
- * once. Per slot: key, CRC32C, and the LRU list's links; keys are found through an open-addressing table of slot
+ * per block (gigabytes of heap, and long GC pauses, for a few TiB of NVMe); this costs ~37 bytes per slot, allocated
+ * once. Per slot: key, CRC32C, the parent hash (for events), and the LRU list's links; keys are found through an open-addressing table of slot
  * numbers (linear probing, backward-shift deletion, at most 75 % full since a tier never holds more blocks than
  * slots). Not thread-safe: the tier locks around it.
  */
@@ -13,6 +13,9 @@ final class SlotIndex {
 
     private final long[] keys;
     private final int[] crcs;
+    /** The block hash before each block, where it was saved with one ({@link #hasParent}). */
+    private final long[] parents;
+    private final java.util.BitSet hasParent;
     private final int[] older, newer;
     /** Slot number + 1 per table position; 0 = empty. */
     private final int[] table;
@@ -22,6 +25,8 @@ final class SlotIndex {
     SlotIndex(int slots) {
         keys = new long[slots];
         crcs = new int[slots];
+        parents = new long[slots];
+        hasParent = new java.util.BitSet(slots);
         older = new int[slots];
         newer = new int[slots];
         int cap = Integer.highestOneBit(Math.max(4, (int) Math.min(1 << 30, slots + (long) slots / 3 + 1)) * 2 - 1);
@@ -53,6 +58,11 @@ final class SlotIndex {
 
     /** Adds {@code key} in slot {@code s} as the most recently used; the key must be absent and the slot free. */
     void add(long key, int s, int crc) {
+        add(key, s, crc, null);
+    }
+
+    /** As {@link #add(long, int, int)}, with the block hash before this block (null: unknown). */
+    void add(long key, int s, int crc, Long parent) {
         int i = home(key);
         while (table[i] != 0) {
             i = (i + 1) & mask;
@@ -60,6 +70,8 @@ final class SlotIndex {
         table[i] = s + 1;
         keys[s] = key;
         crcs[s] = crc;
+        parents[s] = parent == null ? 0 : parent;
+        hasParent.set(s, parent != null);
         link(s);
         size++;
     }
@@ -98,6 +110,11 @@ final class SlotIndex {
 
     int crc(int s) {
         return crcs[s];
+    }
+
+    /** The block hash before the block in slot {@code s}, or null when it was saved without one. */
+    Long parent(int s) {
+        return hasParent.get(s) ? parents[s] : null;
     }
 
     /** The least recently used block's slot, or -1 when empty. */

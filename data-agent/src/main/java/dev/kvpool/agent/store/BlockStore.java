@@ -96,16 +96,20 @@ public final class BlockStore implements AutoCloseable {
      * @param parent the block hash before the first key, or null
      */
     public boolean[] save(long[] keys, MemorySegment[] src, Long parent) {
-        boolean[] ok = host.put(keys, src, false).join();
+        // the keys of one save are a chain: each block's parent is the key before it
+        Long[] chain = new Long[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            chain[i] = i == 0 ? parent : Long.valueOf(keys[i - 1]);
+        }
+        boolean[] ok = host.put(keys, src, false, null, chain).join();
         long[] stored = select(keys, ok, true);
         if (stored.length == 0) {
             return ok;
         }
-        // the keys of one save are a chain: each block's parent is the key before it
         Long[] parents = new Long[stored.length];
         for (int i = 0, j = 0; i < keys.length; i++) {
             if (ok[i]) {
-                parents[j++] = i == 0 ? parent : Long.valueOf(keys[i - 1]);
+                parents[j++] = chain[i];
             }
         }
         saved.addAndGet(stored.length);
@@ -249,11 +253,18 @@ public final class BlockStore implements AutoCloseable {
             }
             if (!promote.isEmpty()) {
                 long[] pk = promote.stream().mapToLong(Long::longValue).toArray();
-                boolean[] pok = host.put(pk, promoteSrc.toArray(MemorySegment[]::new), false).join();
+                // parents as the serving tier knows them (the NVMe tier from the save; the global pool not at all)
+                Long[] pp = t instanceof PooledTier pt ? pt.parents(pk) : new Long[pk.length];
+                boolean[] pok = host.put(pk, promoteSrc.toArray(MemorySegment[]::new), false, null, pp).join();
                 long[] stored = select(pk, pok, true);
                 if (stored.length > 0) {
-                    events.publish(BlockEvent.stored(stored, null, blockTokens, host.medium(), "host",
-                            (long) stored.length * blockBytes));
+                    Long[] sp = new Long[stored.length];
+                    for (int i = 0, j = 0; i < pk.length; i++) {
+                        if (pok[i]) {
+                            sp[j++] = pp[i];
+                        }
+                    }
+                    publishStored(stored, sp, host.medium(), "host");
                 }
             }
         }

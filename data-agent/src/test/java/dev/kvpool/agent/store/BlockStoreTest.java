@@ -81,6 +81,9 @@ class BlockStoreTest {
             assertTrue(events.stream().anyMatch(e -> e.eventType().equals("onboarded") && e.medium().equals("disk")));
             assertTrue(events.stream().anyMatch(e -> e.eventType().equals("stored") && e.medium().equals("disk")
                     && e.blockHashes()[0] == 40 && e.parentBlockHash() == 39L), "the NVMe copy keeps the chain: " + events);
+            assertEquals(2, events.stream().filter(e -> e.eventType().equals("stored") && e.medium().equals("cpu")
+                    && e.blockHashes()[0] == 40 && e.blockHashes().length == 8 && Long.valueOf(39).equals(e.parentBlockHash()))
+                    .count(), "saved, then promoted back from NVMe with the parents the NVMe tier kept: " + events);
         }
     }
 
