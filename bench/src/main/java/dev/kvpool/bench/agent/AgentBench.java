@@ -59,7 +59,7 @@ public final class AgentBench {
         fioPath = opt.getOrDefault("fio", fioPath);
         Files.createDirectories(dir);
         int pairs = Integer.parseInt(opt.getOrDefault("pairs", "5"));
-        KEEP = Boolean.parseBoolean(opt.getOrDefault("keep", "true"));
+        boolean keep = Boolean.parseBoolean(opt.getOrDefault("keep", "true"));
         int secs = Integer.parseInt(opt.getOrDefault("seconds", "5"));
         int qd = Integer.parseInt(opt.getOrDefault("qd", "8"));
         int perRequest = Integer.parseInt(opt.getOrDefault("per-request", "" + 16 * qd));
@@ -74,7 +74,7 @@ public final class AgentBench {
                     if (!rw.contains(write ? "write" : "read")) {
                         continue;
                     }
-                    table.add(disk(dir, bs, write, qd, perRequest, fileBytes, secs, pairs));
+                    table.add(disk(dir, bs, write, qd, perRequest, fileBytes, secs, pairs, keep));
                 }
             }
         }
@@ -98,17 +98,15 @@ public final class AgentBench {
 
     // ---- disk --------------------------------------------------------------------------------------------------
 
-    /** Whether the disk bench's device keeps a slot table, as the agent does by default. */
-    static boolean KEEP = true;
-
-    static String disk(Path dir, int bs, boolean write, int qd, int perRequest, long fileBytes, int secs, int pairs)
+    static String disk(Path dir, int bs, boolean write, int qd, int perRequest, long fileBytes, int secs, int pairs,
+                       boolean keep)
             throws Exception {
         Path devDir = dir.resolve("disk");
         long slots = fileBytes / bs;
         BlockIo io = AgentSetup.blockIo("io_uring", qd);
         // as the agent runs by default: with the slot table that keeps blocks across restarts (--keep false: without)
         Files.deleteIfExists(devDir.resolve("kvpool-slots.idx"));
-        FileDevice dev = new FileDevice("bench", devDir, slots, bs, io, KEEP ? "bench block_bytes=" + bs : null);
+        FileDevice dev = new FileDevice("bench", devDir, slots, bs, io, keep ? "bench block_bytes=" + bs : null);
         Path file = dev.path();
         // two callers, each with perRequest blocks per request (default 16 x qd: an engine loads hundreds of blocks at
         // once); they read into / write from that many distinct buffers, fio into iodepth x bs of its own

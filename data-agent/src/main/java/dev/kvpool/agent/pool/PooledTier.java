@@ -23,6 +23,10 @@ import java.util.function.Consumer;
  * blocks it recorded are back in the index at start-up (least recently used first), their slots taken.
  */
 public final class PooledTier implements Tier {
+    /** The blocks a device kept from before a restart, least recently used first, and the block before each. */
+    public record Kept(long[] keys, Long[] parents) {
+    }
+
     /** A block pinned by {@link #pinMemory}: its tier-wide slot and CRC32C. */
     record Pin(int slot, int crc) {
     }
@@ -48,12 +52,8 @@ public final class PooledTier implements Tier {
     private final SlotTable[] tables;
     /** Recency stamp for slot tables (guarded by this). */
     private long stamp;
-    private final Map<String, long[]> recovered = new LinkedHashMap<>();
-    private final Map<String, Long[]> recoveredParents = new LinkedHashMap<>();
-    /** Puts in flight per key, and the put stamp at which a key in flight was removed (guarded by this). */
-    private final Map<Long, Integer> writing = new java.util.HashMap<>();
-    private final Map<Long, Long> removedWhileWriting = new java.util.HashMap<>();
-    private long putStamp;
+    private final Map<String, Kept> recovered = new LinkedHashMap<>();
+    private final dev.kvpool.agent.tier.InFlightPuts inFlight = new dev.kvpool.agent.tier.InFlightPuts();
     private final Placement placement;
     private final double[] bandwidth;
     /** Blocks by tier-wide slot number: device d's slot s is {@code base[d] + s}. */
@@ -145,8 +145,7 @@ public final class PooledTier implements Tier {
                         keys[k++] = index.key(g);
                     }
                 }
-                recovered.put(devices.get(i).id(), keys);
-                recoveredParents.put(devices.get(i).id(), parents);
+                recovered.put(devices.get(i).id(), new Kept(keys, parents));
                 LOG.infof("%s device %s: slot table %s: %s", name, devices.get(i).id(), tables[i].path(),
                         tables[i].opened());
             }
@@ -249,13 +248,8 @@ public final class PooledTier implements Tier {
     }
 
     /** Blocks kept from before a restart, per device id (read from the devices' slot tables at start-up). */
-    public Map<String, long[]> recovered() {
+    public Map<String, Kept> recovered() {
         return java.util.Collections.unmodifiableMap(recovered);
-    }
-
-    /** Per device id, the block hash before each kept block (null where unknown), aligned with {@link #recovered}. */
-    public Map<String, Long[]> recoveredParents() {
-        return java.util.Collections.unmodifiableMap(recoveredParents);
     }
 
     @Override
@@ -345,7 +339,6 @@ public final class PooledTier implements Tier {
         List<Long> evicted = new ArrayList<>();
         long myStamp;
         synchronized (this) {
-            myStamp = ++putStamp;
             probeDue();
             for (int i = 0; i < n; i++) {
                 if (src[i].byteSize() != blockBytes) {
@@ -366,8 +359,10 @@ public final class PooledTier implements Tier {
                 }
                 dev[i] = d;
                 slot[i] = slots[d].allocate();
-                writing.merge(keys[i], 1, Integer::sum);
             }
+            long[] placedKeys = java.util.stream.IntStream.range(0, n).filter(i -> dev[i] >= 0)
+                    .mapToLong(i -> keys[i]).toArray();
+            myStamp = inFlight.begin(placedKeys);
         }
         if (!evicted.isEmpty()) {
             evictListener.accept(evicted.stream().mapToLong(Long::longValue).toArray());
@@ -423,7 +418,7 @@ public final class PooledTier implements Tier {
                         boolean good = err == null && res[j];
                         failedOps += good ? 0 : 1;
                         boolean taken = index.find(keys[i]) >= 0;
-                        boolean removed = doneWriting(keys[i], myStamp);
+                        boolean removed = inFlight.end(keys[i], myStamp);
                         if (good && !taken && failedAtMs[dd] == 0 && !removed) {
                             index.add(keys[i], base[dd] + (int) s[j], crc[i], parents == null ? null : parents[i]);
                             if (tables[dd] != null) {
@@ -446,16 +441,6 @@ public final class PooledTier implements Tier {
             }));
         }
         return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> ok);
-    }
-
-    /** A put of {@code key} stamped {@code stamp} ended; whether the key was removed after that put began. */
-    private boolean doneWriting(long key, long stamp) {
-        Long removedAt = removedWhileWriting.get(key);
-        if (writing.merge(key, -1, Integer::sum) == 0) {
-            writing.remove(key);
-            removedWhileWriting.remove(key);
-        }
-        return removedAt != null && removedAt >= stamp;
     }
 
     /**
@@ -702,13 +687,10 @@ public final class PooledTier implements Tier {
 
     @Override
     public synchronized boolean remove(long key) {
-        boolean inFlight = writing.containsKey(key);
-        if (inFlight) { // a write-behind still on its way must not bring the block back
-            removedWhileWriting.put(key, putStamp);
-        }
+        boolean onItsWay = inFlight.removed(key); // a write-behind still on its way must not bring it back
         int g = index.find(key);
         if (g < 0) {
-            return inFlight;
+            return onItsWay;
         }
         index.remove(g);
         forget(g);

@@ -65,7 +65,7 @@ public final class BlockStore implements AutoCloseable {
         this.events.publish(BlockEvent.allCleared());
         if (nvme != null) {
             for (var e : nvme.recovered().entrySet()) {
-                publishStored(e.getValue(), nvme.recoveredParents().get(e.getKey()), nvme.medium(), e.getKey());
+                publishStored(e.getValue().keys(), e.getValue().parents(), nvme.medium(), e.getKey());
             }
         }
     }

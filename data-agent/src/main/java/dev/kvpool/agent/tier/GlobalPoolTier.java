@@ -227,20 +227,11 @@ public final class GlobalPoolTier implements Tier {
         return null;
     }
 
-    /** Puts queued or running per key, and the put stamp at which such a key was removed (guarded by this). */
-    private final Map<Long, Integer> writing = new HashMap<>();
-    private final Map<Long, Long> removedWhileWriting = new HashMap<>();
-    private long putStamp;
+    private final InFlightPuts inFlight = new InFlightPuts();
 
     @Override
     public CompletableFuture<boolean[]> put(long[] keys, MemorySegment[] src, boolean deferred) {
-        long stamp;
-        synchronized (this) {
-            stamp = ++putStamp;
-            for (long k : keys) {
-                writing.merge(k, 1, Integer::sum);
-            }
-        }
+        long stamp = inFlight.begin(keys);
         return CompletableFuture.supplyAsync(() -> {
             boolean[] ok = new boolean[keys.length];
             try {
@@ -258,17 +249,10 @@ public final class GlobalPoolTier implements Tier {
      */
     private void undoRemoved(long[] keys, boolean[] ok, long stamp) {
         List<Long> undo = new ArrayList<>();
-        synchronized (this) {
-            for (int i = 0; i < keys.length; i++) {
-                Long removedAt = removedWhileWriting.get(keys[i]);
-                if (writing.merge(keys[i], -1, Integer::sum) == 0) {
-                    writing.remove(keys[i]);
-                    removedWhileWriting.remove(keys[i]);
-                }
-                if (removedAt != null && removedAt >= stamp && ok[i]) {
-                    undo.add(keys[i]);
-                    ok[i] = false;
-                }
+        for (int i = 0; i < keys.length; i++) {
+            if (inFlight.end(keys[i], stamp) && ok[i]) {
+                undo.add(keys[i]);
+                ok[i] = false;
             }
         }
         if (!undo.isEmpty()) {
@@ -474,16 +458,10 @@ public final class GlobalPoolTier implements Tier {
 
     @Override
     public boolean remove(long key) {
-        boolean inFlight;
-        synchronized (this) {
-            inFlight = writing.containsKey(key);
-            if (inFlight) { // a write-behind still on its way must not bring the block back
-                removedWhileWriting.put(key, putStamp);
-            }
-        }
+        boolean onItsWay = inFlight.removed(key); // a write-behind still on its way must not bring it back
         var r = plane(() -> meta.removeCache(RemoveCacheRequest.newBuilder().setTraceId("agent-remove").setInstanceId(instanceId)
                 .addBlockKeys(key).build()));
-        return r.getHeader().getStatus().getCode() == ErrorCode.OK || inFlight;
+        return r.getHeader().getStatus().getCode() == ErrorCode.OK || onItsWay;
     }
 
     @Override

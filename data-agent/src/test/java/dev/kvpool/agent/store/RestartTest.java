@@ -87,7 +87,7 @@ class RestartTest {
         try (BlockStore store = AgentSetup.build(settings(dir, "inst-a"), events::add).store();
              Arena a = Arena.ofShared()) {
             PooledTier nvme = store.nvme();
-            long[] kept = nvme.recovered().get("nvme0");
+            long[] kept = nvme.recovered().get("nvme0").keys();
             assertTrue(kept.length >= first, "at least the blocks saved before the load: " + kept.length);
             assertEquals(nvme.capacity(), nvme.size() + nvme.freeSlots(), "every slot held or free: none leaked");
             Set<Long> keys = new HashSet<>();
@@ -142,7 +142,7 @@ class RestartTest {
                 assertTrue(t.remove(15));
             }
             try (PooledTier t = tier("inst-a", 8)) {
-                assertArrayEquals(new long[] {12, 13, 14, 16, 17, 10, 11}, t.recovered().get("nvme0"),
+                assertArrayEquals(new long[] {12, 13, 14, 16, 17, 10, 11}, t.recovered().get("nvme0").keys(),
                         "least recently used first; the removed block is gone");
                 assertEquals(1, t.freeSlots());
                 // full again with two new blocks: the least recently used kept block goes
@@ -171,7 +171,7 @@ class RestartTest {
             t.set(4, 6L, 3, 2);
         }
         try (PooledTier t = tier("inst-a", 8)) {
-            assertArrayEquals(new long[] {6, 5}, t.recovered().get("nvme0"));
+            assertArrayEquals(new long[] {6, 5}, t.recovered().get("nvme0").keys());
             assertEquals(6, t.freeSlots(), "the older copy's slot is free");
             SlotTable table = t.devices().getFirst().slotTable();
             assertFalse(table.used(0), "and its record cleared");
