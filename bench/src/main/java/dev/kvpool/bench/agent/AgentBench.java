@@ -3,6 +3,7 @@ package dev.kvpool.bench.agent;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.kvpool.agent.events.BlockEventPublisher;
+import dev.kvpool.agent.events.SpoolLog;
 import dev.kvpool.agent.io.BlockIo;
 import dev.kvpool.agent.pool.BandwidthProbe;
 import dev.kvpool.agent.pool.Device;
@@ -456,6 +457,7 @@ public final class AgentBench {
     static String events(Path dir, Map<String, String> opt, int pairs) throws Exception {
         int eventsPerRun = Integer.parseInt(opt.getOrDefault("events", "1000000"));
         int maxEvents = Integer.parseInt(opt.getOrDefault("batch-events", "512"));
+        boolean diskSpool = Boolean.parseBoolean(opt.getOrDefault("disk-spool", "true"));
         KafkaBroker broker = null;
         String bootstrap = opt.get("bootstrap");
         if (bootstrap == null) {
@@ -474,8 +476,10 @@ public final class AgentBench {
                 long t0 = System.nanoTime();
                 long recordBytes;
                 long batches;
+                // as shipped: the spool also on disk (--disk-spool false: memory only, as before)
+                SpoolLog disk = diskSpool ? SpoolLog.open(Files.createTempDirectory(dir, "spool")) : null;
                 try (BlockEventPublisher pub = new BlockEventPublisher(producer, topicA, "bench-agent", "bench", "default",
-                        maxEvents, 20, 1_000_000, 0)) {
+                        maxEvents, 20, 1_000_000, 0, null, disk)) {
                     for (int i = 0; i < eventsPerRun; i++) {
                         pub.publish(BlockEvent.stored(new long[] {i * 4L, i * 4L + 1, i * 4L + 2, i * 4L + 3}, (long) i,
                                 16, BlockEvent.CPU, "host0", 4L << 18));
@@ -508,8 +512,8 @@ public final class AgentBench {
                 broker.stop();
             }
         }
-        return String.format(Locale.ROOT, "| kvpool.blocks events/s (batches of ≤%d events) | %.0f | ProducerPerformance %.0f | %.2f (%.2f–%.2f) | |",
-                maxEvents, median(agentEps), median(ppEps), median(ratio), min(ratio), max(ratio));
+        return String.format(Locale.ROOT, "| kvpool.blocks events/s (batches of ≤%d events, spool %s) | %.0f | ProducerPerformance %.0f | %.2f (%.2f–%.2f) | |",
+                maxEvents, diskSpool ? "on disk" : "in memory", median(agentEps), median(ppEps), median(ratio), min(ratio), max(ratio));
     }
 
     /** Kafka's ProducerPerformance in a child JVM (this JVM's class path has kafka-tools): records/s. */

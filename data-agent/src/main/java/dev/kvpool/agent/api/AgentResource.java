@@ -158,7 +158,8 @@ public class AgentResource {
         m.put("load_misses", s.loadMisses());
         if (agent.publisher() != null) {
             m.put("events", Map.of("next_seq", agent.publisher().nextSeq(), "sent_batches", agent.publisher().sentBatches(),
-                    "spooled", agent.publisher().spooled(), "dropped_batches", agent.publisher().droppedBatches()));
+                    "spooled", agent.publisher().spooled(), "dropped_batches", agent.publisher().droppedBatches(),
+                    "kept_from_last_run", agent.publisher().keptFromLastRun()));
         }
         return m;
     }

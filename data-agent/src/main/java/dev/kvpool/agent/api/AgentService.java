@@ -3,6 +3,7 @@ package dev.kvpool.agent.api;
 import dev.kvpool.agent.events.BlockEventPublisher;
 import dev.kvpool.agent.events.EventSink;
 import dev.kvpool.agent.events.SeqFile;
+import dev.kvpool.agent.events.SpoolLog;
 import dev.kvpool.agent.pool.PooledTier;
 import dev.kvpool.agent.sched.DeviceWorker;
 import dev.kvpool.agent.store.AgentSetup;
@@ -67,7 +68,8 @@ public class AgentService {
             publisher = new BlockEventPublisher(config.events().bootstrapServers().get(), agentId,
                     config.pool().instanceId(), config.pool().instanceGroup(), config.events().maxEvents(),
                     config.events().lingerMs(), config.events().spoolBatches(),
-                    SeqFile.open(data.resolve("events-" + fileSafe(agentId) + ".seq")));
+                    SeqFile.open(data.resolve("events-" + fileSafe(agentId) + ".seq")),
+                    SpoolLog.open(data.resolve("events-" + fileSafe(agentId) + ".spool")));
             sink = publisher;
         }
         built = AgentSetup.build(s, sink);

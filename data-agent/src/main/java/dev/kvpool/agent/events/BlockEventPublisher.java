@@ -35,7 +35,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * is unreachable the spool holds the batches and the sender resends from the oldest unacknowledged one once it is
  * back; when the spool is full the oldest batch is dropped and counted ({@link #droppedBatches()}), so a
  * consumer sees the gap in {@code seq}. With a {@link SeqFile}, {@code seq} goes on across restarts instead of
- * starting at 0 again (which would make consumers drop the new batches as duplicates).
+ * starting at 0 again (which would make consumers drop the new batches as duplicates). With a {@link SpoolLog}, the
+ * spool is also on disk: batches Kafka had not acknowledged when the agent stopped or was killed are sent, in order
+ * and before any new one, by the next run.
  */
 public final class BlockEventPublisher implements EventSink, AutoCloseable {
     private static final Logger LOG = Logger.getLogger(BlockEventPublisher.class.getName());
@@ -78,30 +80,38 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
     private final Thread flusher, sender;
     private final SeqFile seqs;
     private boolean seqFileFailing;
+    private final SpoolLog disk;
+    private boolean diskFailing;
+    private final int keptFromLastRun;
 
     public BlockEventPublisher(String bootstrapServers, String agent, String instanceId, String instanceGroup,
                                int maxEvents, long lingerMillis, int spoolCapacity, long firstSeq) {
         this(createProducer(bootstrapServers), Topics.BLOCKS, agent, instanceId, instanceGroup, maxEvents,
-                lingerMillis, spoolCapacity, firstSeq, null);
+                lingerMillis, spoolCapacity, firstSeq, null, null);
     }
 
-    /** Seq continued from {@code seqs} (see {@link SeqFile}). */
+    /**
+     * Seq continued from {@code seqs} (see {@link SeqFile}); the spool also on disk when {@code disk} is not null, its
+     * batches from the last run sent first (see {@link SpoolLog}).
+     */
     public BlockEventPublisher(String bootstrapServers, String agent, String instanceId, String instanceGroup,
-                               int maxEvents, long lingerMillis, int spoolCapacity, SeqFile seqs) {
+                               int maxEvents, long lingerMillis, int spoolCapacity, SeqFile seqs, SpoolLog disk) {
         this(createProducer(bootstrapServers), Topics.BLOCKS, agent, instanceId, instanceGroup, maxEvents,
-                lingerMillis, spoolCapacity, seqs.first(), seqs);
+                lingerMillis, spoolCapacity, seqs.first(), seqs, disk);
     }
 
     public BlockEventPublisher(Producer<String, byte[]> producer, String topic, String agent, String instanceId,
                                String instanceGroup, int maxEvents, long lingerMillis, int spoolCapacity,
                                long firstSeq) {
-        this(producer, topic, agent, instanceId, instanceGroup, maxEvents, lingerMillis, spoolCapacity, firstSeq, null);
+        this(producer, topic, agent, instanceId, instanceGroup, maxEvents, lingerMillis, spoolCapacity, firstSeq, null,
+                null);
     }
 
     public BlockEventPublisher(Producer<String, byte[]> producer, String topic, String agent, String instanceId,
                                String instanceGroup, int maxEvents, long lingerMillis, int spoolCapacity,
-                               long firstSeq, SeqFile seqs) {
+                               long firstSeq, SeqFile seqs, SpoolLog disk) {
         this.seqs = seqs;
+        this.disk = disk;
         this.producer = producer;
         this.topic = topic;
         this.agent = agent;
@@ -111,6 +121,21 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
         this.lingerNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(1, lingerMillis));
         this.spoolCapacity = Math.max(1, spoolCapacity);
         this.nextSeq = firstSeq;
+        if (disk != null) {
+            nextSeq = Math.max(nextSeq, disk.lastDone() + 1);
+            for (SpoolLog.Batch b : disk.recovered()) { // before anything new, in their order
+                spool.addLast(new Spooled(b.seq(), b.value(), b.tsMs()));
+                nextSeq = Math.max(nextSeq, b.seq() + 1); // a lost seq file must not make seqs repeat
+            }
+            while (spool.size() > this.spoolCapacity) {
+                dropOldest();
+            }
+            if (!spool.isEmpty()) {
+                LOG.info("kvpool.blocks: " + spool.size() + " batches the last run could not send (seq "
+                        + spool.peekFirst().seq + "-" + spool.peekLast().seq + ") are sent first, from " + disk.dir());
+            }
+        }
+        this.keptFromLastRun = spool.size();
         this.flusher = Thread.ofPlatform().daemon().name("kvpool-events-flush").start(this::flushLoop);
         this.sender = Thread.ofPlatform().daemon().name("kvpool-events-send").start(this::sendLoop);
     }
@@ -173,14 +198,60 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
         batchedEvents.addAndGet(pending.size());
         pending = new ArrayList<>();
         if (spool.size() >= spoolCapacity) {
-            spool.pollFirst();
-            dropped.incrementAndGet();
-            if (sentIndex > 0) {
-                sentIndex--;
+            dropOldest();
+        }
+        if (disk != null) {
+            try {
+                disk.append(s.seq, s.tsMs, s.value);
+                if (diskFailing) {
+                    LOG.info("kvpool.blocks: the spool on disk works again");
+                }
+                diskFailing = false;
+            } catch (RuntimeException e) { // events go on in memory; only a crash meanwhile would lose batches
+                if (!diskFailing) {
+                    LOG.warning("kvpool.blocks: " + e.getMessage() + " (" + e.getCause() + "); spooling in memory only");
+                }
+                diskFailing = true;
             }
         }
         spool.addLast(s);
         changed.signalAll();
+    }
+
+    /** Caller holds the lock. */
+    private void dropOldest() {
+        Spooled s = spool.pollFirst();
+        dropped.incrementAndGet();
+        if (sentIndex > 0) {
+            sentIndex--;
+        }
+        forget(s.seq);
+    }
+
+    /** Drops acknowledged batches from the head, in order. Caller holds the lock. */
+    private void popAcked() {
+        long last = -1;
+        while (!spool.isEmpty() && spool.peekFirst().acked) {
+            last = spool.pollFirst().seq;
+            sentIndex = Math.max(0, sentIndex - 1);
+        }
+        if (last >= 0) {
+            forget(last);
+        }
+    }
+
+    /** Batches up to {@code seq} left the spool: the disk may drop them. Caller holds the lock. */
+    private void forget(long seq) {
+        if (disk != null) {
+            try {
+                disk.done(seq);
+            } catch (RuntimeException e) { // the next run may resend them: consumers dedupe on ce_id
+                if (!diskFailing) {
+                    LOG.warning("kvpool.blocks: " + e.getMessage() + " (" + e.getCause() + ")");
+                }
+                diskFailing = true;
+            }
+        }
     }
 
     private void flushLoop() {
@@ -211,11 +282,7 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
             Spooled next;
             lock.lock();
             try {
-                // drop acked batches from the head, in order
-                while (!spool.isEmpty() && spool.peekFirst().acked) {
-                    spool.pollFirst();
-                    sentIndex = Math.max(0, sentIndex - 1);
-                }
+                popAcked();
                 if (failed) {
                     if (inFlight > 0) { // wait for the rest of the failed window to settle
                         changed.await(50, TimeUnit.MILLISECONDS);
@@ -318,10 +385,7 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
             cutBatch();
             long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
             while (!spool.isEmpty() || inFlight > 0) {
-                while (!spool.isEmpty() && spool.peekFirst().acked) {
-                    spool.pollFirst();
-                    sentIndex = Math.max(0, sentIndex - 1);
-                }
+                popAcked();
                 if (spool.isEmpty() && inFlight == 0) {
                     break;
                 }
@@ -362,6 +426,11 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
         }
     }
 
+    /** Batches of the last run this one found on disk and sends first. */
+    public int keptFromLastRun() {
+        return keptFromLastRun;
+    }
+
     public long nextSeq() {
         lock.lock();
         try {
@@ -394,10 +463,23 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
             Thread.currentThread().interrupt();
         }
         producer.close(java.time.Duration.ofSeconds(2));
+        lock.lock();
+        try {
+            popAcked();
+            if (!spool.isEmpty()) {
+                LOG.warning("kvpool.blocks: " + spool.size() + " batches not acknowledged at stop"
+                        + (disk != null ? "; kept in " + disk.dir() + " for the next run" : " are lost"));
+            }
+            if (disk != null) {
+                disk.close();
+            }
+        } finally {
+            lock.unlock();
+        }
         if (seqs != null) {
             long next = nextSeq();
             try {
-                seqs.closed(next); // batches still spooled are lost with this process: the next run skips them
+                seqs.closed(next); // batches still spooled have smaller seqs: the next run sends them first
             } catch (RuntimeException e) {
                 LOG.warning("kvpool.blocks: " + e.getMessage() + "; the next run starts at the reservation");
             }

@@ -15,8 +15,8 @@ import java.util.Properties;
  * Where an agent's {@code seq} goes on after a restart. Consumers dedupe on {@code ce_id = <agent>-<seq>}, so a seq
  * used again would make them drop new batches as duplicates. The file holds a reservation: seqs below it may have
  * been used. It is moved {@link #RESERVE} ahead (one fsync) whenever the publisher reaches it; a clean close writes
- * the exact next seq. After a crash the agent starts at the reservation, so the stream has a gap there (batches in
- * the lost in-memory spool are gone: the gap says so), never a repeat.
+ * the exact next seq. After a crash the agent starts at the reservation, so the stream has a gap there, never a
+ * repeat; the batches still spooled have smaller seqs and are sent first from the {@link SpoolLog}.
  */
 public final class SeqFile {
     static final long RESERVE = 4096;

@@ -27,6 +27,10 @@ public final class PooledTier implements Tier {
     public record Kept(long[] keys, Long[] parents) {
     }
 
+    /** Kept blocks of one device, in the order their {@code stored} events go out (see {@link #keptInPrefixOrder}). */
+    public record KeptRun(String device, long[] keys, Long[] parents) {
+    }
+
     /** A block pinned by {@link #pinMemory}: its tier-wide slot and CRC32C. */
     record Pin(int slot, int crc) {
     }
@@ -245,6 +249,84 @@ public final class PooledTier implements Tier {
     /** How long a failed device rests before it is probed (tests shorten it). */
     public void retryAfter(java.time.Duration d) {
         retryMs = d.toMillis();
+    }
+
+    /**
+     * The kept blocks for the {@code stored} events of a restart, in prefix order: a block whose parent was kept too
+     * comes after it (depth first from each chain's first block, least recently used chains first, so a chain stays
+     * together), cut into runs where the device changes. In LRU order a chain's last blocks, if used more recently
+     * than its first, were announced before their parents. Takes the blocks in the tier, which are the kept ones
+     * until the first change after start-up.
+     */
+    public List<KeptRun> keptInPrefixOrder() {
+        int[] posOf = new int[base[devices.size()]];
+        java.util.Arrays.fill(posOf, -1);
+        int n = 0;
+        for (int g = index.leastRecent(); g >= 0; g = index.moreRecent(g)) {
+            posOf[g] = n++;
+        }
+        int[] slotAt = new int[n];
+        for (int g = 0; g < posOf.length; g++) {
+            if (posOf[g] >= 0) {
+                slotAt[posOf[g]] = g;
+            }
+        }
+        int[] par = new int[n], first = new int[n + 1], children = new int[n];
+        for (int x = 0; x < n; x++) {
+            Long p = index.parent(slotAt[x]);
+            int pg = p == null ? -1 : index.find(p);
+            par[x] = pg < 0 || posOf[pg] < 0 || posOf[pg] == x ? -1 : posOf[pg];
+            if (par[x] >= 0) {
+                first[par[x] + 1]++;
+            }
+        }
+        for (int x = 0; x < n; x++) {
+            first[x + 1] += first[x];
+        }
+        int[] fill = java.util.Arrays.copyOf(first, n);
+        for (int x = 0; x < n; x++) {
+            if (par[x] >= 0) {
+                children[fill[par[x]]++] = x;
+            }
+        }
+        int[] order = new int[n], stack = new int[n];
+        java.util.BitSet seen = new java.util.BitSet(n);
+        int out = 0;
+        for (int pass = 0; pass < 2; pass++) { // roots first; then whatever only a cycle of parents reaches
+            for (int r = 0; r < n; r++) {
+                if (seen.get(r) || (pass == 0 && par[r] >= 0)) {
+                    continue;
+                }
+                int top = 0;
+                stack[top++] = r;
+                seen.set(r);
+                while (top > 0) {
+                    int x = stack[--top];
+                    order[out++] = x;
+                    for (int c = first[x + 1] - 1; c >= first[x]; c--) { // first child on top
+                        if (!seen.get(children[c])) {
+                            seen.set(children[c]);
+                            stack[top++] = children[c];
+                        }
+                    }
+                }
+            }
+        }
+        List<KeptRun> runs = new ArrayList<>();
+        for (int from = 0, to; from < n; from = to) {
+            int d = device(slotAt[order[from]]);
+            for (to = from + 1; to < n && device(slotAt[order[to]]) == d; to++) {
+                // same device: same run
+            }
+            long[] keys = new long[to - from];
+            Long[] parents = new Long[to - from];
+            for (int j = from; j < to; j++) {
+                keys[j - from] = index.key(slotAt[order[j]]);
+                parents[j - from] = index.parent(slotAt[order[j]]);
+            }
+            runs.add(new KeptRun(devices.get(d).id(), keys, parents));
+        }
+        return runs;
     }
 
     /** Blocks kept from before a restart, per device id (read from the devices' slot tables at start-up). */

@@ -64,8 +64,8 @@ public final class BlockStore implements AutoCloseable {
         // a (re)started agent: what consumers knew of this agent is void; then what the NVMe tier kept
         this.events.publish(BlockEvent.allCleared());
         if (nvme != null) {
-            for (var e : nvme.recovered().entrySet()) {
-                publishStored(e.getValue().keys(), e.getValue().parents(), nvme.medium(), e.getKey());
+            for (PooledTier.KeptRun r : nvme.keptInPrefixOrder()) { // parents before children
+                publishStored(r.keys(), r.parents(), nvme.medium(), r.device());
             }
         }
     }

@@ -127,7 +127,7 @@ class KafkaEventsTest {
             Path seqs = dir.resolve("events-agent-r.seq");
             for (int run = 0; run < 2; run++) { // two lives of one agent, stopped cleanly in between
                 try (BlockEventPublisher pub = new BlockEventPublisher(broker.bootstrapServers(), "agent-r", "inst-r",
-                        "grp", 1, 5, 1000, SeqFile.open(seqs))) {
+                        "grp", 1, 5, 1000, SeqFile.open(seqs), null)) {
                     assertEquals(run * 10L, pub.nextSeq());
                     for (int i = 0; i < 10; i++) {
                         pub.publish(BlockBatch.BlockEvent.removed(new long[] {run * 100L + i}, "cpu"));
@@ -157,6 +157,122 @@ class KafkaEventsTest {
             assertEquals(20, byId.size(), "20 batches, 20 distinct ce_ids: " + byId.keySet());
             assertTrue(byId.containsKey("agent-r-19"));
         }
+    }
+
+    @Test
+    void batchesSpooledWhenTheAgentIsKilledDuringAKafkaOutageAreSentByTheNextRun() throws Exception {
+        try (KafkaBroker broker = new KafkaBroker(dir.resolve("kafka"))) {
+            broker.start();
+            broker.createTopics(Topics.BLOCKS);
+            broker.stop(); // Kafka is down for the whole first life of the agent
+            int n = 50;
+            String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+            Process p = new ProcessBuilder(java, "-Xmx128m", "-cp", System.getProperty("java.class.path"),
+                    SpoolingAgent.class.getName(), dir.toString(), broker.bootstrapServers(), Integer.toString(n))
+                    .redirectErrorStream(true).start();
+            try (var out = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream()))) {
+                Thread watchdog = Thread.ofVirtual().start(() -> {
+                    try {
+                        Thread.sleep(120_000);
+                        p.destroyForcibly();
+                    } catch (InterruptedException ignored) {
+                        // done in time
+                    }
+                });
+                String line;
+                while ((line = out.readLine()) != null && !line.startsWith("SPOOLED")) {
+                    System.out.println("[SpoolingAgent] " + line);
+                }
+                watchdog.interrupt();
+                assertEquals("SPOOLED " + n + " sent 0", line);
+                p.destroyForcibly(); // SIGKILL: no flush, no clean close of the seq file or the spool
+                p.waitFor();
+            }
+            broker.start();
+            try (BlockEventPublisher pub = new BlockEventPublisher(broker.bootstrapServers(), "agent-s", "inst-s", "grp",
+                    1, 5, 10_000, SeqFile.open(dir.resolve("events-agent-s.seq")),
+                    SpoolLog.open(dir.resolve("events-agent-s.spool")))) {
+                assertEquals(n, pub.keptFromLastRun());
+                assertEquals(SeqFile.RESERVE, pub.nextSeq(), "after a crash the new seqs start at the reservation");
+                for (int i = 0; i < 5; i++) {
+                    pub.publish(BlockBatch.BlockEvent.removed(new long[] {1000 + i}, "disk"));
+                }
+                assertTrue(pub.flush(60_000), "spooled " + pub.spooled());
+            }
+            List<BlockBatch> got = consume(broker, n + 5);
+            assertEquals(n + 5, got.size(), "the killed run's batches and the new ones, each once");
+            for (int i = 0; i < got.size(); i++) {
+                BlockBatch b = got.get(i);
+                long seq = i < n ? i : SeqFile.RESERVE + i - n;
+                long block = i < n ? i : 1000 + i - n;
+                assertEquals(seq, b.seq(), "in order, old batches first");
+                assertEquals(block, b.events().getFirst().blockHashes()[0]);
+            }
+            try (SpoolLog log = SpoolLog.open(dir.resolve("events-agent-s.spool"))) {
+                assertEquals(List.of(), log.recovered(), "all acknowledged: nothing for a third run");
+            }
+        }
+    }
+
+    @Test
+    void aCleanStopDuringAKafkaOutageKeepsTheSpoolForTheNextRun() throws Exception {
+        try (KafkaBroker broker = new KafkaBroker(dir.resolve("kafka"))) {
+            broker.start();
+            broker.createTopics(Topics.BLOCKS);
+            for (int run = 0; run < 2; run++) {
+                if (run == 0) {
+                    broker.stop();
+                } else {
+                    broker.start();
+                }
+                try (BlockEventPublisher pub = new BlockEventPublisher(broker.bootstrapServers(), "agent-c", "inst-c",
+                        "grp", 1, 5, 1000, SeqFile.open(dir.resolve("events-agent-c.seq")),
+                        SpoolLog.open(dir.resolve("events-agent-c.spool")))) {
+                    assertEquals(run * 10, pub.keptFromLastRun());
+                    assertEquals(run * 10L, pub.nextSeq(), "a clean stop: seqs go on exactly");
+                    for (int i = 0; i < 10; i++) {
+                        pub.publish(BlockBatch.BlockEvent.removed(new long[] {run * 100L + i}, "cpu"));
+                    }
+                    if (run == 1) {
+                        assertTrue(pub.flush(60_000));
+                    }
+                }
+            }
+            List<BlockBatch> got = consume(broker, 20);
+            assertEquals(20, got.size());
+            for (int i = 0; i < 20; i++) {
+                assertEquals(i, got.get(i).seq());
+                assertEquals((i / 10) * 100L + i % 10, got.get(i).events().getFirst().blockHashes()[0]);
+            }
+        }
+    }
+
+    /** Batches on kvpool.blocks in offset order, duplicates (same ce_id) dropped as a consumer would. */
+    static List<BlockBatch> consume(KafkaBroker broker, int expected) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, "verify-" + System.nanoTime());
+        List<BlockBatch> out = new java.util.ArrayList<>();
+        java.util.Set<String> ids = new java.util.HashSet<>();
+        try (KafkaConsumer<String, byte[]> c = new KafkaConsumer<>(p, new StringDeserializer(), new ByteArrayDeserializer())) {
+            TopicPartition tp = new TopicPartition(Topics.BLOCKS, 0);
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            long end = System.currentTimeMillis() + 30_000;
+            while (out.size() < expected && System.currentTimeMillis() < end) {
+                for (ConsumerRecord<String, byte[]> r : c.poll(Duration.ofMillis(500))) {
+                    if (ids.add(new String(r.headers().lastHeader(CloudEventHeaders.ID).value(), StandardCharsets.UTF_8))) {
+                        out.add(EventCodec.fromJson(r.value(), BlockBatch.class));
+                    }
+                }
+            }
+            for (ConsumerRecord<String, byte[]> r : c.poll(Duration.ofMillis(1000))) { // nothing more than expected
+                if (ids.add(new String(r.headers().lastHeader(CloudEventHeaders.ID).value(), StandardCharsets.UTF_8))) {
+                    out.add(EventCodec.fromJson(r.value(), BlockBatch.class));
+                }
+            }
+        }
+        return out;
     }
 
     @Test

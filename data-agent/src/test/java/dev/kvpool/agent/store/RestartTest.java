@@ -125,7 +125,12 @@ class RestartTest {
                     }
                 }
             }
-            assertEquals(Arrays.stream(kept).boxed().toList(), announced);
+            assertEquals(Arrays.stream(kept).sorted().boxed().toList(), announced.stream().sorted().toList());
+            Set<Long> before = new HashSet<>();
+            for (long k : announced) { // every kept block after its parent, when that was kept too
+                assertTrue(!keys.contains(k - 1) || before.contains(k - 1), "block " + k + " announced before its parent");
+                before.add(k);
+            }
             System.out.printf("[RestartTest] kill -9 under a write load: %d blocks kept (%d saved before the load),"
                     + " all verified%n", kept.length, first);
         }
@@ -159,6 +164,52 @@ class RestartTest {
                 }
             }
         }
+    }
+
+    @Test
+    void storedEventsAfterARestartAnnounceEveryBlockAfterItsParentWhateverTheRecency() throws Exception {
+        // two prompts sharing 100..103: 100..107 and 100..103, 200, 201; over two devices
+        long[] chain = {100, 101, 102, 103, 104, 105, 106, 107};
+        Long[] chainParents = {null, 100L, 101L, 102L, 103L, 104L, 105L, 106L};
+        try (Arena a = Arena.ofShared()) {
+            try (PooledTier t = tier2()) {
+                assertTrue(allTrue(t.put(chain, TestBlocks.random(a, 8, BLOCK, 5), false, null, chainParents).join()));
+                assertTrue(allTrue(t.put(new long[] {200, 201}, TestBlocks.random(a, 2, BLOCK, 6), false, null,
+                        new Long[] {103L, 200L}).join()));
+                t.get(new long[] {100, 101, 102, 103}, TestBlocks.empty(a, 4, BLOCK)).join(); // the prefix used last
+            }
+            try (PooledTier t = tier2()) {
+                long[] lru = new long[10];
+                int i = 0;
+                for (PooledTier.Kept k : t.recovered().values()) {
+                    for (long key : k.keys()) {
+                        lru[i++] = key;
+                    }
+                }
+                assertEquals(10, i);
+                List<Long> announced = new ArrayList<>();
+                Set<String> devices = new HashSet<>();
+                for (PooledTier.KeptRun r : t.keptInPrefixOrder()) {
+                    devices.add(r.device());
+                    for (int j = 0; j < r.keys().length; j++) {
+                        announced.add(r.keys()[j]);
+                        Long p = r.parents()[j];
+                        assertTrue(p == null || announced.contains(p), r.keys()[j] + " before its parent " + p);
+                    }
+                }
+                assertEquals(Set.of("nvme0", "nvme1"), devices);
+                assertEquals(List.of(100L, 101L, 102L, 103L, 104L, 105L, 106L, 107L, 200L, 201L), announced,
+                        "depth first, chains together, children in LRU order");
+            }
+        }
+    }
+
+    private PooledTier tier2() {
+        List<FileDevice> d = new ArrayList<>();
+        for (String id : List.of("nvme0", "nvme1")) {
+            d.add(new FileDevice(id, dir.resolve(id), 8, BLOCK, new FileChannelBlockIo(2), settings(dir, "inst-a").keySpace()));
+        }
+        return PooledTier.of("nvme", BlockEvent.DISK, BLOCK, d, new double[] {1, 1});
     }
 
     @Test
