@@ -20,7 +20,9 @@ public final class MetaPlaneProcess implements AutoCloseable {
     public final Path dir;
     public final Path storageRoot;
     public final int httpPort;
-    private final Process process;
+    private final int grpcPort;
+    private final Path config;
+    private Process process;
     private final Path log;
 
     public static Path runnerJar() {
@@ -31,7 +33,7 @@ public final class MetaPlaneProcess implements AutoCloseable {
         this.dir = dir;
         this.storageRoot = dir.resolve("storage");
         Files.createDirectories(storageRoot);
-        Path config = dir.resolve("startup.json");
+        config = dir.resolve("startup.json");
         Files.writeString(config, """
                 {"storages": [{"storage_config": {"type": "file", "global_unique_name": "nfs_agent",
                    "storage_spec": {"root_path": "%s/", "key_count_per_file": %d}}}],
@@ -42,14 +44,19 @@ public final class MetaPlaneProcess implements AutoCloseable {
                                     "meta_indexer_config": {"max_key_count": 1000000, "mutex_shard_num": 16}}}]}
                 """.formatted(storageRoot.toAbsolutePath(), keysPerFile));
         httpPort = freePort();
-        int grpcPort = freePort();
+        grpcPort = freePort();
         log = dir.resolve("meta.log");
+        start();
+    }
+
+    /** Starts the plane (again, after {@link #kill}: same ports, same data directory) and waits until it serves. */
+    public void start() throws Exception {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         process = new ProcessBuilder(java, "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 "-Dkvpool.data-dir=" + dir.resolve("data"), "-Dkvpool.meta.http-port=" + httpPort,
                 "-Dkvpool.meta.grpc-port=" + grpcPort, "-Dkvpool.meta.startup-config=" + config,
                 "-Dkvpool.meta.write.expiry-period=100ms", "-jar", runnerJar().toString())
-                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
         HttpClient http = HttpClient.newHttpClient();
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
         while (true) {
@@ -91,6 +98,12 @@ public final class MetaPlaneProcess implements AutoCloseable {
         try (ServerSocket s = new ServerSocket(0)) {
             return s.getLocalPort();
         }
+    }
+
+    /** SIGKILL: the plane is gone at once, as in a crash or a node loss. */
+    public void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor(10, TimeUnit.SECONDS);
     }
 
     @Override

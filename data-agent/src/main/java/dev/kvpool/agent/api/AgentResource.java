@@ -156,6 +156,10 @@ public class AgentResource {
         m.put("saved_blocks", s.savedBlocks());
         m.put("load_hits", s.loadHits());
         m.put("load_misses", s.loadMisses());
+        if (s.pool() != null) { // global-pool copies owed while the metadata plane was out of reach
+            m.put("pool_backlog", Map.of("blocks", s.poolBacklog(), "written", s.poolBacklogWritten(),
+                    "dropped", s.poolBacklogDropped(), "gone", s.poolBacklogGone()));
+        }
         if (agent.publisher() != null) {
             m.put("events", Map.of("next_seq", agent.publisher().nextSeq(), "sent_batches", agent.publisher().sentBatches(),
                     "spooled", agent.publisher().spooled(), "dropped_batches", agent.publisher().droppedBatches(),

@@ -104,6 +104,12 @@ public class AgentService {
         gauge("kvpool_agent_load_hits_total", store, BlockStore::loadHits);
         gauge("kvpool_agent_load_misses_total", store, BlockStore::loadMisses);
         gauge("kvpool_agent_write_behind_failures_total", store, BlockStore::writeBehindFailures);
+        if (store.pool() != null) {
+            gauge("kvpool_agent_pool_backlog_blocks", store, BlockStore::poolBacklog);
+            gauge("kvpool_agent_pool_backlog_written_total", store, BlockStore::poolBacklogWritten);
+            gauge("kvpool_agent_pool_backlog_dropped_total", store, BlockStore::poolBacklogDropped);
+            gauge("kvpool_agent_pool_backlog_gone_total", store, BlockStore::poolBacklogGone);
+        }
         for (PooledTier t : new PooledTier[] {store.host(), store.nvme()}) {
             if (t == null) {
                 continue;

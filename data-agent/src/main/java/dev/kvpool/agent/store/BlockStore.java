@@ -21,6 +21,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *   from the host slots, which stay pinned until those writes finish;</li>
  *   <li>load: each tier in order is asked for the keys still missing (an NVMe load is grouped by device and runs
  *   on all devices at once); blocks found below the host pool are promoted into it;</li>
+ *   <li>a global-pool copy that failed because the metadata plane was out of reach is owed: the block goes into a
+ *   {@link PoolBacklog}, and a background thread writes it once the plane answers again, from the host pool or the
+ *   NVMe tier, wherever the bytes still are;</li>
  *   <li>every change is an event ({@code stored}, {@code removed}, {@code onboarded}) with its medium; the first
  *   events of a store are {@code all_cleared} and the NVMe blocks kept from before a restart ({@code stored}).</li>
  * </ul>
@@ -36,7 +39,10 @@ public final class BlockStore implements AutoCloseable {
     private final List<Tier> loadOrder = new ArrayList<>();
     private final ConcurrentLinkedQueue<CompletableFuture<?>> background = new ConcurrentLinkedQueue<>();
     private final AtomicLong saved = new AtomicLong(), loadedHits = new AtomicLong(), loadedMisses = new AtomicLong(),
-            writeBehindFailures = new AtomicLong();
+            writeBehindFailures = new AtomicLong(), backlogWritten = new AtomicLong(), backlogGone = new AtomicLong();
+    private final PoolBacklog backlog;
+    private final Thread backlogWriter;
+    private volatile boolean closed;
 
     /** @param blockTokens tokens per block, the {@code block_size} of stored events */
     public BlockStore(int blockBytes, int blockTokens, Tier gpu, PooledTier host, PooledTier nvme, GlobalPoolTier pool,
@@ -61,6 +67,10 @@ public final class BlockStore implements AutoCloseable {
         for (Tier t : loadOrder) {
             t.onEvict(keys -> this.events.publish(BlockEvent.removed(keys, t.medium())));
         }
+        this.backlog = new PoolBacklog((int) Math.min(Integer.MAX_VALUE - 8,
+                host.capacity() + (nvme == null ? 0L : nvme.capacity())));
+        this.backlogWriter = pool == null ? null
+                : Thread.ofPlatform().daemon().name("kvpool-pool-backlog").start(this::writeBacklog);
         // a (re)started agent: what consumers knew of this agent is void; then what the NVMe tier kept
         this.events.publish(BlockEvent.allCleared());
         if (nvme != null) {
@@ -178,24 +188,146 @@ public final class BlockStore implements AutoCloseable {
         }
         CompletableFuture<?> done = f.whenComplete((res, err) -> {
             host.release(handles);
-            if (err != null) {
-                writeBehindFailures.addAndGet(k.length);
-                return;
-            }
-            long[] stored = select(k, res, true);
-            writeBehindFailures.addAndGet(k.length - stored.length);
-            if (stored.length > 0) {
-                Long[] storedParents = new Long[stored.length];
-                for (int i = 0, j = 0; i < k.length; i++) {
-                    if (res[i]) {
-                        storedParents[j++] = par[i];
-                    }
-                }
-                publishStored(stored, storedParents, tier.medium(), where);
-            }
+            writeBehindDone(tier, k, par, where, res, err);
         });
         background.add(done);
         done.whenComplete((r, e) -> background.remove(done));
+    }
+
+    /** The end of a background copy: events for what was stored; what the plane could not take yet is owed. */
+    private void writeBehindDone(Tier tier, long[] k, Long[] par, String where, boolean[] res, Throwable err) {
+        if (err != null) {
+            if (tier == pool && GlobalPoolTier.outOfReach(err)) {
+                backlog.add(k, par);
+            } else {
+                writeBehindFailures.addAndGet(k.length);
+            }
+            return;
+        }
+        long[] stored = select(k, res, true);
+        writeBehindFailures.addAndGet(k.length - stored.length);
+        if (stored.length > 0) {
+            Long[] storedParents = new Long[stored.length];
+            for (int i = 0, j = 0; i < k.length; i++) {
+                if (res[i]) {
+                    storedParents[j++] = par[i];
+                }
+            }
+            publishStored(stored, storedParents, tier.medium(), where);
+        }
+    }
+
+    /**
+     * Writes the owed global-pool copies, oldest first, in batches of at most 32 MiB, while the plane answers;
+     * backs off (1 s doubling to 30 s) while it does not. A block that left the local tiers meanwhile (evicted or
+     * removed by the engine) is no longer owed.
+     */
+    private void writeBacklog() {
+        int batch = (int) Math.max(1, Math.min(256, (32L << 20) / blockBytes));
+        long[] k = new long[batch];
+        Long[] p = new Long[batch];
+        long backoff = 1000;
+        long writtenSinceEmpty = 0;
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) { // device workers fill it
+            MemorySegment scratch = null; // for blocks only the NVMe tier still holds
+            while (!closed) {
+                backlog.awaitEntries(1000);
+                int n = backlog.take(k, p);
+                if (n == 0) {
+                    continue;
+                }
+                if (scratch == null && nvme != null) {
+                    scratch = arena.allocate((long) batch * blockBytes, 4096);
+                }
+                try {
+                    writtenSinceEmpty += writeOwed(Arrays.copyOf(k, n), Arrays.copyOf(p, n), scratch);
+                    backoff = 1000;
+                    if (backlog.size() == 0 && writtenSinceEmpty > 0) {
+                        java.util.logging.Logger.getLogger(BlockStore.class.getName()).info("global pool: "
+                                + writtenSinceEmpty + " blocks saved while the metadata plane was out of reach are"
+                                + " written now");
+                        writtenSinceEmpty = 0;
+                    }
+                } catch (RuntimeException e) { // still out of reach: the batch is back in front
+                    Thread.sleep(backoff);
+                    backoff = Math.min(30_000, backoff * 2);
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // closing
+        }
+    }
+
+    /**
+     * One batch of owed blocks, from the host pool (pinned, no copy) or else read back from the NVMe tier; blocks
+     * found in neither are no longer owed. Throws, with the rest back in the backlog, while the plane is out of reach.
+     */
+    private int writeOwed(long[] keys, Long[] parents, MemorySegment scratch) {
+        Object[] handles = new Object[keys.length];
+        MemorySegment[] mem = host.pinMemory(keys, handles);
+        try {
+            if (nvme != null) {
+                List<Integer> fromNvme = new ArrayList<>();
+                for (int i = 0; i < keys.length; i++) {
+                    if (mem[i] == null && nvme.contains(keys[i])) {
+                        fromNvme.add(i);
+                    }
+                }
+                if (!fromNvme.isEmpty()) {
+                    long[] nk = new long[fromNvme.size()];
+                    MemorySegment[] dst = new MemorySegment[nk.length];
+                    for (int j = 0; j < nk.length; j++) {
+                        nk[j] = keys[fromNvme.get(j)];
+                        dst[j] = scratch.asSlice((long) j * blockBytes, blockBytes);
+                    }
+                    boolean[] hit;
+                    try {
+                        hit = nvme.get(nk, dst).join();
+                    } catch (RuntimeException e) { // a failed read is a miss, as for any load
+                        hit = new boolean[nk.length];
+                    }
+                    for (int j = 0; j < nk.length; j++) {
+                        if (hit[j]) {
+                            mem[fromNvme.get(j)] = dst[j];
+                        }
+                    }
+                }
+            }
+            List<Integer> have = new ArrayList<>();
+            for (int i = 0; i < keys.length; i++) {
+                if (mem[i] != null) {
+                    have.add(i);
+                }
+            }
+            backlogGone.addAndGet(keys.length - have.size());
+            if (have.isEmpty()) {
+                return 0;
+            }
+            long[] k = new long[have.size()];
+            Long[] par = new Long[k.length];
+            MemorySegment[] m = new MemorySegment[k.length];
+            for (int j = 0; j < k.length; j++) {
+                k[j] = keys[have.get(j)];
+                par[j] = parents[have.get(j)];
+                m[j] = mem[have.get(j)];
+            }
+            boolean[] res;
+            try {
+                res = pool.put(k, m, false).join();
+            } catch (RuntimeException e) {
+                if (GlobalPoolTier.outOfReach(e)) {
+                    backlog.putBack(k, par, k.length);
+                    throw e;
+                }
+                writeBehindFailures.addAndGet(k.length); // not a matter of waiting: not owed any more
+                return 0;
+            }
+            backlogWritten.addAndGet(k.length);
+            writeBehindDone(pool, k, par, "pool", res, null);
+            return k.length;
+        } finally {
+            host.release(handles);
+        }
     }
 
     /** Result of a load: per key whether found and in which tier. */
@@ -352,6 +484,26 @@ public final class BlockStore implements AutoCloseable {
         return writeBehindFailures.get();
     }
 
+    /** Global-pool copies owed because the metadata plane was out of reach (see {@link #writeBacklog}). */
+    public int poolBacklog() {
+        return backlog.size();
+    }
+
+    /** Owed copies dropped because the backlog was full (oldest first). */
+    public long poolBacklogDropped() {
+        return backlog.dropped();
+    }
+
+    /** Owed copies written once the plane answered again. */
+    public long poolBacklogWritten() {
+        return backlogWritten.get();
+    }
+
+    /** Owed copies given up because the block had left the local tiers before the plane came back. */
+    public long poolBacklogGone() {
+        return backlogGone.get();
+    }
+
     static long[] select(long[] keys, boolean[] mask, boolean want) {
         return java.util.stream.IntStream.range(0, keys.length).filter(i -> mask[i] == want).mapToLong(i -> keys[i])
                 .toArray();
@@ -360,6 +512,19 @@ public final class BlockStore implements AutoCloseable {
     @Override
     public void close() {
         awaitWriteBehind();
+        closed = true;
+        if (backlogWriter != null) {
+            backlogWriter.interrupt();
+            try {
+                backlogWriter.join(5000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            if (backlog.size() > 0) {
+                java.util.logging.Logger.getLogger(BlockStore.class.getName()).warning("global pool: " + backlog.size()
+                        + " blocks saved while the metadata plane was out of reach were never written to it");
+            }
+        }
         for (Tier t : loadOrder) {
             t.close();
         }

@@ -115,12 +115,24 @@ public final class GlobalPoolTier implements Tier {
         this.requireChecksum = requireChecksum;
         this.reach = new FailureLog(org.jboss.logging.Logger.getLogger(GlobalPoolTier.class),
                 "global pool: metadata plane " + meta.baseUri(), java.time.Duration.ofSeconds(30),
-                e -> e instanceof java.io.UncheckedIOException || e instanceof KvcmHttpException);
+                GlobalPoolTier::outOfReach);
         this.io = Executors.newFixedThreadPool(Math.max(1, threads), r -> {
             Thread t = new Thread(r, "kvpool-pool-io");
             t.setDaemon(true);
             return t;
         });
+    }
+
+    /**
+     * Whether a failed call means the metadata plane is out of reach (connection refused or reset, timeout, 5xx or
+     * 429 while it restarts), so the same call may work later; a 4xx other than 429 would fail again.
+     */
+    public static boolean outOfReach(Throwable e) {
+        while (e instanceof java.util.concurrent.CompletionException && e.getCause() != null) {
+            e = e.getCause();
+        }
+        return e instanceof java.io.UncheckedIOException
+                || e instanceof KvcmHttpException h && (h.statusCode() >= 500 || h.statusCode() == 429);
     }
 
     /** The metadata plane out of reach: one line when it starts, one per 30 s, one when it is back. */
@@ -274,7 +286,15 @@ public final class GlobalPoolTier implements Tier {
         for (long k : keys) {
             sb.addBlockKeys(k);
         }
-        StartWriteCacheResponse s = plane(() -> meta.startWriteCache(sb.build()));
+        StartWriteCacheResponse started = plane(() -> meta.startWriteCache(sb.build()));
+        if (started.getHeader().getStatus().getCode() == ErrorCode.INSTANCE_NOT_EXIST && model != null) {
+            // the plane lost its registry (a store wiped or replaced): register again rather than fail every write
+            LOG.warning("global pool: instance " + instanceId + " unknown to the metadata plane; registering it again");
+            registered = false;
+            ensureRegistered();
+            started = plane(() -> meta.startWriteCache(sb.build()));
+        }
+        StartWriteCacheResponse s = started;
         if (s.getHeader().getStatus().getCode() != ErrorCode.OK) {
             LOG.warning("startWriteCache failed: " + s.getHeader().getStatus());
             return new boolean[keys.length];

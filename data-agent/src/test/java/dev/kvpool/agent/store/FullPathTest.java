@@ -22,6 +22,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.Stream;
@@ -153,6 +154,74 @@ class FullPathTest {
                 assertFalse(r.found()[0]);
                 assertEquals(1, reader.pool().checksumFailures());
                 assertNotNull(reader.pool());
+            }
+        }
+    }
+
+    @Test
+    void savesWhileTheMetadataPlaneIsDownReachThePoolOnceItIsBack() throws Exception {
+        int n = 96; // more than the host pool's 64 slots: the oldest are read back from NVMe for the late copy
+        long[] keys = TestBlocks.keys(9_100, n);
+        try (Arena a = Arena.ofShared(); BlockStore store = agent("outage-w", "fullpath-outage").store()) {
+            MemorySegment[] src = TestBlocks.random(a, n, BLOCK, 21);
+            meta.kill();
+            try {
+                for (int i = 0; i < n; i += 8) {
+                    assertTrue(store.save(Arrays.copyOfRange(keys, i, i + 8), Arrays.copyOfRange(src, i, i + 8),
+                            i == 0 ? null : keys[i - 1])[7]);
+                    store.awaitWriteBehind();
+                }
+                assertEquals(n, store.poolBacklog(), "every pool copy is owed, none counted as a failure");
+                assertEquals(0, store.writeBehindFailures());
+                assertFalse(store.host().contains(keys[0]), "the first blocks are on NVMe only by now");
+                assertTrue(store.nvme().contains(keys[0]));
+                store.remove(new long[] {keys[n - 1]}, false); // the engine dropped one meanwhile: no longer owed
+            } finally {
+                meta.start(); // same port, same data directory
+            }
+            long end = System.currentTimeMillis() + 90_000;
+            while ((store.poolBacklog() > 0 || store.poolBacklogWritten() + store.poolBacklogGone() < n)
+                    && System.currentTimeMillis() < end) {
+                Thread.sleep(100);
+            }
+            assertEquals(0, store.poolBacklog());
+            assertEquals(n - 1, store.poolBacklogWritten());
+            assertEquals(1, store.poolBacklogGone());
+            assertTrue(events.stream().anyMatch(e -> e.eventType().equals("stored") && "remote".equals(e.medium())
+                    && e.blockHashes()[0] == keys[0] && e.blockHashes().length == n - 1 && e.parentBlockHash() == null),
+                    "the late copies are announced as the chain they were saved as");
+            try (BlockStore reader = agent("outage-r", "fullpath-outage").store()) {
+                MemorySegment[] dst = TestBlocks.empty(a, n, BLOCK);
+                BlockStore.LoadResult r = reader.load(keys, dst);
+                for (int i = 0; i < n - 1; i++) {
+                    assertEquals("pool", r.tier()[i], "block " + i);
+                    assertEquals(-1, dst[i].mismatch(src[i]), "bytes of block " + i);
+                }
+                assertFalse(r.found()[n - 1], "the block removed during the outage was not written");
+            }
+        }
+    }
+
+    @Test
+    void anAgentRegistersAgainWithAMetadataPlaneThatLostItsState() throws Exception {
+        long[] keys = TestBlocks.keys(9_500, 4);
+        try (Arena a = Arena.ofShared(); BlockStore store = agent("wiped-w", "fullpath-wiped").store()) {
+            meta.kill();
+            try (Stream<Path> files = Files.walk(meta.dir.resolve("data"))) { // its registry and index are gone
+                files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+            meta.start();
+            MemorySegment[] src = TestBlocks.random(a, 4, BLOCK, 31);
+            store.save(keys, src, null);
+            store.awaitWriteBehind();
+            assertEquals(0, store.writeBehindFailures(), "the pool write registered the instance again and went on");
+            try (BlockStore reader = agent("wiped-r", "fullpath-wiped").store()) {
+                MemorySegment[] dst = TestBlocks.empty(a, 4, BLOCK);
+                BlockStore.LoadResult r = reader.load(keys, dst);
+                for (int i = 0; i < 4; i++) {
+                    assertEquals("pool", r.tier()[i], "block " + i);
+                    assertEquals(-1, dst[i].mismatch(src[i]));
+                }
             }
         }
     }
