@@ -15,6 +15,20 @@ public interface AgentConfig {
     @WithDefault("6390")
     int httpPort();
 
+    /**
+     * Interface of the engine API (default 127.0.0.1). The API takes no credentials: anyone who reaches it can save
+     * bytes of the shared segment under any key and remove blocks, so it stays on the node unless set otherwise.
+     */
+    @WithDefault("127.0.0.1")
+    String httpHost();
+
+    /** Port of {@code /q/metrics} (Quarkus' management interface, on {@code metrics-host}, default 0.0.0.0). */
+    @WithDefault("6389")
+    int metricsPort();
+
+    @WithDefault("0.0.0.0")
+    String metricsHost();
+
     @WithDefault("262144")
     int blockBytes();
 

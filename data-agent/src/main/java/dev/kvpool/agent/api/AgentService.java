@@ -46,6 +46,12 @@ public class AgentService {
 
     void start(@Observes StartupEvent ev) {
         long t0 = System.nanoTime();
+        if (!loopback(config.httpHost())) {
+            LOG.warning("engine API on " + config.httpHost() + ":" + httpPort + ", beyond this host, without"
+                    + " credentials: whoever reaches it can save any bytes of the shared segment under any key and remove"
+                    + " blocks. Keep it on 127.0.0.1 (engines on the node share /dev/shm with the agent anyway) or behind"
+                    + " a network policy.");
+        }
         agentId = config.id().orElseGet(AgentService::hostName);
         Path data = Path.of(config.dataDir());
         List<Path> dirs = new ArrayList<>();
@@ -78,10 +84,15 @@ public class AgentService {
                 config.shm().mib() << 20);
         built.pinForGpu(shm.segment()); // engine buffers: GPU-tier copies DMA straight from/to them
         metrics();
-        LOG.info(String.format("KVPool data agent %s ready in %d ms: HTTP :%d, shared memory %s (%d MiB), block %d KiB,"
-                        + " tiers %s, NVMe I/O %s, GPU %s, events %s", agentId, (System.nanoTime() - t0) / 1_000_000,
-                httpPort, shm.path(), shm.size() >> 20, config.blockBytes() / 1024, store, built.ioEngine(), built.gpu(),
+        LOG.info(String.format("KVPool data agent %s ready in %d ms: engine API http://%s:%d, metrics :%d/q/metrics,"
+                        + " shared memory %s (%d MiB), block %d KiB, tiers %s, NVMe I/O %s, GPU %s, events %s", agentId,
+                (System.nanoTime() - t0) / 1_000_000, config.httpHost(), httpPort, config.metricsPort(), shm.path(), shm.size() >> 20, config.blockBytes() / 1024, store, built.ioEngine(), built.gpu(),
                 publisher == null ? "off" : config.events().bootstrapServers().get()));
+    }
+
+    /** The engine API has no credentials: say so loudly when it listens beyond this host. */
+    static boolean loopback(String host) {
+        return host.equals("localhost") || host.equals("::1") || host.startsWith("127.");
     }
 
     void stop(@Observes ShutdownEvent ev) {

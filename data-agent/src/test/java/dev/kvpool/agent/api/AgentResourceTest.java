@@ -113,10 +113,34 @@ class AgentResourceTest {
     }
 
     @Test
+    void theEngineApiListensOnlyOnThisHostAndMetricsEverywhere() throws Exception {
+        java.net.InetAddress external = null; // an address of this machine that is not loopback
+        for (var nif : java.util.Collections.list(java.net.NetworkInterface.getNetworkInterfaces())) {
+            for (var addr : java.util.Collections.list(nif.getInetAddresses())) {
+                if (addr instanceof java.net.Inet4Address && !addr.isLoopbackAddress()) {
+                    external = addr;
+                }
+            }
+        }
+        org.junit.jupiter.api.Assumptions.assumeTrue(external != null, "no non-loopback IPv4 address here");
+        try (java.net.Socket s = new java.net.Socket()) {
+            java.net.InetAddress ext = external;
+            assertThrows(java.net.ConnectException.class, () -> s.connect(new java.net.InetSocketAddress(ext, 16390), 2000),
+                    "the engine API (no credentials) is not reachable from the network");
+        }
+        try (java.net.Socket s = new java.net.Socket()) {
+            s.connect(new java.net.InetSocketAddress(external, 16389), 2000); // Prometheus scrapes from elsewhere
+        }
+    }
+
+    @Test
     void metricsAreExported() throws Exception {
-        HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(BASE.resolve("/q/metrics")).build(),
+        HttpClient c = HttpClient.newHttpClient();
+        HttpResponse<String> r = c.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:16389/q/metrics")).build(),
                 HttpResponse.BodyHandlers.ofString());
-        assertEquals(200, r.statusCode());
+        assertEquals(200, r.statusCode(), "metrics on the management port");
+        assertEquals(404, c.send(HttpRequest.newBuilder(BASE.resolve("/q/metrics")).build(),
+                HttpResponse.BodyHandlers.ofString()).statusCode(), "not on the engine API's port");
         assertTrue(r.body().contains("kvpool_agent_saved_blocks_total"));
         assertTrue(r.body().contains("kvpool_agent_device_read_bytes_total"));
     }
