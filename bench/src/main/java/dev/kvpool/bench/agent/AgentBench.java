@@ -8,6 +8,7 @@ import dev.kvpool.agent.io.BlockIo;
 import dev.kvpool.agent.pool.BandwidthProbe;
 import dev.kvpool.agent.pool.Device;
 import dev.kvpool.agent.pool.PooledTier;
+import dev.kvpool.agent.pool.SlotTable;
 import dev.kvpool.agent.pool.ThrottledDevice;
 import dev.kvpool.agent.sched.DeviceWorker;
 import dev.kvpool.agent.store.AgentSetup;
@@ -83,6 +84,12 @@ public final class AgentBench {
             // not part of "all": a diagnosis of a virtual disk, not a target
             footprint(dir, Integer.parseInt(opt.getOrDefault("bs", "256")) << 10, qd,
                     opt.getOrDefault("buf-mib", "2,64,512"), fileBytes, secs, pairs, opt.containsKey("huge"));
+            return;
+        }
+        if (what.equals("startup")) {
+            // not part of "all": no baseline, a check of how a big kept NVMe tier starts (time, peak heap)
+            startup(dir, Long.parseLong(opt.getOrDefault("blocks", "4000000")), Integer.parseInt(opt.getOrDefault("devices", "2")),
+                    pairs);
             return;
         }
         if (what.equals("all") || what.equals("pool")) {
@@ -450,6 +457,75 @@ public final class AgentBench {
         tier.close();
         return String.format(Locale.ROOT, "| pooled load, %d devices throttled to %s MB/s, %d MiB blocks | %.0f MB/s | sum %.0f MB/s | %.2f (%.2f–%.2f) | |",
                 n, throttles, bs >> 20, median(pooledBw) / 1e6, median(sumBw) / 1e6, median(ratio), min(ratio), max(ratio));
+    }
+
+    // ---- start-up with a full slot table ---------------------------------------------------------------------
+
+    /** A device of {@code slots} 256 KiB slots with a real slot table and no bytes: start-up cost is the table's. */
+    record StandIn(String id, long slotCount, SlotTable slotTable) implements Device {
+        @Override
+        public int slotBytes() {
+            return 256 << 10;
+        }
+
+        @Override
+        public boolean[] io(boolean write, long[] slots, MemorySegment[] bufs) {
+            boolean[] ok = new boolean[slots.length];
+            Arrays.fill(ok, true);
+            return ok;
+        }
+
+        @Override
+        public void close() {
+            slotTable.close();
+        }
+    }
+
+    /**
+     * How long an NVMe tier whose slot tables hold {@code blocks} kept blocks (over {@code devices} tables, chains of
+     * 64 with parents, a random recency) takes to start, and its peak heap: the tables are read, every record
+     * checked, the index rebuilt in LRU order, and the restart's {@code stored} runs computed in prefix order.
+     */
+    static void startup(Path dir, long blocks, int devices, int rounds) throws Exception {
+        long per = blocks / devices;
+        String identity = "bench-startup";
+        java.util.Random rnd = new java.util.Random(1);
+        for (int d = 0; d < devices; d++) {
+            try (SlotTable t = SlotTable.open(dir.resolve("startup" + d + ".idx"), per, 256 << 10, identity)) {
+                for (long s = 0; s < per; s++) {
+                    long key = d * per + s;
+                    t.set(s, key, (int) key, rnd.nextInt(1 << 30), s % 64 == 0 ? null : key - 1);
+                }
+            }
+        }
+        System.out.printf(Locale.ROOT, "startup: %d kept blocks over %d slot tables (%d MiB of tables)%n", blocks, devices,
+                devices * (per * 32 >> 20));
+        var pools = java.lang.management.ManagementFactory.getMemoryPoolMXBeans().stream()
+                .filter(p -> p.getType() == java.lang.management.MemoryType.HEAP).toList();
+        for (int r = 0; r < rounds; r++) {
+            System.gc();
+            long base = pools.stream().mapToLong(p -> p.getUsage().getUsed()).sum();
+            pools.forEach(java.lang.management.MemoryPoolMXBean::resetPeakUsage);
+            long t0 = System.nanoTime();
+            List<StandIn> devs = new ArrayList<>();
+            for (int d = 0; d < devices; d++) {
+                devs.add(new StandIn("nvme" + d, per, SlotTable.open(dir.resolve("startup" + d + ".idx"), per, 256 << 10,
+                        identity)));
+            }
+            double[] bw = new double[devices];
+            Arrays.fill(bw, 1);
+            PooledTier tier = PooledTier.of("nvme", "disk", 256 << 10, devs, bw);
+            long t1 = System.nanoTime();
+            int runs = tier.keptInPrefixOrder().size();
+            long t2 = System.nanoTime();
+            long peak = pools.stream().mapToLong(p -> p.getPeakUsage().getUsed()).sum();
+            System.gc();
+            long retained = pools.stream().mapToLong(p -> p.getUsage().getUsed()).sum() - base;
+            System.out.printf(Locale.ROOT, "startup round %d: tier ready in %.2f s, prefix-order runs (%d) in %.2f s;"
+                            + " heap peak %d MB above the start (a sum of per-pool peaks: an upper bound), retained %d MB%n",
+                    r + 1, (t1 - t0) / 1e9, runs, (t2 - t1) / 1e9, (peak - base) >> 20, retained >> 20);
+            tier.close();
+        }
     }
 
     // ---- events ---------------------------------------------------------------------------------------------

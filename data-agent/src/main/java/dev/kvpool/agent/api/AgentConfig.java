@@ -138,6 +138,10 @@ public interface AgentConfig {
         @WithDefault("20")
         long lingerMs();
 
+        /** A batch is cut at about this many bytes of JSON, under Kafka's default 1 MiB record limit. */
+        @WithDefault("524288")
+        int maxBatchBytes();
+
         @WithDefault("10000")
         int spoolBatches();
     }

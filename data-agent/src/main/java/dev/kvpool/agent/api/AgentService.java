@@ -75,7 +75,8 @@ public class AgentService {
                     config.pool().instanceId(), config.pool().instanceGroup(), config.events().maxEvents(),
                     config.events().lingerMs(), config.events().spoolBatches(),
                     SeqFile.open(data.resolve("events-" + fileSafe(agentId) + ".seq")),
-                    SpoolLog.open(data.resolve("events-" + fileSafe(agentId) + ".spool")));
+                    SpoolLog.open(data.resolve("events-" + fileSafe(agentId) + ".spool")))
+                    .maxBatchBytes(config.events().maxBatchBytes());
             sink = publisher;
         }
         built = AgentSetup.build(s, sink);

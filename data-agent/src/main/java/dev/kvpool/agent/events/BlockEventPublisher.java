@@ -26,7 +26,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
  * Block lifecycle events to {@code kvpool.blocks} exactly as spec/events.md says: events are collected into a
- * {@link BlockBatch} flushed when it reaches {@code maxEvents} or after {@code linger} (~20 ms), never per block;
+ * {@link BlockBatch} flushed when it reaches {@code maxEvents} or about {@link #maxBatchBytes} of JSON, or after
+ * {@code linger} (~20 ms), never per block (an event larger than a batch is split: a chain into sub-chains, each
+ * with the hash before it as its parent), so every record fits Kafka's default 1 MiB limit;
  * {@code seq} grows by one per batch per agent; each record carries CloudEvents binary headers
  * ({@code ce_id = <agent>-<seq>}, so consumers dedupe on it) and is keyed by instance id.
  *
@@ -41,6 +43,12 @@ import org.apache.kafka.common.serialization.StringSerializer;
  */
 public final class BlockEventPublisher implements EventSink, AutoCloseable {
     private static final Logger LOG = Logger.getLogger(BlockEventPublisher.class.getName());
+    /** Half of Kafka's default {@code max.request.size} and broker {@code message.max.bytes} (1 MiB). */
+    public static final int DEFAULT_MAX_BATCH_BYTES = 512 * 1024;
+    /** JSON bytes of one hash at most: a sign, 19 digits and a comma. */
+    private static final int HASH_BYTES = 21;
+    /** JSON bytes of an event without its hashes, at most (field names, medium, location, numbers). */
+    private static final int EVENT_BYTES = 256;
 
     /** One spooled batch. */
     static final class Spooled {
@@ -69,6 +77,9 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
     private final Condition changed = lock.newCondition();
     private List<BlockEvent> pending = new ArrayList<>();
     private long pendingSince;
+    private long pendingBytes;
+    private int maxBatchBytes = DEFAULT_MAX_BATCH_BYTES;
+    private long backoffMs = 100;
     private long nextSeq;
     private final ArrayDeque<Spooled> spool = new ArrayDeque<>();
     private int sentIndex; // spool entries [0, sentIndex) are in flight or acked
@@ -136,6 +147,8 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
             }
         }
         this.keptFromLastRun = spool.size();
+        this.reach = new dev.kvpool.api.logging.FailureLog(org.jboss.logging.Logger.getLogger(BlockEventPublisher.class),
+                "kvpool.blocks to Kafka (batches spooled meanwhile)", java.time.Duration.ofSeconds(30));
         this.flusher = Thread.ofPlatform().daemon().name("kvpool-events-flush").start(this::flushLoop);
         this.sender = Thread.ofPlatform().daemon().name("kvpool-events-send").start(this::sendLoop);
     }
@@ -158,21 +171,61 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
         return new KafkaProducer<>(p);
     }
 
+    /** Kafka out of reach: one line when it starts, one per 30 s, one when it is back. */
+    private final dev.kvpool.api.logging.FailureLog reach;
+
+    /**
+     * Caps a batch's JSON at about {@code bytes} (default {@link #DEFAULT_MAX_BATCH_BYTES}); keep it under the
+     * producer's {@code max.request.size} and the topic's {@code max.message.bytes}.
+     */
+    public BlockEventPublisher maxBatchBytes(int bytes) {
+        lock.lock();
+        try {
+            maxBatchBytes = Math.max(4096, bytes);
+        } finally {
+            lock.unlock();
+        }
+        return this;
+    }
+
     /** Queues an event; it leaves in the next batch. */
     @Override
     public void publish(BlockEvent e) {
         lock.lock();
         try {
-            if (pending.isEmpty()) {
-                pendingSince = System.nanoTime();
-            }
-            pending.add(e);
-            if (pending.size() >= maxEvents) {
-                cutBatch();
+            long[] h = e.blockHashes();
+            int perPiece = (maxBatchBytes - EVENT_BYTES) / HASH_BYTES;
+            if (h == null || h.length <= perPiece) {
+                add(e, EVENT_BYTES + (h == null ? 0 : (long) h.length * HASH_BYTES));
+            } else { // larger than a batch: sub-chains, each after the last hash of the one before
+                for (int from = 0; from < h.length; from += perPiece) {
+                    int to = Math.min(h.length, from + perPiece);
+                    long[] part = java.util.Arrays.copyOfRange(h, from, to);
+                    Long parent = !BlockEvent.STORED.equals(e.eventType()) ? null
+                            : from == 0 ? e.parentBlockHash() : Long.valueOf(h[from - 1]);
+                    Long bytes = e.bytes() == null ? null : e.bytes() / h.length * part.length;
+                    add(new BlockEvent(e.eventType(), part, parent, e.blockSize(), e.medium(), e.storageLocation(), bytes),
+                            EVENT_BYTES + (long) part.length * HASH_BYTES);
+                }
             }
             changed.signalAll();
         } finally {
             lock.unlock();
+        }
+    }
+
+    /** Caller holds the lock. */
+    private void add(BlockEvent e, long bytes) {
+        if (!pending.isEmpty() && pendingBytes + bytes > maxBatchBytes) {
+            cutBatch();
+        }
+        if (pending.isEmpty()) {
+            pendingSince = System.nanoTime();
+        }
+        pending.add(e);
+        pendingBytes += bytes;
+        if (pending.size() >= maxEvents) {
+            cutBatch();
         }
     }
 
@@ -197,6 +250,7 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
         }
         batchedEvents.addAndGet(pending.size());
         pending = new ArrayList<>();
+        pendingBytes = 0;
         if (spool.size() >= spoolCapacity) {
             dropOldest();
         }
@@ -277,7 +331,6 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
     }
 
     private void sendLoop() {
-        long backoff = 100;
         while (running || hasUnsent()) {
             Spooled next;
             lock.lock();
@@ -290,13 +343,14 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
                     }
                     failed = false;
                     sentIndex = 0; // resend everything unacknowledged, oldest first
+                    long wait = backoffMs;
+                    backoffMs = Math.min(2000, backoffMs * 2); // back to 100 ms at the next acknowledgement
                     lock.unlock();
                     try {
-                        Thread.sleep(backoff);
+                        Thread.sleep(wait);
                     } finally {
                         lock.lock();
                     }
-                    backoff = Math.min(2000, backoff * 2);
                     continue;
                 }
                 if (sentIndex >= spool.size() || inFlight >= 64) {
@@ -320,9 +374,7 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
             }
             try {
                 send(next);
-                backoff = 100;
             } catch (RuntimeException e) { // metadata not available within max.block.ms, producer closed, ...
-                sendErrors.incrementAndGet();
                 settle(next, e);
             }
         }
@@ -356,10 +408,20 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
                     s.acked = true;
                     sentBatches.incrementAndGet();
                 }
-            } else {
-                if (!failed) {
-                    LOG.warning("kvpool.blocks send failed (batch " + s.seq + "), spooling: " + err);
+                backoffMs = 100;
+                reach.ok();
+            } else if (err instanceof org.apache.kafka.common.errors.RecordTooLargeException
+                    || err instanceof org.apache.kafka.common.errors.RecordBatchTooLargeException
+                    || err instanceof org.apache.kafka.common.InvalidRecordException) {
+                // sending it again cannot work, and would hold up every batch behind it: drop it, counted
+                if (!s.acked) {
+                    s.acked = true;
+                    dropped.incrementAndGet();
+                    LOG.severe("kvpool.blocks: batch " + s.seq + " (" + s.value.length + " bytes) refused by Kafka and"
+                            + " dropped (consumers see the seq gap): " + err.getMessage());
                 }
+            } else {
+                reach.failed(err);
                 sendErrors.incrementAndGet();
                 failed = true;
             }

@@ -276,6 +276,67 @@ class KafkaEventsTest {
     }
 
     @Test
+    void longChainsAreCutIntoBatchesThatFitKafkasRecordLimit() throws Exception {
+        // a busy node saving long prompts: 600 stored events of 1,024 blocks each would be one ~13 MB batch by count
+        try (KafkaBroker broker = new KafkaBroker(dir.resolve("kafka"))) {
+            broker.start();
+            broker.createTopics(Topics.BLOCKS);
+            long next;
+            try (BlockEventPublisher pub = new BlockEventPublisher(broker.bootstrapServers(), "agent-l", "inst-l", "grp",
+                    512, 20, 1000, 0)) {
+                for (int e = 0; e < 600; e++) {
+                    long[] h = new long[1024];
+                    for (int i = 0; i < h.length; i++) {
+                        h[i] = Long.MIN_VALUE + (long) e * 1024 + i; // 20 digits and a sign: the longest hashes
+                    }
+                    pub.publish(BlockBatch.BlockEvent.stored(h, e == 0 ? null : h[0] - 1, 16, "cpu", "host", 1024L << 18));
+                }
+                pub.publish(BlockBatch.BlockEvent.removed(java.util.stream.LongStream.range(0, 200_000).toArray(), "cpu"));
+                assertTrue(pub.flush(60_000), "every batch acknowledged; spooled " + pub.spooled());
+                assertEquals(0, pub.droppedBatches());
+                next = pub.nextSeq();
+                assertTrue(next > 10, "cut by size, not only by count: " + next + " batches");
+            }
+            List<BlockBatch> got = consume(broker, (int) next);
+            assertEquals(next, got.size());
+            long stored = 0, removed = 0;
+            for (BlockBatch b : got) {
+                for (BlockBatch.BlockEvent e : b.events()) {
+                    if (e.eventType().equals("stored")) {
+                        stored += e.blockHashes().length;
+                    } else {
+                        removed += e.blockHashes().length;
+                    }
+                }
+            }
+            assertEquals(600 * 1024L, stored, "every block hash arrived");
+            for (BlockBatch b : got) {
+                assertTrue(EventCodec.toJson(b).length < BlockEventPublisher.DEFAULT_MAX_BATCH_BYTES, "batch " + b.seq());
+            }
+            assertEquals(200_000L, removed, "an event larger than a batch is split, not lost");
+        }
+    }
+
+    @Test
+    void aBatchKafkaRefusesIsDroppedAndCountedInsteadOfHoldingUpTheRest() throws Exception {
+        try (KafkaBroker broker = new KafkaBroker(dir.resolve("kafka"))) {
+            broker.start();
+            broker.createTopics(Topics.BLOCKS);
+            try (BlockEventPublisher pub = new BlockEventPublisher(broker.bootstrapServers(), "agent-t", "inst-t", "grp",
+                    512, 20, 1000, 0).maxBatchBytes(8 << 20)) { // misconfigured above the producer's 1 MiB
+                pub.publish(BlockBatch.BlockEvent.removed(java.util.stream.LongStream.range(0, 200_000).toArray(), "cpu"));
+                assertTrue(pub.flush(30_000));
+                pub.publish(BlockBatch.BlockEvent.removed(new long[] {42}, "cpu"));
+                assertTrue(pub.flush(30_000), "the batches behind it still go");
+                assertEquals(1, pub.droppedBatches());
+            }
+            List<BlockBatch> got = consume(broker, 1);
+            assertEquals(1, got.size());
+            assertEquals(1, got.getFirst().seq(), "seq 0 is the gap consumers see");
+        }
+    }
+
+    @Test
     void fullSpoolDropsTheOldestAndCountsIt() throws Exception {
         try (BlockEventPublisher pub = new BlockEventPublisher("127.0.0.1:1", "agent-x", "i", "g", 1, 5, 5, 0)) {
             for (int i = 0; i < 20; i++) {
