@@ -241,20 +241,39 @@ public final class BlockStore implements AutoCloseable {
                 }
                 try {
                     writtenSinceEmpty += writeOwed(Arrays.copyOf(k, n), Arrays.copyOf(p, n), scratch);
+                    backlog.settled(n);
                     backoff = 1000;
-                    if (backlog.size() == 0 && writtenSinceEmpty > 0) {
+                    if (backlog.owed() == 0 && writtenSinceEmpty > 0) {
                         java.util.logging.Logger.getLogger(BlockStore.class.getName()).info("global pool: "
                                 + writtenSinceEmpty + " blocks saved while the metadata plane was out of reach are"
                                 + " written now");
                         writtenSinceEmpty = 0;
                     }
-                } catch (RuntimeException e) { // still out of reach: the batch is back in front
+                } catch (StillOutOfReach e) { // what is still local goes back in front
+                    backlog.putBack(e.keys, e.parents, e.keys.length, n);
                     Thread.sleep(backoff);
                     backoff = Math.min(30_000, backoff * 2);
+                } catch (RuntimeException e) { // a local failure, not a matter of waiting: no longer owed
+                    backlog.settled(n);
+                    writeBehindFailures.addAndGet(n);
+                    java.util.logging.Logger.getLogger(BlockStore.class.getName()).warning("global pool: " + n
+                            + " owed blocks not written: " + e);
                 }
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt(); // closing
+        }
+    }
+
+    /** The plane is still out of reach: the blocks of the batch that are still local, to be put back. */
+    private static final class StillOutOfReach extends RuntimeException {
+        final long[] keys;
+        final Long[] parents;
+
+        StillOutOfReach(long[] keys, Long[] parents, RuntimeException cause) {
+            super(cause.getMessage(), cause, false, false);
+            this.keys = keys;
+            this.parents = parents;
         }
     }
 
@@ -316,8 +335,7 @@ public final class BlockStore implements AutoCloseable {
                 res = pool.put(k, m, false).join();
             } catch (RuntimeException e) {
                 if (GlobalPoolTier.outOfReach(e)) {
-                    backlog.putBack(k, par, k.length);
-                    throw e;
+                    throw new StillOutOfReach(k, par, e);
                 }
                 writeBehindFailures.addAndGet(k.length); // not a matter of waiting: not owed any more
                 return 0;
@@ -486,7 +504,7 @@ public final class BlockStore implements AutoCloseable {
 
     /** Global-pool copies owed because the metadata plane was out of reach (see {@link #writeBacklog}). */
     public int poolBacklog() {
-        return backlog.size();
+        return backlog.owed();
     }
 
     /** Owed copies dropped because the backlog was full (oldest first). */
@@ -520,8 +538,8 @@ public final class BlockStore implements AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-            if (backlog.size() > 0) {
-                java.util.logging.Logger.getLogger(BlockStore.class.getName()).warning("global pool: " + backlog.size()
+            if (backlog.owed() > 0) {
+                java.util.logging.Logger.getLogger(BlockStore.class.getName()).warning("global pool: " + backlog.owed()
                         + " blocks saved while the metadata plane was out of reach were never written to it");
             }
         }

@@ -15,6 +15,7 @@ final class PoolBacklog {
     private BitSet hasParent = new BitSet();
     private int head;
     private int size;
+    private int out; // taken by the writer, not yet written, given up or put back
     private long dropped;
 
     PoolBacklog(int capacity) {
@@ -46,11 +47,21 @@ final class PoolBacklog {
         }
         head = n == 0 ? head : (head + n) % keys.length;
         size -= n;
+        out += n;
         return n;
     }
 
-    /** Puts the first {@code n} taken blocks back in front, in their order (their write failed again). */
-    synchronized void putBack(long[] k, Long[] p, int n) {
+    /** {@code n} taken blocks are done with (written, or no longer owed). */
+    synchronized void settled(int n) {
+        out -= n;
+    }
+
+    /**
+     * Of {@code taken} blocks, puts the first {@code n} of {@code k} back in front, in their order (their write
+     * failed again; the others are no longer owed), in one step so {@link #owed} never counts one twice.
+     */
+    synchronized void putBack(long[] k, Long[] p, int n, int taken) {
+        out -= taken;
         for (int i = n - 1; i >= 0; i--) {
             if (size == capacity) { // newer saves filled it meanwhile: these are the oldest
                 dropped += i + 1;
@@ -68,6 +79,11 @@ final class PoolBacklog {
         if (size == 0) {
             wait(millis);
         }
+    }
+
+    /** Waiting, plus taken by the writer and not settled. */
+    synchronized int owed() {
+        return size + out;
     }
 
     synchronized int size() {

@@ -24,6 +24,9 @@ class PoolBacklogTest {
         assertArrayEquals(Arrays.copyOf(p, 2500), gotP);
         b.add(new long[] {7000, 7001, 7002}, new Long[] {null, 7000L, 7001L});
         assertEquals(503, b.size());
+        assertEquals(3003, b.owed(), "taken and not settled still owed");
+        b.settled(2500);
+        assertEquals(503, b.owed());
         long[] rest = new long[600];
         Long[] restP = new Long[600];
         assertEquals(503, b.take(rest, restP));
@@ -52,7 +55,7 @@ class PoolBacklogTest {
         Long[] p = new Long[3];
         assertEquals(3, b.take(k, p));
         b.add(new long[] {5, 6}, new Long[] {4L, 5L}); // newer saves meanwhile
-        b.putBack(k, p, 3);
+        b.putBack(k, p, 3, 3);
         assertEquals(6, b.size());
         long[] all = new long[6];
         Long[] allP = new Long[6];
@@ -61,7 +64,7 @@ class PoolBacklogTest {
         assertArrayEquals(new Long[] {null, 1L, 2L, 3L, 4L, 5L}, allP);
         // full: a batch put back keeps only what fits, its newest blocks, and counts the rest
         b.add(new long[] {10, 11, 12, 13, 14}, null);
-        b.putBack(new long[] {1, 2, 3}, new Long[3], 3);
+        b.putBack(new long[] {1, 2, 3}, new Long[3], 3, 0);
         assertEquals(6, b.size());
         assertEquals(2, b.dropped());
         long[] after = new long[6];
