@@ -23,8 +23,8 @@ import java.util.function.Consumer;
  * blocks it recorded are back in the index at start-up (least recently used first), their slots taken.
  */
 public final class PooledTier implements Tier {
-    /** The blocks a device kept from before a restart, least recently used first, and the block before each. */
-    public record Kept(long[] keys, Long[] parents) {
+    /** The blocks a device kept from before a restart, least recently used first. */
+    public record Kept(long[] keys) {
     }
 
     /** Kept blocks of one device, in the order their {@code stored} events go out (see {@link #keptInPrefixOrder}). */
@@ -106,50 +106,65 @@ public final class PooledTier implements Tier {
         this.index = new SlotIndex(base[devices.size()]);
         this.pins = new int[base[devices.size()]];
         this.dead = new boolean[base[devices.size()]];
-        List<long[]> kept = new ArrayList<>(); // {seq, device, slot, key, crc, has parent, parent}
+        long[][] keptSlots = new long[slots.length][]; // per device, oldest first
         for (int i = 0; i < slots.length; i++) {
             if (devices.get(i).slotBytes() < blockBytes) {
                 throw new IllegalArgumentException("device " + devices.get(i).id() + " slots are smaller than a block");
             }
             tables[i] = devices.get(i).slotTable();
             java.util.BitSet used = new java.util.BitSet();
+            keptSlots[i] = new long[0];
             if (tables[i] != null) {
-                for (SlotTable.Block b : tables[i].recovered()) {
-                    used.set((int) b.slot());
-                    kept.add(new long[] {b.seq(), i, b.slot(), b.key(), b.crc(), b.parent() == null ? 0 : 1,
-                            b.parent() == null ? 0 : b.parent()});
+                keptSlots[i] = tables[i].recoveredSlots();
+                for (long s : keptSlots[i]) {
+                    used.set((int) s);
                 }
                 tables[i].discardRecovered();
             }
             slots[i] = new SlotAllocator(devices.get(i).slotCount(), used);
         }
-        kept.sort(java.util.Comparator.comparingLong(r -> r[0]));
         int duplicates = 0;
-        for (long[] r : kept) { // oldest first, so the least recently used come first in the index
-            int prev = index.find(r[3]);
+        int[] at = new int[slots.length];
+        while (true) { // merge the devices' lists by recency, oldest first: the least recently used lead the index
+            int d = -1;
+            long seq = Long.MAX_VALUE;
+            for (int i = 0; i < slots.length; i++) {
+                if (at[i] < keptSlots[i].length) {
+                    long q = tables[i].seq(keptSlots[i][at[i]]);
+                    if (d < 0 || q < seq) {
+                        d = i;
+                        seq = q;
+                    }
+                }
+            }
+            if (d < 0) {
+                break;
+            }
+            long s = keptSlots[d][at[d]++];
+            long key = tables[d].key(s);
+            int prev = index.find(key);
             if (prev >= 0) { // a key twice (an invalidation lost with power): keep the more recent
                 index.remove(prev);
                 slots[device(prev)].release(slotOf(prev));
                 tables[device(prev)].clear(slotOf(prev));
                 duplicates++;
             }
-            index.add(r[3], base[(int) r[1]] + (int) r[2], (int) r[4], r[5] == 1 ? Long.valueOf(r[6]) : null);
-            stamp = Math.max(stamp, r[0]);
+            boolean hasParent = tables[d].hasParent(s);
+            index.add(key, base[d] + (int) s, tables[d].crc(s), hasParent, hasParent ? tables[d].parentHash(s) : 0);
+            stamp = Math.max(stamp, seq);
         }
         // per device the kept keys, least recently used first (for the stored events of a restart)
         long[] perDevice = blocksPerDevice();
         for (int i = 0; i < tables.length; i++) {
             if (tables[i] != null) {
                 long[] keys = new long[(int) perDevice[i]];
-                Long[] parents = new Long[keys.length];
                 int k = 0;
                 for (int g = index.leastRecent(); g >= 0; g = index.moreRecent(g)) {
                     if (device(g) == i) {
-                        parents[k] = index.parent(g);
                         keys[k++] = index.key(g);
                     }
                 }
-                recovered.put(devices.get(i).id(), new Kept(keys, parents));
+                recovered.put(devices.get(i).id(), new Kept(keys));
                 LOG.infof("%s device %s: slot table %s: %s", name, devices.get(i).id(), tables[i].path(),
                         tables[i].opened());
             }
@@ -255,8 +270,8 @@ public final class PooledTier implements Tier {
      * The kept blocks for the {@code stored} events of a restart, in prefix order: a block whose parent was kept too
      * comes after it (depth first from each chain's first block, least recently used chains first, so a chain stays
      * together), cut into runs where the device changes. In LRU order a chain's last blocks, if used more recently
-     * than its first, were announced before their parents. Takes the blocks in the tier, which are the kept ones
-     * until the first change after start-up.
+     * than its first, were announced before their parents. Runs hold at most 4,096 blocks. Takes the blocks in the
+     * tier, which are the kept ones until the first change after start-up.
      */
     public List<KeptRun> keptInPrefixOrder() {
         int[] posOf = new int[base[devices.size()]];
@@ -315,8 +330,8 @@ public final class PooledTier implements Tier {
         List<KeptRun> runs = new ArrayList<>();
         for (int from = 0, to; from < n; from = to) {
             int d = device(slotAt[order[from]]);
-            for (to = from + 1; to < n && device(slotAt[order[to]]) == d; to++) {
-                // same device: same run
+            for (to = from + 1; to < n && to - from < 4096 && device(slotAt[order[to]]) == d; to++) {
+                // same device: same run (at most 4,096, so no run costs more than a few hundred KB)
             }
             long[] keys = new long[to - from];
             Long[] parents = new Long[to - from];

@@ -63,6 +63,11 @@ final class SlotIndex {
 
     /** As {@link #add(long, int, int)}, with the block hash before this block (null: unknown). */
     void add(long key, int s, int crc, Long parent) {
+        add(key, s, crc, parent != null, parent == null ? 0 : parent);
+    }
+
+    /** As {@link #add(long, int, int, Long)} without a box per block (start-up adds millions). */
+    void add(long key, int s, int crc, boolean withParent, long parent) {
         int i = home(key);
         while (table[i] != 0) {
             i = (i + 1) & mask;
@@ -70,8 +75,8 @@ final class SlotIndex {
         table[i] = s + 1;
         keys[s] = key;
         crcs[s] = crc;
-        parents[s] = parent == null ? 0 : parent;
-        hasParent.set(s, parent != null);
+        parents[s] = withParent ? parent : 0;
+        hasParent.set(s, withParent);
         link(s);
         size++;
     }

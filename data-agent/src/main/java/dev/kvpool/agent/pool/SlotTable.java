@@ -13,7 +13,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 
 /**
@@ -62,11 +61,11 @@ public final class SlotTable implements AutoCloseable {
     private final Arena arena;
     private final MemorySegment map;
     private final long slots;
-    private List<Block> recovered;
+    private long[] recovered; // slots of the blocks found at open, oldest first
     private final String opened;
 
     private SlotTable(Path path, FileChannel channel, FileLock lock, Arena arena, MemorySegment map, long slots,
-                      List<Block> recovered, String opened) {
+                      long[] recovered, String opened) {
         this.path = path;
         this.channel = channel;
         this.lock = lock;
@@ -156,13 +155,13 @@ public final class SlotTable implements AutoCloseable {
             map.set(ValueLayout.JAVA_INT, H_CLEAN, 0); // in use: set back to 1 by a clean close
             map.set(ValueLayout.JAVA_INT, H_ID_LEN, id.length);
             MemorySegment.copy(id, 0, map, ValueLayout.JAVA_BYTE, H_ID, id.length);
-            List<Block> found = scan(map, Math.min(slots, oldSlots));
+            long[] found = scan(map, Math.min(slots, oldSlots));
             if (opened == null) {
-                opened = oldSlots == 0 ? "new" : found.size() + " blocks kept after a " + (clean ? "clean stop"
+                opened = oldSlots == 0 ? "new" : found.length + " blocks kept after a " + (clean ? "clean stop"
                         : "crash or kill (every record checked)") + (oldSlots > slots ? "; slots beyond " + slots
                         + " dropped" : "");
             }
-            return new SlotTable(path, ch, lock, arena, map, slots, List.copyOf(found), opened);
+            return new SlotTable(path, ch, lock, arena, map, slots, found, opened);
         } catch (IOException | RuntimeException e) {
             lock.release();
             ch.close();
@@ -171,16 +170,20 @@ public final class SlotTable implements AutoCloseable {
     }
 
     /**
-     * Valid records of the first {@code n} slots, oldest first; the others zeroed. A key may come twice (an
-     * invalidation lost with power): {@link PooledTier} keeps the more recent and {@link #clear}s the other.
+     * Slots of the valid records among the first {@code n}, oldest first; the others zeroed. A key may come twice
+     * (an invalidation lost with power): {@link PooledTier} keeps the more recent and {@link #clear}s the other.
+     * Primitive arrays and a radix sort: a table of millions of blocks costs 16 bytes per block while it is read,
+     * not an object per block.
      */
-    private static List<Block> scan(MemorySegment map, long n) {
-        List<Block> out = new ArrayList<>();
+    private static long[] scan(MemorySegment map, long n) {
+        long[] slots = new long[(int) Math.min(n, 1 << 16)];
+        long[] seqs = new long[slots.length];
+        int found = 0;
         long shown = System.nanoTime();
         for (long s = 0; s < n; s++) {
             if ((s & 0xFFFFF) == 0 && System.nanoTime() - shown > 2_000_000_000L) { // ~1.5 s per TiB of blocks
                 shown = System.nanoTime();
-                LOG.infof("slot table: %d of %d slots read, %d blocks so far", s, n, out.size());
+                LOG.infof("slot table: %d of %d slots read, %d blocks so far", s, n, found);
             }
             long at = HEADER + s * RECORD;
             int check = map.get(ValueLayout.JAVA_INT, at + R_CHECK);
@@ -193,12 +196,48 @@ public final class SlotTable implements AutoCloseable {
                 map.set(ValueLayout.JAVA_INT, at + R_CHECK, 0); // torn or foreign: free
                 continue;
             }
-            long seq = map.get(ValueLayout.JAVA_LONG, at + R_SEQ);
-            out.add(new Block(s, key, crc, seq & SEQ,
-                    (seq & HAS_PARENT) != 0 ? map.get(ValueLayout.JAVA_LONG, at + R_PARENT) : null));
+            if (found == slots.length) {
+                slots = java.util.Arrays.copyOf(slots, (int) Math.min(n, 2L * found));
+                seqs = java.util.Arrays.copyOf(seqs, slots.length);
+            }
+            slots[found] = s;
+            seqs[found++] = map.get(ValueLayout.JAVA_LONG, at + R_SEQ) & SEQ;
         }
-        out.sort(Comparator.comparingLong(Block::seq));
-        return out;
+        return sortBy(java.util.Arrays.copyOf(seqs, found), java.util.Arrays.copyOf(slots, found));
+    }
+
+    /** {@code values} ordered by {@code keys} (non-negative), stable: an LSD radix sort, 16 bits a pass. */
+    static long[] sortBy(long[] keys, long[] values) {
+        int n = keys.length;
+        long max = 0;
+        for (long k : keys) {
+            max = Math.max(max, k);
+        }
+        long[] k2 = new long[n], v2 = new long[n];
+        int[] count = new int[1 << 16];
+        for (int shift = 0; shift < 64 && (max >>> shift) != 0; shift += 16) {
+            java.util.Arrays.fill(count, 0);
+            for (long k : keys) {
+                count[(int) (k >>> shift) & 0xFFFF]++;
+            }
+            for (int i = 0, sum = 0; i < count.length; i++) {
+                int c = count[i];
+                count[i] = sum;
+                sum += c;
+            }
+            for (int i = 0; i < n; i++) {
+                int at = count[(int) (keys[i] >>> shift) & 0xFFFF]++;
+                k2[at] = keys[i];
+                v2[at] = values[i];
+            }
+            long[] t = keys;
+            keys = k2;
+            k2 = t;
+            t = values;
+            values = v2;
+            v2 = t;
+        }
+        return values;
     }
 
     /** Never 0, so a zeroed record is empty; mixes the slot in, so a record copied to another slot is invalid. */
@@ -212,14 +251,54 @@ public final class SlotTable implements AutoCloseable {
         return (int) h | 1;
     }
 
-    /** Blocks found at open, oldest first (in the order a least-recently-used index should take them). */
-    public List<Block> recovered() {
+    /** Slots of the blocks found at open, oldest first (the order a least-recently-used index should take them). */
+    public long[] recoveredSlots() {
         return recovered;
     }
 
-    /** Lets go of the list {@link #recovered()} returns, once the tier has its blocks (tens of bytes each). */
+    /**
+     * The blocks found at open, oldest first, as records (an object per block: for tests and small tables; the
+     * tier reads {@link #recoveredSlots} and the fields below).
+     */
+    public List<Block> recovered() {
+        List<Block> out = new ArrayList<>(recovered.length);
+        for (long s : recovered) {
+            out.add(new Block(s, key(s), crc(s), seq(s), parent(s)));
+        }
+        return out;
+    }
+
+    /** Lets go of {@link #recoveredSlots()}, once the tier has its blocks. */
     public void discardRecovered() {
-        recovered = List.of();
+        recovered = new long[0];
+    }
+
+    /** The key recorded in slot {@code s} (meaningful for a recovered or {@link #used} slot). */
+    public long key(long s) {
+        return map.get(ValueLayout.JAVA_LONG, HEADER + checked(s) * RECORD + R_KEY);
+    }
+
+    public int crc(long s) {
+        return map.get(ValueLayout.JAVA_INT, HEADER + checked(s) * RECORD + R_CRC);
+    }
+
+    /** The recency stamp of slot {@code s} (higher is more recent). */
+    public long seq(long s) {
+        return map.get(ValueLayout.JAVA_LONG, HEADER + checked(s) * RECORD + R_SEQ) & SEQ;
+    }
+
+    public boolean hasParent(long s) {
+        return (map.get(ValueLayout.JAVA_LONG, HEADER + checked(s) * RECORD + R_SEQ) & HAS_PARENT) != 0;
+    }
+
+    /** The block hash recorded before the one in slot {@code s}, or null. */
+    public Long parent(long s) {
+        return hasParent(s) ? parentHash(s) : null;
+    }
+
+    /** As {@link #parent}, unboxed: meaningful where {@link #hasParent}. */
+    public long parentHash(long s) {
+        return map.get(ValueLayout.JAVA_LONG, HEADER + checked(s) * RECORD + R_PARENT);
     }
 
     /** What open found, for the start-up log. */

@@ -53,8 +53,9 @@ class PoolingTest {
             }
             double pooled = n * (double) BLOCK / secs;
             double sum = limits[0] + limits[1] + limits[2];
-            // serial over the devices would give ~ 1/3 of the sum; parallel and proportional gives close to the sum
-            assertTrue(pooled > 0.75 * sum, String.format("pooled %.0f MB/s vs sum %.0f MB/s", pooled / 1e6, sum / 1e6));
+            // serial over the devices would give ~ 1/3 of the sum; parallel and proportional gives close to the sum.
+            // 0.5 tells the two apart with room for a busy 2-core machine (0.75 failed once with a build beside it)
+            assertTrue(pooled > 0.5 * sum, String.format("pooled %.0f MB/s vs sum %.0f MB/s", pooled / 1e6, sum / 1e6));
         }
     }
 

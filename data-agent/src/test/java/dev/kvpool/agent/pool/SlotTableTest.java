@@ -25,6 +25,26 @@ class SlotTableTest {
     }
 
     @Test
+    void theRadixSortOrdersByRecencyStablyOverTheWholeRange() {
+        java.util.Random r = new java.util.Random(7);
+        int n = 100_000;
+        long[] seqs = new long[n], slots = new long[n];
+        for (int i = 0; i < n; i++) {
+            seqs[i] = i % 3 == 0 ? r.nextLong() >>> 2 : r.nextInt(1000); // up to 2^62 (the stamp's range), many ties
+            slots[i] = i;
+        }
+        long[] sorted = SlotTable.sortBy(seqs.clone(), slots.clone());
+        Long[] want = new Long[n];
+        for (int i = 0; i < n; i++) {
+            want[i] = (long) i;
+        }
+        java.util.Arrays.sort(want, java.util.Comparator.comparingLong(i -> seqs[(int) (long) i])); // stable
+        for (int i = 0; i < n; i++) {
+            assertEquals(want[i], sorted[i], "position " + i);
+        }
+    }
+
+    @Test
     void recordsOutliveTheTableOldestFirstAndClearedSlotsAreFree() throws IOException {
         try (SlotTable t = SlotTable.open(file(), 100, 65536, ID)) {
             assertEquals("new", t.opened());
