@@ -38,11 +38,17 @@ class KafkaEventsTest {
     @TempDir
     Path dir;
 
+    /** A started broker with the topic. */
+    KafkaBroker broker() throws Exception {
+        KafkaBroker b = new KafkaBroker(dir.resolve("kafka"));
+        b.start();
+        b.createTopics(Topics.BLOCKS);
+        return b;
+    }
+
     @Test
     void kafkaKilledAndRestartedDuringASaveLoadLosesNoBatch() throws Exception {
-        try (KafkaBroker broker = new KafkaBroker(dir.resolve("kafka"))) {
-            broker.start();
-            broker.createTopics(Topics.BLOCKS);
+        try (KafkaBroker broker = broker()) {
             var s = AgentSetup.Settings.defaults(dir).withBlock(BLOCK, 1, 64L << 20).withNvme(List.of(), 0);
             BlockEventPublisher pub = new BlockEventPublisher(broker.bootstrapServers(), "agent-k", "inst-k", "grp", 64,
                     20, 100_000, 0);
@@ -121,9 +127,7 @@ class KafkaEventsTest {
 
     @Test
     void seqGoesOnAcrossAnAgentRestartSoNoBatchLooksLikeADuplicate() throws Exception {
-        try (KafkaBroker broker = new KafkaBroker(dir.resolve("kafka"))) {
-            broker.start();
-            broker.createTopics(Topics.BLOCKS);
+        try (KafkaBroker broker = broker()) {
             Path seqs = dir.resolve("events-agent-r.seq");
             for (int run = 0; run < 2; run++) { // two lives of one agent, stopped cleanly in between
                 try (BlockEventPublisher pub = new BlockEventPublisher(broker.bootstrapServers(), "agent-r", "inst-r",
@@ -161,9 +165,7 @@ class KafkaEventsTest {
 
     @Test
     void batchesSpooledWhenTheAgentIsKilledDuringAKafkaOutageAreSentByTheNextRun() throws Exception {
-        try (KafkaBroker broker = new KafkaBroker(dir.resolve("kafka"))) {
-            broker.start();
-            broker.createTopics(Topics.BLOCKS);
+        try (KafkaBroker broker = broker()) {
             broker.stop(); // Kafka is down for the whole first life of the agent
             int n = 50;
             String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
@@ -216,9 +218,7 @@ class KafkaEventsTest {
 
     @Test
     void aCleanStopDuringAKafkaOutageKeepsTheSpoolForTheNextRun() throws Exception {
-        try (KafkaBroker broker = new KafkaBroker(dir.resolve("kafka"))) {
-            broker.start();
-            broker.createTopics(Topics.BLOCKS);
+        try (KafkaBroker broker = broker()) {
             for (int run = 0; run < 2; run++) {
                 if (run == 0) {
                     broker.stop();
@@ -278,9 +278,7 @@ class KafkaEventsTest {
     @Test
     void longChainsAreCutIntoBatchesThatFitKafkasRecordLimit() throws Exception {
         // a busy node saving long prompts: 600 stored events of 1,024 blocks each would be one ~13 MB batch by count
-        try (KafkaBroker broker = new KafkaBroker(dir.resolve("kafka"))) {
-            broker.start();
-            broker.createTopics(Topics.BLOCKS);
+        try (KafkaBroker broker = broker()) {
             long next;
             try (BlockEventPublisher pub = new BlockEventPublisher(broker.bootstrapServers(), "agent-l", "inst-l", "grp",
                     512, 20, 1000, 0)) {
@@ -319,9 +317,7 @@ class KafkaEventsTest {
 
     @Test
     void aBatchKafkaRefusesIsDroppedAndCountedInsteadOfHoldingUpTheRest() throws Exception {
-        try (KafkaBroker broker = new KafkaBroker(dir.resolve("kafka"))) {
-            broker.start();
-            broker.createTopics(Topics.BLOCKS);
+        try (KafkaBroker broker = broker()) {
             try (BlockEventPublisher pub = new BlockEventPublisher(broker.bootstrapServers(), "agent-t", "inst-t", "grp",
                     512, 20, 1000, 0).maxBatchBytes(8 << 20)) { // misconfigured above the producer's 1 MiB
                 pub.publish(BlockBatch.BlockEvent.removed(java.util.stream.LongStream.range(0, 200_000).toArray(), "cpu"));
