@@ -144,6 +144,10 @@ public interface AgentConfig {
 
         @WithDefault("10000")
         int spoolBatches();
+
+        /** The spool's bound in MiB as well (oldest batches dropped, counted, when either bound is reached). */
+        @WithDefault("128")
+        long spoolMib();
     }
 
     interface Shm {

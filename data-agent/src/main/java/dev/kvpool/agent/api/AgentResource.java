@@ -163,7 +163,8 @@ public class AgentResource {
         if (agent.publisher() != null) {
             m.put("events", Map.of("next_seq", agent.publisher().nextSeq(), "sent_batches", agent.publisher().sentBatches(),
                     "spooled", agent.publisher().spooled(), "dropped_batches", agent.publisher().droppedBatches(),
-                    "kept_from_last_run", agent.publisher().keptFromLastRun()));
+                    "kept_from_last_run", agent.publisher().keptFromLastRun(),
+                    "spooled_bytes", agent.publisher().spooledBytes()));
         }
         return m;
     }

@@ -76,7 +76,7 @@ public class AgentService {
                     config.events().lingerMs(), config.events().spoolBatches(),
                     SeqFile.open(data.resolve("events-" + fileSafe(agentId) + ".seq")),
                     SpoolLog.open(data.resolve("events-" + fileSafe(agentId) + ".spool")))
-                    .maxBatchBytes(config.events().maxBatchBytes());
+                    .maxBatchBytes(config.events().maxBatchBytes()).maxSpoolBytes(config.events().spoolMib() << 20);
             sink = publisher;
         }
         built = AgentSetup.build(s, sink);
@@ -145,6 +145,7 @@ public class AgentService {
         if (publisher != null) {
             gauge("kvpool_agent_events_sent_batches_total", publisher, BlockEventPublisher::sentBatches);
             gauge("kvpool_agent_events_spooled_batches", publisher, BlockEventPublisher::spooled);
+            gauge("kvpool_agent_events_spooled_bytes", publisher, BlockEventPublisher::spooledBytes);
             gauge("kvpool_agent_events_dropped_batches_total", publisher, BlockEventPublisher::droppedBatches);
         }
     }

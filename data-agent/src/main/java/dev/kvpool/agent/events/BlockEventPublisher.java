@@ -45,6 +45,8 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
     private static final Logger LOG = Logger.getLogger(BlockEventPublisher.class.getName());
     /** Half of Kafka's default {@code max.request.size} and broker {@code message.max.bytes} (1 MiB). */
     public static final int DEFAULT_MAX_BATCH_BYTES = 512 * 1024;
+    /** The spool's bound in bytes (besides its count): batches of up to 512 KiB would otherwise fill the heap. */
+    public static final long DEFAULT_MAX_SPOOL_BYTES = 128L << 20;
     /** JSON bytes of one hash at most: a sign, 19 digits and a comma. */
     private static final int HASH_BYTES = 21;
     /** JSON bytes of an event without its hashes, at most (field names, medium, location, numbers). */
@@ -80,6 +82,8 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
     private long pendingBytes;
     private int maxBatchBytes = DEFAULT_MAX_BATCH_BYTES;
     private long backoffMs = 100;
+    private long spoolBytes;
+    private long maxSpoolBytes = DEFAULT_MAX_SPOOL_BYTES;
     private long nextSeq;
     private final ArrayDeque<Spooled> spool = new ArrayDeque<>();
     private int sentIndex; // spool entries [0, sentIndex) are in flight or acked
@@ -136,9 +140,10 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
             nextSeq = Math.max(nextSeq, disk.lastDone() + 1);
             for (SpoolLog.Batch b : disk.recovered()) { // before anything new, in their order
                 spool.addLast(new Spooled(b.seq(), b.value(), b.tsMs()));
+                spoolBytes += b.value().length;
                 nextSeq = Math.max(nextSeq, b.seq() + 1); // a lost seq file must not make seqs repeat
             }
-            while (spool.size() > this.spoolCapacity) {
+            while (spool.size() > this.spoolCapacity || spoolBytes > maxSpoolBytes) {
                 dropOldest();
             }
             if (!spool.isEmpty()) {
@@ -186,6 +191,30 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
             lock.unlock();
         }
         return this;
+    }
+
+    /**
+     * Bounds the spool by bytes as well as by count (default {@link #DEFAULT_MAX_SPOOL_BYTES}): while Kafka is down
+     * the oldest batches go, counted, once either is reached.
+     */
+    public BlockEventPublisher maxSpoolBytes(long bytes) {
+        lock.lock();
+        try {
+            maxSpoolBytes = Math.max(1, bytes);
+        } finally {
+            lock.unlock();
+        }
+        return this;
+    }
+
+    /** Bytes of the batches in the spool. */
+    public long spooledBytes() {
+        lock.lock();
+        try {
+            return spoolBytes;
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** Queues an event; it leaves in the next batch. */
@@ -251,7 +280,7 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
         batchedEvents.addAndGet(pending.size());
         pending = new ArrayList<>();
         pendingBytes = 0;
-        if (spool.size() >= spoolCapacity) {
+        while (!spool.isEmpty() && (spool.size() >= spoolCapacity || spoolBytes + s.value.length > maxSpoolBytes)) {
             dropOldest();
         }
         if (disk != null) {
@@ -269,12 +298,14 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
             }
         }
         spool.addLast(s);
+        spoolBytes += s.value.length;
         changed.signalAll();
     }
 
     /** Caller holds the lock. */
     private void dropOldest() {
         Spooled s = spool.pollFirst();
+        spoolBytes -= s.value.length;
         dropped.incrementAndGet();
         if (sentIndex > 0) {
             sentIndex--;
@@ -286,7 +317,9 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
     private void popAcked() {
         long last = -1;
         while (!spool.isEmpty() && spool.peekFirst().acked) {
-            last = spool.pollFirst().seq;
+            Spooled s = spool.pollFirst();
+            spoolBytes -= s.value.length;
+            last = s.seq;
             sentIndex = Math.max(0, sentIndex - 1);
         }
         if (last >= 0) {

@@ -333,6 +333,25 @@ class KafkaEventsTest {
     }
 
     @Test
+    void theSpoolIsBoundedInBytesToo() throws Exception {
+        try (BlockEventPublisher pub = new BlockEventPublisher("127.0.0.1:1", "agent-y", "i", "g", 1, 5, 1000, 0)
+                .maxSpoolBytes(10_000)) {
+            long[] h = java.util.stream.LongStream.range(1_000_000_000_000L, 1_000_000_000_100L).toArray(); // ~1.4 KB
+            for (int i = 0; i < 20; i++) {
+                pub.publish(BlockBatch.BlockEvent.removed(h, "cpu"));
+            }
+            long end = System.currentTimeMillis() + 5000;
+            while (pub.nextSeq() < 20 && System.currentTimeMillis() < end) {
+                Thread.sleep(20);
+            }
+            assertEquals(20, pub.nextSeq());
+            assertTrue(pub.spooledBytes() <= 10_000, "bytes " + pub.spooledBytes());
+            assertEquals(20, pub.spooled() + pub.droppedBatches(), "every batch kept or counted as dropped");
+            assertTrue(pub.droppedBatches() >= 12, "dropped " + pub.droppedBatches());
+        }
+    }
+
+    @Test
     void fullSpoolDropsTheOldestAndCountsIt() throws Exception {
         try (BlockEventPublisher pub = new BlockEventPublisher("127.0.0.1:1", "agent-x", "i", "g", 1, 5, 5, 0)) {
             for (int i = 0; i < 20; i++) {
