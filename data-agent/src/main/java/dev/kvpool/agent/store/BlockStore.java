@@ -29,6 +29,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * </ul>
  */
 public final class BlockStore implements AutoCloseable {
+    private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(BlockStore.class.getName());
     private final int blockBytes;
     private final int blockTokens;
     private final Tier gpu;
@@ -244,9 +245,8 @@ public final class BlockStore implements AutoCloseable {
                     backlog.settled(n);
                     backoff = 1000;
                     if (backlog.owed() == 0 && writtenSinceEmpty > 0) {
-                        java.util.logging.Logger.getLogger(BlockStore.class.getName()).info("global pool: "
-                                + writtenSinceEmpty + " blocks saved while the metadata plane was out of reach are"
-                                + " written now");
+                        LOG.info("global pool: " + writtenSinceEmpty + " blocks saved while the metadata plane was"
+                                + " out of reach are written now");
                         writtenSinceEmpty = 0;
                     }
                 } catch (StillOutOfReach e) { // what is still local goes back in front
@@ -256,8 +256,7 @@ public final class BlockStore implements AutoCloseable {
                 } catch (RuntimeException e) { // a local failure, not a matter of waiting: no longer owed
                     backlog.settled(n);
                     writeBehindFailures.addAndGet(n);
-                    java.util.logging.Logger.getLogger(BlockStore.class.getName()).warning("global pool: " + n
-                            + " owed blocks not written: " + e);
+                    LOG.warning("global pool: " + n + " owed blocks not written: " + e);
                 }
             }
         } catch (InterruptedException e) {
@@ -539,7 +538,7 @@ public final class BlockStore implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
             if (backlog.owed() > 0) {
-                java.util.logging.Logger.getLogger(BlockStore.class.getName()).warning("global pool: " + backlog.owed()
+                LOG.warning("global pool: " + backlog.owed()
                         + " blocks saved while the metadata plane was out of reach were never written to it");
             }
         }
