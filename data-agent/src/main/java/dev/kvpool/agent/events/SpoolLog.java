@@ -1,11 +1,11 @@
 package dev.kvpool.agent.events;
 
+import dev.kvpool.agent.io.FileLocks;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
-import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -92,12 +92,7 @@ public final class SpoolLog implements AutoCloseable {
             Files.createDirectories(dir);
             ch = FileChannel.open(dir.resolve("done"), StandardOpenOption.CREATE, StandardOpenOption.READ,
                     StandardOpenOption.WRITE);
-            FileLock l;
-            try {
-                l = ch.tryLock();
-            } catch (OverlappingFileLockException e) {
-                l = null;
-            }
+            FileLock l = FileLocks.tryLock(ch);
             if (l == null) {
                 throw new IllegalStateException("the event spool " + dir + " is in use by another agent; give each"
                         + " agent its own data directory");
@@ -228,7 +223,7 @@ public final class SpoolLog implements AutoCloseable {
                 byte[] value = new byte[len];
                 b.get(value);
                 crc.reset();
-                crc.update(ByteBuffer.allocate(16).putLong(seq).putLong(ts).flip());
+                crc.update(header.clear().putLong(0, seq).putLong(8, ts).limit(16));
                 crc.update(value);
                 if ((int) crc.getValue() != sum) {
                     b.position(at);

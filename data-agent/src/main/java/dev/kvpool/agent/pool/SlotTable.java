@@ -1,5 +1,6 @@
 package dev.kvpool.agent.pool;
 
+import dev.kvpool.agent.io.FileLocks;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -8,7 +9,6 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
-import java.nio.channels.OverlappingFileLockException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -100,12 +100,7 @@ public final class SlotTable implements AutoCloseable {
         java.nio.file.Files.createDirectories(path.toAbsolutePath().getParent());
         FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE,
                 StandardOpenOption.CREATE);
-        FileLock lock;
-        try {
-            lock = ch.tryLock();
-        } catch (OverlappingFileLockException e) {
-            lock = null;
-        }
+        FileLock lock = FileLocks.tryLock(ch);
         if (lock == null) {
             ch.close();
             throw new IOException(path + " is in use by another agent: each agent needs its own NVMe directories");
