@@ -3,7 +3,7 @@ package dev.kvpool.bench.agent;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.kvpool.agent.events.BlockEventPublisher;
-import dev.kvpool.agent.events.SpoolLog;
+import dev.kvpool.agent.io.SpoolLog;
 import dev.kvpool.agent.io.BlockIo;
 import dev.kvpool.agent.pool.BandwidthProbe;
 import dev.kvpool.agent.pool.Device;

@@ -158,7 +158,8 @@ public class AgentResource {
         m.put("load_misses", s.loadMisses());
         if (s.pool() != null) { // global-pool copies owed while the metadata plane was out of reach
             m.put("pool_backlog", Map.of("blocks", s.poolBacklog(), "written", s.poolBacklogWritten(),
-                    "dropped", s.poolBacklogDropped(), "gone", s.poolBacklogGone()));
+                    "dropped", s.poolBacklogDropped(), "gone", s.poolBacklogGone(),
+                    "kept_from_last_run", s.poolBacklogKeptFromLastRun()));
         }
         if (agent.publisher() != null) {
             m.put("events", Map.of("next_seq", agent.publisher().nextSeq(), "sent_batches", agent.publisher().sentBatches(),

@@ -3,7 +3,7 @@ package dev.kvpool.agent.api;
 import dev.kvpool.agent.events.BlockEventPublisher;
 import dev.kvpool.agent.events.EventSink;
 import dev.kvpool.agent.events.SeqFile;
-import dev.kvpool.agent.events.SpoolLog;
+import dev.kvpool.agent.io.SpoolLog;
 import dev.kvpool.agent.pool.PooledTier;
 import dev.kvpool.agent.sched.DeviceWorker;
 import dev.kvpool.agent.store.AgentSetup;

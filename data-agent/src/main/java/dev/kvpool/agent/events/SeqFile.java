@@ -1,5 +1,6 @@
 package dev.kvpool.agent.events;
 
+import dev.kvpool.agent.io.SpoolLog;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;

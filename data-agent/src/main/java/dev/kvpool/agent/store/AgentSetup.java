@@ -3,6 +3,7 @@ package dev.kvpool.agent.store;
 import dev.kvpool.agent.events.EventSink;
 import dev.kvpool.agent.io.BlockIo;
 import dev.kvpool.agent.io.FileChannelBlockIo;
+import dev.kvpool.agent.io.SpoolLog;
 import dev.kvpool.agent.io.uring.IoUring;
 import dev.kvpool.agent.io.uring.IoUringBlockIo;
 import dev.kvpool.agent.pool.BandwidthProbe;
@@ -192,8 +193,12 @@ public final class AgentSetup {
                 LOG.warning("global pool: registerInstance failed (retried on use): " + e.getMessage());
             }
         }
-        return new Built(new BlockStore(s.blockBytes(), s.blockTokens(), gpu, host, nvme, pool, events), engine,
-                gpuMode, described, cuda);
+        // copies owed to the pool outlive a restart where the blocks they copy do: in the NVMe tier, kept
+        SpoolLog backlogLog = pool != null && nvme != null && s.nvmeKeep()
+                ? SpoolLog.open(s.nvmeDirs().get(0).resolve("pool-backlog"), SpoolLog.DEFAULT_SEGMENT_BYTES,
+                "global-pool backlog") : null;
+        return new Built(new BlockStore(s.blockBytes(), s.blockTokens(), gpu, host, nvme, pool, events, backlogLog),
+                engine, gpuMode, described, cuda);
     }
 
     private static PooledTier withWorkers(String name, String medium, Settings s, List<? extends Device> ds,

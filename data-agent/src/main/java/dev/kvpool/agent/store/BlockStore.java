@@ -1,6 +1,7 @@
 package dev.kvpool.agent.store;
 
 import dev.kvpool.agent.events.EventSink;
+import dev.kvpool.agent.io.SpoolLog;
 import dev.kvpool.agent.pool.PooledTier;
 import dev.kvpool.agent.tier.GlobalPoolTier;
 import dev.kvpool.agent.tier.Tier;
@@ -48,6 +49,15 @@ public final class BlockStore implements AutoCloseable {
     /** @param blockTokens tokens per block, the {@code block_size} of stored events */
     public BlockStore(int blockBytes, int blockTokens, Tier gpu, PooledTier host, PooledTier nvme, GlobalPoolTier pool,
                       EventSink events) {
+        this(blockBytes, blockTokens, gpu, host, nvme, pool, events, null);
+    }
+
+    /**
+     * @param backlogLog where the owed global-pool copies are also kept, so that a restart (the NVMe tier keeps its
+     *                   blocks) still owes them; null: in memory only
+     */
+    public BlockStore(int blockBytes, int blockTokens, Tier gpu, PooledTier host, PooledTier nvme, GlobalPoolTier pool,
+                      EventSink events, SpoolLog backlogLog) {
         this.blockBytes = blockBytes;
         this.blockTokens = blockTokens;
         this.gpu = gpu;
@@ -69,7 +79,11 @@ public final class BlockStore implements AutoCloseable {
             t.onEvict(keys -> this.events.publish(BlockEvent.removed(keys, t.medium())));
         }
         this.backlog = new PoolBacklog((int) Math.min(Integer.MAX_VALUE - 8,
-                host.capacity() + (nvme == null ? 0L : nvme.capacity())));
+                host.capacity() + (nvme == null ? 0L : nvme.capacity())), backlogLog);
+        if (backlog.keptFromLastRun() > 0) {
+            LOG.info("global pool: " + backlog.keptFromLastRun() + " copies owed since the last run (saved while the"
+                    + " metadata plane was out of reach) are written once it answers");
+        }
         this.backlogWriter = pool == null ? null
                 : Thread.ofPlatform().daemon().name("kvpool-pool-backlog").start(this::writeBacklog);
         // a (re)started agent: what consumers knew of this agent is void; then what the NVMe tier kept
@@ -506,6 +520,11 @@ public final class BlockStore implements AutoCloseable {
         return backlog.owed();
     }
 
+    /** Owed copies read back at start-up (a previous run stopped during a plane outage). */
+    public int poolBacklogKeptFromLastRun() {
+        return backlog.keptFromLastRun();
+    }
+
     /** Owed copies dropped because the backlog was full (oldest first). */
     public long poolBacklogDropped() {
         return backlog.dropped();
@@ -538,10 +557,12 @@ public final class BlockStore implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
             if (backlog.owed() > 0) {
-                LOG.warning("global pool: " + backlog.owed()
-                        + " blocks saved while the metadata plane was out of reach were never written to it");
+                LOG.warning("global pool: " + backlog.owed() + " blocks saved while the metadata plane was out of"
+                        + " reach were not written to it yet" + (backlog.persistent()
+                        ? "; the next start writes those still on NVMe" : ""));
             }
         }
+        backlog.close();
         for (Tier t : loadOrder) {
             t.close();
         }

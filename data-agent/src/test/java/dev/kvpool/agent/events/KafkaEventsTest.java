@@ -1,5 +1,6 @@
 package dev.kvpool.agent.events;
 
+import dev.kvpool.agent.io.SpoolLog;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,5 +1,6 @@
 package dev.kvpool.agent.events;
 
+import dev.kvpool.agent.io.SpoolLog;
 import dev.kvpool.api.events.BlockBatch;
 import java.nio.file.Path;
 

@@ -8,23 +8,29 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.kvpool.agent.MetaPlaneProcess;
 import dev.kvpool.agent.TestBlocks;
+import dev.kvpool.agent.events.EventSink;
 import dev.kvpool.agent.tier.GlobalPoolTier;
 import dev.kvpool.api.client.KvcmHttpClient;
 import dev.kvpool.api.events.BlockBatch.BlockEvent;
 import dev.kvpool.api.proto.meta.GetCacheLocationRequest;
 import dev.kvpool.api.proto.meta.QueryType;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -54,10 +60,13 @@ class FullPathTest {
     }
 
     AgentSetup.Built agent(String name, String instance) {
-        var s = AgentSetup.Settings.defaults(dir.resolve(name)).withBlock(BLOCK, 1, 4L << 20)
-                .withNvme(List.of(dir.resolve(name).resolve("nvme0")), 8L << 20).withPool(meta.uri(), instance)
+        return AgentSetup.build(settings(dir.resolve(name), meta.uri(), instance), events::add);
+    }
+
+    static AgentSetup.Settings settings(Path home, String metaUri, String instance) {
+        return AgentSetup.Settings.defaults(home).withBlock(BLOCK, 1, 4L << 20)
+                .withNvme(List.of(home.resolve("nvme0")), 8L << 20).withPool(metaUri, instance)
                 .withIo("auto", 4, List.of(1000.0), List.of());
-        return AgentSetup.build(s, events::add);
     }
 
     final List<BlockEvent> events = new CopyOnWriteArrayList<>();
@@ -199,6 +208,86 @@ class FullPathTest {
                 }
                 assertFalse(r.found()[n - 1], "the block removed during the outage was not written");
             }
+        }
+    }
+
+    @Test
+    void copiesOwedWhenTheAgentIsKilledAreWrittenAfterItStartsAgain() throws Exception {
+        int n = 24;
+        long[] keys = TestBlocks.keys(9_300, n);
+        meta.kill();
+        try { // a child agent saves n blocks while the plane is down, then dies by SIGKILL
+            String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+            Process p = new ProcessBuilder(javaBin, "--enable-native-access=ALL-UNNAMED", "-Xmx256m", "-cp",
+                    System.getProperty("java.class.path"), OwingAgent.class.getName(), dir.resolve("restart-w").toString(),
+                    meta.uri(), Long.toString(keys[0]), Integer.toString(n)).redirectErrorStream(true).start();
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                List<String> out = new ArrayList<>();
+                for (String line; (line = r.readLine()) != null && !line.startsWith("OWED "); ) {
+                    out.add(line);
+                }
+                assertTrue(p.isAlive(), "the child saved its blocks: " + out);
+                p.destroyForcibly(); // no shutdown hook, no close of the backlog log
+                assertTrue(p.waitFor(10, TimeUnit.SECONDS));
+                assertEquals(137, p.exitValue());
+            } finally {
+                p.destroyForcibly();
+            }
+        } finally {
+            meta.start();
+        }
+        try (Arena a = Arena.ofShared()) {
+            try (BlockStore store = agent("restart-w", "fullpath-restart").store()) {
+                assertEquals(n, store.poolBacklogKeptFromLastRun());
+                long end = System.currentTimeMillis() + 60_000;
+                while (store.poolBacklogWritten() < n && System.currentTimeMillis() < end) {
+                    Thread.sleep(100);
+                }
+                assertEquals(n, store.poolBacklogWritten(), "read back from the NVMe tier (the host pool starts empty)");
+                assertEquals(0, store.poolBacklog());
+            }
+            try (BlockStore again = agent("restart-w", "fullpath-restart").store()) {
+                assertEquals(0, again.poolBacklogKeptFromLastRun(), "written: not owed a second time");
+            }
+            try (BlockStore reader = agent("restart-r", "fullpath-restart").store()) {
+                MemorySegment[] dst = TestBlocks.empty(a, n, BLOCK);
+                BlockStore.LoadResult r = reader.load(keys, dst);
+                for (int i = 0; i < n; i++) {
+                    assertEquals("pool", r.tier()[i], "block " + i);
+                    assertEquals(-1, dst[i].mismatch(OwingAgent.block(a, keys[i])), "bytes of block " + i);
+                }
+            }
+        }
+    }
+
+    /** A child JVM: saves blocks whose pool copies are owed (the plane is down), says so, and waits to be killed. */
+    public static final class OwingAgent {
+        public static void main(String[] args) throws Exception {
+            long first = Long.parseLong(args[2]);
+            int n = Integer.parseInt(args[3]);
+            BlockStore store = AgentSetup.build(settings(Path.of(args[0]), args[1], "fullpath-restart"),
+                    EventSink.NONE).store();
+            Arena a = Arena.ofShared();
+            for (int i = 0; i < n; i += 8) {
+                long[] k = new long[8];
+                MemorySegment[] src = new MemorySegment[8];
+                for (int j = 0; j < 8; j++) {
+                    k[j] = first + i + j;
+                    src[j] = block(a, k[j]);
+                }
+                store.save(k, src, i == 0 ? null : first + i - 1);
+                store.awaitWriteBehind(); // on NVMe, and the pool copy failed: owed
+            }
+            System.out.println("OWED " + store.poolBacklog());
+            System.out.flush();
+            Thread.sleep(Long.MAX_VALUE);
+        }
+
+        /** Bytes that depend on the key alone, so the parent can check them without the child's memory. */
+        static MemorySegment block(Arena a, long key) {
+            MemorySegment m = a.allocate(BLOCK, 4096);
+            RestartTest.fill(m, key);
+            return m;
         }
     }
 

@@ -1,4 +1,4 @@
-package dev.kvpool.agent.events;
+package dev.kvpool.agent.io;
 
 import dev.kvpool.agent.io.FileLocks;
 import java.io.IOException;
@@ -17,31 +17,33 @@ import java.util.stream.Stream;
 import java.util.zip.CRC32C;
 
 /**
- * The event spool on disk, so that batches waiting for Kafka survive a stop or a {@code kill -9} of the agent
- * (they used to live only in memory: an agent restarted during a Kafka outage lost them, a gap in {@code seq}).
+ * An append-only log of records waiting to be handed on, so that they survive a stop or a {@code kill -9} of the
+ * agent: the event spool (batches waiting for Kafka; they used to live only in memory, and an agent restarted
+ * during a Kafka outage lost them, a gap in {@code seq}) and the global-pool backlog (copies owed while the
+ * metadata plane was out of reach).
  *
- * <p>Every batch is appended when it is cut, and forgotten ({@link #done}) once Kafka acknowledged it or the bounded
- * spool dropped it. The log is a directory of segments named by their first seq; a segment rolls at
- * {@code segmentBytes} and is deleted once all its batches are done, and the active segment is truncated whenever
- * everything is done, so the log stays small while Kafka keeps up. The last done seq is kept in the file
- * {@code done} (which also holds the lock), so a restart resends nothing already acknowledged from a segment that
- * was only partly done. Appends are plain writes to the page cache: a
- * killed process loses nothing (the kernel owns the pages); only {@link #close} forces them to the disk, so a power
- * loss may lose the last batches, and the {@code seq} gap then says so. Each record carries a CRC32C: a torn or
- * damaged tail ends the recovery of its segment. Batches acknowledged just before a crash may be sent again after
- * it; consumers dedupe on {@code ce_id}, as for any resend.
+ * <p>Every record is appended with a growing seq and forgotten ({@link #done}) once handed on or dropped. The log is
+ * a directory of segments named by their first seq; a segment rolls at {@code segmentBytes} and is deleted once all
+ * its records are done, and the active segment is truncated whenever everything is done, so the log stays small
+ * while the consumer keeps up. The last done seq is kept in the file {@code done} (which also holds the lock), so a
+ * restart hands on nothing already done from a segment that was only partly done. Appends are plain writes to the
+ * page cache: a killed process loses nothing (the kernel owns the pages); only {@link #close} forces them to the
+ * disk, so a power loss may lose the last records (for events, the {@code seq} gap then says so). Each record
+ * carries a CRC32C: a torn or damaged tail ends the recovery of its segment. Records done just before a crash may
+ * be handed on again after it; consumers of events dedupe on {@code ce_id}, and a pool copy written twice is
+ * skipped by the metadata plane.
  *
- * <p>Not thread-safe: the publisher calls it under its lock.
+ * <p>Not thread-safe: its owner calls it under its lock.
  */
 public final class SpoolLog implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(SpoolLog.class.getName());
     static final int MAGIC = 0x4B565350; // "KVSP"
     /** magic, value length, seq, timestamp, CRC32C of (seq, timestamp, value). */
     static final int HEADER = 4 + 4 + 8 + 8 + 4;
-    static final long DEFAULT_SEGMENT_BYTES = 4L << 20;
+    public static final long DEFAULT_SEGMENT_BYTES = 4L << 20;
     private static final String SUFFIX = ".seg";
 
-    /** A batch read back at start-up. */
+    /** A record read back at start-up. */
     public record Batch(long seq, long tsMs, byte[] value) {
     }
 
@@ -57,6 +59,7 @@ public final class SpoolLog implements AutoCloseable {
     }
 
     private final Path dir;
+    private final String what; // for messages: "event spool", "global-pool backlog"
     private final long segmentBytes;
     private final FileChannel lockChannel; // the "done" file
     private final FileLock lock;
@@ -68,8 +71,10 @@ public final class SpoolLog implements AutoCloseable {
     private final CRC32C crc = new CRC32C();
     private Segment active;
 
-    private SpoolLog(Path dir, long segmentBytes, FileChannel lockChannel, FileLock lock) throws IOException {
+    private SpoolLog(Path dir, String what, long segmentBytes, FileChannel lockChannel, FileLock lock)
+            throws IOException {
         this.dir = dir;
+        this.what = what;
         this.segmentBytes = segmentBytes;
         this.lockChannel = lockChannel;
         this.lock = lock;
@@ -78,15 +83,20 @@ public final class SpoolLog implements AutoCloseable {
         this.recovered = recover();
     }
 
+    /** The event spool. */
     public static SpoolLog open(Path dir) {
         return open(dir, DEFAULT_SEGMENT_BYTES);
     }
 
-    /**
-     * Opens (creates) the spool directory and reads back what a previous run left. Fails if another process, or
-     * another publisher of this one, has it open: two agents appending to one spool would mix their streams.
-     */
     public static SpoolLog open(Path dir, long segmentBytes) {
+        return open(dir, segmentBytes, "event spool");
+    }
+
+    /**
+     * Opens (creates) the log's directory and reads back what a previous run left. Fails if another process, or
+     * another owner in this one, has it open: two agents appending to one log would mix their records.
+     */
+    public static SpoolLog open(Path dir, long segmentBytes, String what) {
         FileChannel ch = null;
         try {
             Files.createDirectories(dir);
@@ -94,25 +104,25 @@ public final class SpoolLog implements AutoCloseable {
                     StandardOpenOption.WRITE);
             FileLock l = FileLocks.tryLock(ch);
             if (l == null) {
-                throw new IllegalStateException("the event spool " + dir + " is in use by another agent; give each"
-                        + " agent its own data directory");
+                throw new IllegalStateException("the " + what + " " + dir + " is in use by another agent; give"
+                        + " each agent its own data directory");
             }
-            return new SpoolLog(dir, Math.max(HEADER + 1, segmentBytes), ch, l);
+            return new SpoolLog(dir, what, Math.max(HEADER + 1, segmentBytes), ch, l);
         } catch (IOException e) {
             close(ch);
-            throw new UncheckedIOException("cannot open the event spool " + dir, e);
+            throw new UncheckedIOException("cannot open the " + what + " " + dir, e);
         } catch (RuntimeException e) {
             close(ch);
             throw e;
         }
     }
 
-    /** Batches a previous run cut but Kafka never acknowledged, oldest first. */
+    /** Records a previous run appended and never marked done, oldest first. */
     public List<Batch> recovered() {
         return recovered;
     }
 
-    /** Appends a batch; seqs must grow. */
+    /** Appends a record; seqs must grow. */
     public void append(long seq, long tsMs, byte[] value) {
         try {
             if (active == null || active.size >= segmentBytes) {
@@ -135,7 +145,7 @@ public final class SpoolLog implements AutoCloseable {
             active.size = pos;
             active.lastSeq = seq;
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot append to the event spool " + dir, e);
+            throw new UncheckedIOException("cannot append to the " + what + " " + dir, e);
         }
     }
 
@@ -144,7 +154,7 @@ public final class SpoolLog implements AutoCloseable {
         return lastDone;
     }
 
-    /** Every batch up to and including {@code seq} is acknowledged or dropped: its bytes may go. */
+    /** Every record up to and including {@code seq} is handed on or dropped: its bytes may go. */
     public void done(long seq) {
         try {
             if (seq > lastDone) { // one 8-byte write to the page cache: atomic for a killed process
@@ -164,7 +174,7 @@ public final class SpoolLog implements AutoCloseable {
                 Files.deleteIfExists(s.path);
             }
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot trim the event spool " + dir, e);
+            throw new UncheckedIOException("cannot trim the " + what + " " + dir, e);
         }
     }
 
@@ -239,7 +249,7 @@ public final class SpoolLog implements AutoCloseable {
                 seg.size = b.position();
             }
             if (b.hasRemaining()) {
-                LOG.warning("event spool " + f + ": " + b.remaining() + " bytes after the last whole batch ignored"
+                LOG.warning(what + " " + f + ": " + b.remaining() + " bytes after the last whole record ignored"
                         + " (torn by a crash or damaged)");
             }
             if (seg.lastSeq <= lastDone) { // nothing in it left to send
@@ -263,7 +273,7 @@ public final class SpoolLog implements AutoCloseable {
                 }
             }
         } catch (IOException e) {
-            LOG.warning("event spool " + dir + ": " + e);
+            LOG.warning(what + " " + dir + ": " + e);
         } finally {
             try {
                 lock.release();

@@ -1,4 +1,4 @@
-package dev.kvpool.agent.events;
+package dev.kvpool.agent.io;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
