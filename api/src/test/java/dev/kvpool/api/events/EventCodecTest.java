@@ -52,6 +52,44 @@ class EventCodecTest {
     }
 
     @Test
+    void aLargeOperationIsCutIntoPartsThatEachFitAKafkaRecord() throws Exception {
+        int n = 60_000; // a million-token prompt in blocks of 16
+        long[] keys = new long[n];
+        boolean[] mask = new boolean[n];
+        for (int i = 0; i < n; i++) {
+            keys[i] = Long.MIN_VALUE + i * 7919L; // 20-digit keys: the longest JSON
+            mask[i] = i % 3 == 0;
+        }
+        var whole = new CacheEvent(CacheEvent.REMOVE, "i", 5, null, keys, mask, null, 9, 1L << 30, "remove_cache", null);
+        assertTrue(EventCodec.toJson(whole).length > 1 << 20, "whole, it is over Kafka's default 1 MiB");
+        List<CacheEvent> parts = whole.split(CacheEvent.MAX_KEYS_PER_RECORD);
+        assertEquals(4, parts.size());
+        long[] joined = new long[0];
+        List<Boolean> joinedMask = new java.util.ArrayList<>();
+        for (int i = 0; i < parts.size(); i++) {
+            byte[] json = EventCodec.toJson(parts.get(i));
+            assertTrue(json.length < 900 * 1024, "part " + i + ": " + json.length + " bytes");
+            JsonNode node = EventCodec.mapper().readTree(json);
+            assertEquals(i, node.get("part").asInt());
+            assertEquals(4, node.get("parts").asInt());
+            assertEquals(9, node.get("hit_count").asInt(), "the whole operation's fields on every part");
+            CacheEvent back = EventCodec.fromJson(json, CacheEvent.class);
+            long[] k = back.keys();
+            long[] grown = java.util.Arrays.copyOf(joined, joined.length + k.length);
+            System.arraycopy(k, 0, grown, joined.length, k.length);
+            joined = grown;
+            node.get("block_mask").forEach(b -> joinedMask.add(b.asBoolean()));
+        }
+        assertArrayEquals(keys, joined);
+        for (int i = 0; i < n; i++) {
+            assertEquals(mask[i], joinedMask.get(i), "mask bit " + i);
+        }
+        var small = new CacheEvent(CacheEvent.REMOVE, "i", 5, null, new long[]{1}, null, null, null, null, null, null);
+        assertEquals(List.of(small), small.split(CacheEvent.MAX_KEYS_PER_RECORD));
+        assertFalse(EventCodec.mapper().readTree(EventCodec.toJson(small)).has("part"), "absent when sent whole");
+    }
+
+    @Test
     void headersAreCloudEventsBinaryMode() {
         var h = CloudEventHeaders.of("id-1", "kvpool/meta/n1", CloudEventHeaders.TYPE_BLOCKS, Instant.EPOCH);
         assertEquals("1.0", new String(h.get("ce_specversion"), StandardCharsets.UTF_8));

@@ -24,7 +24,8 @@ import org.jboss.logging.Logger;
  * Publishes metadata-plane operations to {@code kvpool.cache}, keyed by instance id, as CloudEvents. Request
  * threads only enqueue (no JSON, no I/O on the hot path); one thread serializes and hands records to the Kafka
  * producer, which batches them. A full queue (Kafka slow or down for long) drops the newest event and counts it,
- * so the trace is known to be incomplete rather than the metadata plane slowed down.
+ * so the trace is known to be incomplete rather than the metadata plane slowed down. An operation over many keys
+ * goes as several records ({@link CacheEvent#split}); {@code published} and {@code failed} count records.
  */
 public final class CacheEvents implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(CacheEvents.class);
@@ -106,7 +107,13 @@ public final class CacheEvents implements AutoCloseable {
         }
     }
 
-    private void send(CacheEvent e) {
+    private void send(CacheEvent whole) {
+        for (CacheEvent e : whole.split(CacheEvent.MAX_KEYS_PER_RECORD)) { // over 1 MiB, Kafka refuses the record
+            sendRecord(e);
+        }
+    }
+
+    private void sendRecord(CacheEvent e) {
         var rec = new ProducerRecord<String, byte[]>(Topics.CACHE, e.instanceId(), EventCodec.toJson(e));
         String id = nodeId + "-" + seq.incrementAndGet();
         CloudEventHeaders.of(id, source, CloudEventHeaders.TYPE_CACHE_PREFIX + e.type(),
@@ -117,7 +124,7 @@ public final class CacheEvents implements AutoCloseable {
                 published.incrementAndGet();
             } else {
                 failed.incrementAndGet();
-                LOG.debugf("kvpool.cache record not delivered: %s", ex.toString());
+                LOG.debugf("kvpool.cache record not delivered: %s", ex.toString()); // counted, in the metrics
             }
         });
     }

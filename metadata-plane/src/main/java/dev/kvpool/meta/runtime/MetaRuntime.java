@@ -368,6 +368,9 @@ public class MetaRuntime {
             Gauge.builder("kvpool.meta.events.published", this, r -> r.events.published.get()).register(meters);
             Gauge.builder("kvpool.meta.events.dropped", this, r -> r.events.dropped.get())
                     .description("kvpool.cache events dropped because the queue was full").register(meters);
+            Gauge.builder("kvpool.meta.events.failed", this, r -> r.events.failed.get())
+                    .description("kvpool.cache records Kafka did not take (refused, or undelivered within the delivery"
+                            + " timeout)").register(meters);
             Gauge.builder("kvpool.meta.write.sessions.open", this,
                     r -> r.registry.instances().stream().mapToLong(i -> i.index.sessionCount()).sum())
                     .description("open two-phase write sessions").register(meters);

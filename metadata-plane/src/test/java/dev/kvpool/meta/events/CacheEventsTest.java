@@ -47,18 +47,7 @@ class CacheEventsTest extends KvcmTestBase {
         given().contentType("application/json").body("{\"trigger_strategy\":{\"used_percentage\":0.01},\"delay_before_delete_ms\":0}")
                 .put("/api/v1/groups/evict/reclaim").then().statusCode(200);
 
-        List<ConsumerRecord<String, byte[]>> got = new ArrayList<>();
-        try (var c = new KafkaConsumer<String, byte[]>(Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, KafkaResource.broker().bootstrapServers(),
-                ConsumerConfig.GROUP_ID_CONFIG, "t-" + id, ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"),
-                new StringDeserializer(), new ByteArrayDeserializer())) {
-            c.subscribe(List.of(Topics.CACHE));
-            long until = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-            while (System.nanoTime() < until && got.stream().noneMatch(r -> r.key().equals(id)
-                    && EventCodec.fromJson(r.value(), CacheEvent.class).type().equals(CacheEvent.EVICT))) {
-                c.poll(Duration.ofMillis(200)).forEach(got::add);
-            }
-        }
+        List<ConsumerRecord<String, byte[]>> got = consume(id, CacheEvent.EVICT);
         List<CacheEvent> mine = new ArrayList<>();
         Set<String> ids = new HashSet<>();
         for (var r : got) {
@@ -84,5 +73,49 @@ class CacheEventsTest extends KvcmTestBase {
         assertEquals(2, mine.get(2).hitCount());
         assertEquals("water_level", mine.get(3).reason());
         assertTrue(mine.get(0).triggerTimeUs() <= mine.get(2).triggerTimeUs());
+    }
+
+    @Test
+    void anOperationOverAMillionTokensIsPublishedInPartsKafkaTakes() {
+        MetaApi a = api(Transport.HTTP);
+        String id = registered(a, reg(uid("big"), 16, "tp0", 1000).setInstanceGroup("evict"));
+        long[] keys = rndKeys(60_000); // 960,000 tokens in blocks of 16: 1.2 MB of JSON keys, over Kafka's 1 MiB
+        assertEquals(0, prefix(a, id, keys).size());
+        List<CacheEvent> parts = new ArrayList<>();
+        for (var r : consume(id, CacheEvent.GET_CACHE_LOCATION)) {
+            if (r.key().equals(id)) {
+                parts.add(EventCodec.fromJson(r.value(), CacheEvent.class));
+            }
+        }
+        assertEquals(4, parts.size(), "60,000 keys in parts of 16,384");
+        long[] joined = parts.stream().flatMapToLong(e -> java.util.Arrays.stream(e.keys())).toArray();
+        assertArrayEquals(keys, joined, "the parts, in order, are the whole query");
+        for (int i = 0; i < 4; i++) {
+            assertEquals(i, parts.get(i).part());
+            assertEquals(4, parts.get(i).parts());
+            assertEquals("QT_PREFIX_MATCH", parts.get(i).queryType());
+        }
+    }
+
+    /** This instance's records up to the first of type {@code until} (30 s at most). */
+    private static List<ConsumerRecord<String, byte[]>> consume(String id, String until) {
+        List<ConsumerRecord<String, byte[]>> got = new ArrayList<>();
+        try (var c = new KafkaConsumer<String, byte[]>(Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, KafkaResource.broker().bootstrapServers(),
+                ConsumerConfig.GROUP_ID_CONFIG, "t-" + id, ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"),
+                new StringDeserializer(), new ByteArrayDeserializer())) {
+            c.subscribe(List.of(Topics.CACHE));
+            long end = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (System.nanoTime() < end && got.stream().noneMatch(r -> r.key().equals(id)
+                    && EventCodec.fromJson(r.value(), CacheEvent.class).type().equals(until)
+                    && isLastPart(EventCodec.fromJson(r.value(), CacheEvent.class)))) {
+                c.poll(Duration.ofMillis(200)).forEach(got::add);
+            }
+        }
+        return got;
+    }
+
+    private static boolean isLastPart(CacheEvent e) {
+        return e.parts() == null || e.part() == e.parts() - 1;
     }
 }
