@@ -88,7 +88,7 @@ public final class BlockStore implements AutoCloseable {
                 : Thread.ofPlatform().daemon().name("kvpool-pool-backlog").start(this::writeBacklog);
         // a (re)started agent: what consumers knew of this agent is void; then what the NVMe tier kept
         this.events.publish(BlockEvent.allCleared());
-        if (nvme != null) {
+        if (nvme != null && this.events != EventSink.NONE) { // ordering 4 M kept blocks takes seconds: only for a reader
             for (PooledTier.KeptRun r : nvme.keptInPrefixOrder()) { // parents before children
                 publishStored(r.keys(), r.parents(), nvme.medium(), r.device());
             }
