@@ -156,6 +156,7 @@ public class AgentResource {
         m.put("saved_blocks", s.savedBlocks());
         m.put("load_hits", s.loadHits());
         m.put("load_misses", s.loadMisses());
+        m.put("kept_announced", s.keptAnnounced().isDone()); // the stored events of the blocks kept across a restart are out
         if (s.pool() != null) { // global-pool copies owed while the metadata plane was out of reach
             m.put("pool_backlog", Map.of("blocks", s.poolBacklog(), "written", s.poolBacklogWritten(),
                     "dropped", s.poolBacklogDropped(), "gone", s.poolBacklogGone(),

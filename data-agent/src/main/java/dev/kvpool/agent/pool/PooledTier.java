@@ -57,6 +57,8 @@ public final class PooledTier implements Tier {
     /** Recency stamp for slot tables (guarded by this). */
     private long stamp;
     private final Map<String, Kept> recovered = new LinkedHashMap<>();
+    /** The kept blocks for the restart's stored events, until taken (guarded by this). */
+    private KeptOrder keptOrder;
     private final dev.kvpool.agent.tier.InFlightPuts inFlight = new dev.kvpool.agent.tier.InFlightPuts();
     private final Placement placement;
     private final double[] bandwidth;
@@ -125,6 +127,15 @@ public final class PooledTier implements Tier {
         }
         int duplicates = 0;
         int[] at = new int[slots.length];
+        int total = 0;
+        for (long[] k : keptSlots) {
+            total += k.length;
+        }
+        // the kept blocks in recency order, captured as they go into the index (see KeptOrder)
+        long[] kKeys = new long[total], kParents = new long[total];
+        int[] kDevice = new int[total];
+        java.util.BitSet kHasParent = new java.util.BitSet(total);
+        int m = 0;
         while (true) { // merge the devices' lists by recency, oldest first: the least recently used lead the index
             int d = -1;
             long seq = Long.MAX_VALUE;
@@ -150,21 +161,37 @@ public final class PooledTier implements Tier {
                 duplicates++;
             }
             boolean hasParent = tables[d].hasParent(s);
-            index.add(key, base[d] + (int) s, tables[d].crc(s), hasParent, hasParent ? tables[d].parentHash(s) : 0);
+            long parent = hasParent ? tables[d].parentHash(s) : 0;
+            index.add(key, base[d] + (int) s, tables[d].crc(s), hasParent, parent);
             stamp = Math.max(stamp, seq);
+            kKeys[m] = key;
+            kParents[m] = parent;
+            kHasParent.set(m, hasParent);
+            kDevice[m++] = d;
         }
-        // per device the kept keys, least recently used first (for the stored events of a restart)
-        long[] perDevice = blocksPerDevice();
+        if (duplicates > 0) { // the older record of a key twice left the index: leave it out here too
+            int w = 0;
+            java.util.Map<Long, Integer> last = new java.util.HashMap<>();
+            for (int j = 0; j < m; j++) {
+                last.put(kKeys[j], j);
+            }
+            for (int j = 0; j < m; j++) {
+                if (last.get(kKeys[j]) == j) {
+                    kKeys[w] = kKeys[j];
+                    kParents[w] = kParents[j];
+                    kHasParent.set(w, kHasParent.get(j));
+                    kDevice[w++] = kDevice[j];
+                }
+            }
+            m = w;
+        }
+        String[] ids = devices.stream().map(Device::id).toArray(String[]::new);
+        this.keptOrder = new KeptOrder(kKeys, kParents, kHasParent, kDevice, m, ids);
+        // per device the kept keys, least recently used first
+        long[][] perDevice = keptOrder.keysPerDevice();
         for (int i = 0; i < tables.length; i++) {
             if (tables[i] != null) {
-                long[] keys = new long[(int) perDevice[i]];
-                int k = 0;
-                for (int g = index.leastRecent(); g >= 0; g = index.moreRecent(g)) {
-                    if (device(g) == i) {
-                        keys[k++] = index.key(g);
-                    }
-                }
-                recovered.put(devices.get(i).id(), new Kept(keys));
+                recovered.put(devices.get(i).id(), new Kept(perDevice[i]));
                 LOG.infof("%s device %s: slot table %s: %s", name, devices.get(i).id(), tables[i].path(),
                         tables[i].opened());
             }
@@ -266,82 +293,20 @@ public final class PooledTier implements Tier {
         retryMs = d.toMillis();
     }
 
-    /**
-     * The kept blocks for the {@code stored} events of a restart, in prefix order: a block whose parent was kept too
-     * comes after it (depth first from each chain's first block, least recently used chains first, so a chain stays
-     * together), cut into runs where the device changes. In LRU order a chain's last blocks, if used more recently
-     * than its first, were announced before their parents. Runs hold at most 4,096 blocks. Takes the blocks in the
-     * tier, which are the kept ones until the first change after start-up.
-     */
+    /** {@link #takeKept()} in prefix order (see {@link KeptOrder#inPrefixOrder}). */
     public List<KeptRun> keptInPrefixOrder() {
-        int[] posOf = new int[base[devices.size()]];
-        java.util.Arrays.fill(posOf, -1);
-        int n = 0;
-        for (int g = index.leastRecent(); g >= 0; g = index.moreRecent(g)) {
-            posOf[g] = n++;
-        }
-        int[] slotAt = new int[n];
-        for (int g = 0; g < posOf.length; g++) {
-            if (posOf[g] >= 0) {
-                slotAt[posOf[g]] = g;
-            }
-        }
-        int[] par = new int[n], first = new int[n + 1], children = new int[n];
-        for (int x = 0; x < n; x++) {
-            Long p = index.parent(slotAt[x]);
-            int pg = p == null ? -1 : index.find(p);
-            par[x] = pg < 0 || posOf[pg] < 0 || posOf[pg] == x ? -1 : posOf[pg];
-            if (par[x] >= 0) {
-                first[par[x] + 1]++;
-            }
-        }
-        for (int x = 0; x < n; x++) {
-            first[x + 1] += first[x];
-        }
-        int[] fill = java.util.Arrays.copyOf(first, n);
-        for (int x = 0; x < n; x++) {
-            if (par[x] >= 0) {
-                children[fill[par[x]]++] = x;
-            }
-        }
-        int[] order = new int[n], stack = new int[n];
-        java.util.BitSet seen = new java.util.BitSet(n);
-        int out = 0;
-        for (int pass = 0; pass < 2; pass++) { // roots first; then whatever only a cycle of parents reaches
-            for (int r = 0; r < n; r++) {
-                if (seen.get(r) || (pass == 0 && par[r] >= 0)) {
-                    continue;
-                }
-                int top = 0;
-                stack[top++] = r;
-                seen.set(r);
-                while (top > 0) {
-                    int x = stack[--top];
-                    order[out++] = x;
-                    for (int c = first[x + 1] - 1; c >= first[x]; c--) { // first child on top
-                        if (!seen.get(children[c])) {
-                            seen.set(children[c]);
-                            stack[top++] = children[c];
-                        }
-                    }
-                }
-            }
-        }
-        List<KeptRun> runs = new ArrayList<>();
-        for (int from = 0, to; from < n; from = to) {
-            int d = device(slotAt[order[from]]);
-            for (to = from + 1; to < n && to - from < 4096 && device(slotAt[order[to]]) == d; to++) {
-                // same device: same run (at most 4,096, so no run costs more than a few hundred KB)
-            }
-            long[] keys = new long[to - from];
-            Long[] parents = new Long[to - from];
-            for (int j = from; j < to; j++) {
-                keys[j - from] = index.key(slotAt[order[j]]);
-                parents[j - from] = index.parent(slotAt[order[j]]);
-            }
-            runs.add(new KeptRun(devices.get(d).id(), keys, parents));
-        }
-        return runs;
+        return takeKept().inPrefixOrder();
+    }
+
+    /**
+     * The blocks kept from before the restart, captured when the tier was built, for their {@code stored} events;
+     * once: the capture is let go (16 bytes a block), and later calls get none. Safe to order on another thread
+     * while the tier serves.
+     */
+    public synchronized KeptOrder takeKept() {
+        KeptOrder k = keptOrder == null ? KeptOrder.EMPTY : keptOrder;
+        keptOrder = null;
+        return k;
     }
 
     /** Blocks kept from before a restart, per device id (read from the devices' slot tables at start-up). */

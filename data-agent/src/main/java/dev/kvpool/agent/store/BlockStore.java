@@ -1,7 +1,9 @@
 package dev.kvpool.agent.store;
 
 import dev.kvpool.agent.events.EventSink;
+import dev.kvpool.agent.events.GatedSink;
 import dev.kvpool.agent.io.SpoolLog;
+import dev.kvpool.agent.pool.KeptOrder;
 import dev.kvpool.agent.pool.PooledTier;
 import dev.kvpool.agent.tier.GlobalPoolTier;
 import dev.kvpool.agent.tier.Tier;
@@ -26,7 +28,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *   {@link PoolBacklog}, and a background thread writes it once the plane answers again, from the host pool or the
  *   NVMe tier, wherever the bytes still are;</li>
  *   <li>every change is an event ({@code stored}, {@code removed}, {@code onboarded}) with its medium; the first
- *   events of a store are {@code all_cleared} and the NVMe blocks kept from before a restart ({@code stored}).</li>
+ *   events of a store are {@code all_cleared} and the NVMe blocks kept from before a restart ({@code stored}, in
+ *   prefix order, worked out on a thread of their own while the store already serves; events of that time wait
+ *   behind them).</li>
  * </ul>
  */
 public final class BlockStore implements AutoCloseable {
@@ -44,6 +48,7 @@ public final class BlockStore implements AutoCloseable {
             writeBehindFailures = new AtomicLong(), backlogWritten = new AtomicLong(), backlogGone = new AtomicLong();
     private final PoolBacklog backlog;
     private final Thread backlogWriter;
+    private final CompletableFuture<Void> keptAnnounced = new CompletableFuture<>();
     private volatile boolean closed;
 
     /** @param blockTokens tokens per block, the {@code block_size} of stored events */
@@ -64,7 +69,12 @@ public final class BlockStore implements AutoCloseable {
         this.host = host;
         this.nvme = nvme;
         this.pool = pool;
-        this.events = events == null ? EventSink.NONE : events;
+        EventSink sink = events == null ? EventSink.NONE : events;
+        // a restarted agent announces what the NVMe tier kept from a thread of its own, while it already serves:
+        // what happens meanwhile is held back until the announcement is out
+        KeptOrder kept = nvme == null || sink == EventSink.NONE ? null : nvme.takeKept();
+        GatedSink gate = kept == null || kept.size() == 0 ? null : new GatedSink(sink);
+        this.events = gate == null ? sink : gate;
         if (gpu != null) {
             loadOrder.add(gpu);
         }
@@ -87,12 +97,31 @@ public final class BlockStore implements AutoCloseable {
         this.backlogWriter = pool == null ? null
                 : Thread.ofPlatform().daemon().name("kvpool-pool-backlog").start(this::writeBacklog);
         // a (re)started agent: what consumers knew of this agent is void; then what the NVMe tier kept
-        this.events.publish(BlockEvent.allCleared());
-        if (nvme != null && this.events != EventSink.NONE) { // ordering 4 M kept blocks takes seconds: only for a reader
-            for (PooledTier.KeptRun r : nvme.keptInPrefixOrder()) { // parents before children
-                publishStored(r.keys(), r.parents(), nvme.medium(), r.device());
-            }
+        sink.publish(BlockEvent.allCleared());
+        if (gate == null) {
+            keptAnnounced.complete(null);
+        } else {
+            Thread.ofPlatform().daemon().name("kvpool-kept-events").start(() -> {
+                long t0 = System.nanoTime();
+                try {
+                    for (PooledTier.KeptRun r : kept.inPrefixOrder()) { // parents before children
+                        publishStored(sink, r.keys(), r.parents(), nvme.medium(), r.device());
+                    }
+                    LOG.info(String.format("stored events for the %d blocks the NVMe tier kept: sent in %d ms",
+                            kept.size(), (System.nanoTime() - t0) / 1_000_000));
+                } catch (RuntimeException e) {
+                    LOG.warning("stored events for the blocks the NVMe tier kept: " + e);
+                } finally {
+                    gate.open();
+                    keptAnnounced.complete(null);
+                }
+            });
         }
+    }
+
+    /** Done once the {@code stored} events of the blocks kept from before the restart are out (tests, status). */
+    public CompletableFuture<Void> keptAnnounced() {
+        return keptAnnounced;
     }
 
     public int blockBytes() {
@@ -158,12 +187,16 @@ public final class BlockStore implements AutoCloseable {
      * chain.
      */
     private void publishStored(long[] keys, Long[] parents, String medium, String where) {
+        publishStored(events, keys, parents, medium, where);
+    }
+
+    private void publishStored(EventSink to, long[] keys, Long[] parents, String medium, String where) {
         int from = 0;
         for (int i = 1; i <= keys.length; i++) {
             boolean chained = i < keys.length && parents[i] != null && parents[i] == keys[i - 1] && i - from < 1024;
             if (!chained) {
                 long[] run = Arrays.copyOfRange(keys, from, i);
-                events.publish(BlockEvent.stored(run, parents[from], blockTokens, medium, where,
+                to.publish(BlockEvent.stored(run, parents[from], blockTokens, medium, where,
                         (long) run.length * blockBytes));
                 from = i;
             }
@@ -547,6 +580,13 @@ public final class BlockStore implements AutoCloseable {
 
     @Override
     public void close() {
+        try { // the announcement's events before the publisher closes
+            keptAnnounced.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            LOG.warning("stored events for the blocks the NVMe tier kept: not all out at close: " + e);
+        }
         awaitWriteBehind();
         closed = true;
         if (backlogWriter != null) {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.agent.TestBlocks;
+import dev.kvpool.agent.events.EventSink;
 import dev.kvpool.agent.io.FileChannelBlockIo;
 import dev.kvpool.agent.pool.PooledTier;
 import dev.kvpool.agent.pool.SlotTable;
@@ -110,8 +111,21 @@ class RestartTest {
                 assertEquals(-1, dst[i].mismatch(want), "block " + kept[i] + " has its own bytes");
             }
             assertEquals(0, nvme.checksumFailures(), "no record pointed at bytes a write had not finished");
-            // consumers learn that the agent restarted, then what it kept
+            // consumers learn that the agent restarted, then what it kept (announced from a thread of its own while
+            // the store served the load above), then what happened meanwhile
+            store.keptAnnounced().get(30, TimeUnit.SECONDS);
             assertEquals(BlockEvent.ALL_CLEARED, events.getFirst().eventType());
+            int lastKept = -1, firstOnboarded = -1;
+            for (int i = 0; i < events.size(); i++) {
+                BlockEvent e = events.get(i);
+                if (e.eventType().equals(BlockEvent.STORED) && BlockEvent.DISK.equals(e.medium())) {
+                    lastKept = i;
+                } else if (e.eventType().equals(BlockEvent.ONBOARDED) && firstOnboarded < 0) {
+                    firstOnboarded = i;
+                }
+            }
+            assertTrue(firstOnboarded > lastKept, "the load's onboarded events come after the announcement: "
+                    + firstOnboarded + " vs " + lastKept);
             List<Long> announced = new ArrayList<>();
             for (BlockEvent e : events.subList(1, events.size())) {
                 if (e.eventType().equals(BlockEvent.STORED) && BlockEvent.DISK.equals(e.medium())) {
@@ -200,6 +214,43 @@ class RestartTest {
                 assertEquals(Set.of("nvme0", "nvme1"), devices);
                 assertEquals(List.of(100L, 101L, 102L, 103L, 104L, 105L, 106L, 107L, 200L, 201L), announced,
                         "depth first, chains together, children in LRU order");
+            }
+        }
+    }
+
+    @Test
+    void whatHappensWhileTheKeptBlocksAreAnnouncedWaitsBehindTheAnnouncement() throws Exception {
+        long[] keys = TestBlocks.keys(300, 6);
+        try (Arena a = Arena.ofShared()) {
+            MemorySegment[] src = TestBlocks.random(a, 6, BLOCK, 8);
+            try (BlockStore s = AgentSetup.build(settings(dir, "inst-g"), EventSink.NONE).store()) {
+                s.save(keys, src, null);
+                s.awaitWriteBehind(); // on NVMe
+            }
+            List<BlockEvent> events = new CopyOnWriteArrayList<>();
+            java.util.concurrent.CountDownLatch loaded = new java.util.concurrent.CountDownLatch(1);
+            EventSink slowAnnouncer = e -> { // the announcement stalls until the store has served a load
+                if (e.eventType().equals(BlockEvent.STORED) && BlockEvent.DISK.equals(e.medium())
+                        && Thread.currentThread().getName().equals("kvpool-kept-events")) {
+                    try {
+                        loaded.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException ie) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+                events.add(e);
+            };
+            try (BlockStore s = AgentSetup.build(settings(dir, "inst-g"), slowAnnouncer).store()) {
+                BlockStore.LoadResult r = s.load(keys, TestBlocks.empty(a, 6, BLOCK)); // served meanwhile
+                assertEquals(6, r.hits());
+                assertFalse(s.keptAnnounced().isDone(), "the announcement is still stalled");
+                loaded.countDown();
+                s.keptAnnounced().get(30, TimeUnit.SECONDS);
+                List<String> seen = events.stream().map(e -> e.eventType() + "/" + e.medium()).toList();
+                assertEquals(BlockEvent.ALL_CLEARED, events.getFirst().eventType(), seen.toString());
+                assertEquals(BlockEvent.STORED + "/" + BlockEvent.DISK, seen.get(1), "the kept blocks next: " + seen);
+                assertTrue(seen.indexOf(BlockEvent.ONBOARDED + "/" + BlockEvent.DISK) > 1, "then the load: " + seen);
+                assertArrayEquals(keys, events.get(1).blockHashes());
             }
         }
     }

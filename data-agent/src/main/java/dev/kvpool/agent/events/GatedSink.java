@@ -1,0 +1,51 @@
+package dev.kvpool.agent.events;
+
+import dev.kvpool.api.events.BlockBatch.BlockEvent;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Holds events back until {@link #open}, then passes them on in the order they came, and every later one straight
+ * through. A restarted agent announces what it kept from a background thread while it already serves; what happens
+ * meanwhile (a save, an eviction of a kept block) must reach consumers after the announcement, not before it.
+ */
+public final class GatedSink implements EventSink {
+    private final EventSink next;
+    private List<BlockEvent> held = new ArrayList<>(); // guarded by this
+    private volatile boolean open;
+
+    public GatedSink(EventSink next) {
+        this.next = next;
+    }
+
+    @Override
+    public void publish(BlockEvent e) {
+        if (open) { // set only after the held events went out
+            next.publish(e);
+            return;
+        }
+        synchronized (this) {
+            if (open) {
+                next.publish(e);
+            } else {
+                held.add(e);
+            }
+        }
+    }
+
+    /** Passes on what was held, in order; from now on events go straight through. */
+    public synchronized void open() {
+        if (open) {
+            return;
+        }
+        for (BlockEvent e : held) {
+            next.publish(e);
+        }
+        held = null;
+        open = true;
+    }
+
+    public boolean isOpen() {
+        return open;
+    }
+}
