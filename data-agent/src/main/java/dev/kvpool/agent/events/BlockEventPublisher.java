@@ -244,6 +244,33 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
         }
     }
 
+    /**
+     * Waits while the spool is more than half full (by count or bytes), so a burst (the announcement of what a
+     * restarted agent kept: millions of blocks) does not push out batches Kafka has yet to take, the restart's
+     * {@code all_cleared} first among them. False when there was no room within {@code maxMillis} (Kafka down or
+     * slower than the burst): the caller goes on without waiting and the spool's bounds apply as for any event.
+     */
+    @Override
+    public boolean awaitRoom(long maxMillis) {
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(maxMillis);
+        lock.lock();
+        try {
+            while (spool.size() > spoolCapacity / 2 || spoolBytes + pendingBytes > maxSpoolBytes / 2) {
+                long left = end - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                changed.awaitNanos(Math.min(left, TimeUnit.MILLISECONDS.toNanos(20))); // acks leave the spool later
+            }
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Caller holds the lock. */
     private void add(BlockEvent e, long bytes) {
         if (!pending.isEmpty() && pendingBytes + bytes > maxBatchBytes) {

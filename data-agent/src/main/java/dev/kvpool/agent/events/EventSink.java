@@ -8,4 +8,12 @@ public interface EventSink {
     EventSink NONE = e -> { };
 
     void publish(BlockEvent e);
+
+    /**
+     * For a caller about to publish very many events at once: waits, at most {@code maxMillis}, until the sink has
+     * room for them without pushing out what it has yet to deliver; false if it got none in that time.
+     */
+    default boolean awaitRoom(long maxMillis) {
+        return true;
+    }
 }

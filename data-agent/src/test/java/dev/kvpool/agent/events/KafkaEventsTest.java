@@ -2,6 +2,7 @@ package dev.kvpool.agent.events;
 
 import dev.kvpool.agent.io.SpoolLog;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -349,6 +350,38 @@ class KafkaEventsTest {
             assertTrue(pub.spooledBytes() <= 10_000, "bytes " + pub.spooledBytes());
             assertEquals(20, pub.spooled() + pub.droppedBatches(), "every batch kept or counted as dropped");
             assertTrue(pub.droppedBatches() >= 12, "dropped " + pub.droppedBatches());
+        }
+    }
+
+    @Test
+    void aBurstThatWaitsForRoomPushesOutNothingThatABurstWithoutWaitingWould() throws Exception {
+        try (KafkaBroker broker = broker()) {
+            try (BlockEventPublisher hasty = new BlockEventPublisher(broker.bootstrapServers(), "agent-h", "i", "g", 1, 5,
+                    8, 0)) {
+                for (int i = 0; i < 300; i++) {
+                    hasty.publish(BlockBatch.BlockEvent.removed(new long[] {i}, "disk"));
+                }
+                assertTrue(hasty.flush(30_000));
+                assertTrue(hasty.droppedBatches() > 0, "a spool of 8 cannot hold a burst of 300");
+            }
+            try (BlockEventPublisher paced = new BlockEventPublisher(broker.bootstrapServers(), "agent-p", "i", "g", 1, 5,
+                    8, 0)) {
+                for (int i = 0; i < 300; i++) {
+                    assertTrue(paced.awaitRoom(10_000), "Kafka takes them: room within 10 s");
+                    paced.publish(BlockBatch.BlockEvent.removed(new long[] {i}, "disk"));
+                }
+                assertTrue(paced.flush(30_000));
+                assertEquals(0, paced.droppedBatches());
+                assertEquals(300, paced.sentBatches());
+            }
+        }
+        try (BlockEventPublisher down = new BlockEventPublisher("127.0.0.1:1", "agent-d", "i", "g", 1, 5, 4, 0)) {
+            for (int i = 0; i < 3; i++) {
+                down.publish(BlockBatch.BlockEvent.removed(new long[] {i}, "disk"));
+            }
+            long t0 = System.nanoTime();
+            assertFalse(down.awaitRoom(300), "no Kafka: no room");
+            assertTrue(System.nanoTime() - t0 < 5_000_000_000L, "and the wait is bounded");
         }
     }
 
