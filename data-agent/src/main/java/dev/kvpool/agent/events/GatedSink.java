@@ -10,12 +10,20 @@ import java.util.List;
  * meanwhile (a save, an eviction of a kept block) must reach consumers after the announcement, not before it.
  */
 public final class GatedSink implements EventSink {
+    /** Held events beyond which the gate opens early (out of order, but no unbounded heap behind a slow Kafka). */
+    static final int MAX_HELD = 100_000;
     private final EventSink next;
+    private final int maxHeld;
     private List<BlockEvent> held = new ArrayList<>(); // guarded by this
     private volatile boolean open;
 
     public GatedSink(EventSink next) {
+        this(next, MAX_HELD);
+    }
+
+    GatedSink(EventSink next, int maxHeld) {
         this.next = next;
+        this.maxHeld = maxHeld;
     }
 
     @Override
@@ -29,6 +37,11 @@ public final class GatedSink implements EventSink {
                 next.publish(e);
             } else {
                 held.add(e);
+                if (held.size() >= maxHeld) {
+                    java.util.logging.Logger.getLogger(GatedSink.class.getName()).warning(held.size() + " events held"
+                            + " behind the announcement of the kept blocks: passing them on now, ahead of its rest");
+                    open();
+                }
             }
         }
     }
