@@ -300,7 +300,7 @@ public final class PooledTier implements Tier {
 
     /**
      * The blocks kept from before the restart, captured when the tier was built, for their {@code stored} events;
-     * once: the capture is let go (16 bytes a block), and later calls get none. Safe to order on another thread
+     * once: the capture is let go (20 bytes a block), and later calls get none. Safe to order on another thread
      * while the tier serves.
      */
     public synchronized KeptOrder takeKept() {
