@@ -104,14 +104,17 @@ public final class BlockStore implements AutoCloseable {
             Thread.ofPlatform().daemon().name("kvpool-kept-events").start(() -> {
                 long t0 = System.nanoTime();
                 try {
-                    boolean paced = true; // at the pace Kafka takes them, so the spool does not drop all_cleared
-                    for (PooledTier.KeptRun r : kept.inPrefixOrder()) { // parents before children
-                        if (paced && !sink.awaitRoom(10_000)) {
-                            paced = false;
+                    boolean[] paced = {true}; // at the pace Kafka takes them, so the spool does not drop all_cleared
+                    EventSink pacedSink = e -> {
+                        if (paced[0] && !sink.awaitRoom(10_000)) {
+                            paced[0] = false;
                             LOG.warning("stored events for the blocks the NVMe tier kept: Kafka takes none; the rest"
                                     + " goes into the spool without waiting (its oldest batches go when it is full)");
                         }
-                        publishStored(sink, r.keys(), r.parents(), nvme.medium(), r.device());
+                        sink.publish(e);
+                    };
+                    for (PooledTier.KeptRun r : kept.inPrefixOrder()) { // parents before children
+                        publishStored(pacedSink, r.keys(), r.parents(), nvme.medium(), r.device());
                     }
                     LOG.info(String.format("stored events for the %d blocks the NVMe tier kept: sent in %d ms",
                             kept.size(), (System.nanoTime() - t0) / 1_000_000));

@@ -1,12 +1,12 @@
 package dev.kvpool.agent.events;
 
-import dev.kvpool.agent.io.SpoolLog;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.agent.TestBlocks;
+import dev.kvpool.agent.io.SpoolLog;
 import dev.kvpool.agent.store.AgentSetup;
 import dev.kvpool.agent.store.BlockStore;
 import dev.kvpool.api.events.BlockBatch;
@@ -124,6 +124,56 @@ class KafkaEventsTest {
             assertTrue(batches < saves.get(), "events are batched, not one record per block: " + batches);
             System.out.printf("[KafkaEventsTest] %d saves, %d batches, %d records (%d duplicates), max spooled %d%n",
                     saves.get(), batches, records, records - batches, maxSpooled);
+        }
+    }
+
+    @Test
+    void aRestartedAgentAnnouncesWhatItKeptRightAfterAllClearedThroughASmallSpool() throws Exception {
+        var s = AgentSetup.Settings.defaults(dir).withBlock(BLOCK, 1, 4L << 20)
+                .withNvme(List.of(dir.resolve("nvme0")), 256L * BLOCK);
+        int n = 64;
+        try (KafkaBroker broker = broker(); Arena a = Arena.ofShared()) {
+            MemorySegment[] one = TestBlocks.random(a, 1, BLOCK, 12);
+            try (BlockStore first = AgentSetup.build(s, EventSink.NONE).store()) {
+                for (long k = 0; k < n; k++) { // 64 prompts of one block: 64 stored events at the restart
+                    first.save(new long[] {7_000 + k}, one, null);
+                }
+                first.awaitWriteBehind();
+            }
+            // a spool of 4 batches of 1 event: without pacing, the announcement would push all_cleared out of it
+            try (BlockEventPublisher pub = new BlockEventPublisher(broker.bootstrapServers(), "agent-a", "inst-a", "g", 1,
+                    5, 4, 0); BlockStore again = AgentSetup.build(s, pub).store()) {
+                again.save(new long[] {9_999}, one, null); // served while announcing; its event waits behind
+                again.keptAnnounced().get(60, java.util.concurrent.TimeUnit.SECONDS);
+                again.awaitWriteBehind();
+                assertTrue(pub.flush(60_000));
+                assertEquals(0, pub.droppedBatches(), "nothing pushed out of the spool");
+            }
+            Properties p = new Properties();
+            p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+            p.put(ConsumerConfig.GROUP_ID_CONFIG, "verify-a");
+            TreeMap<Long, BlockBatch> bySeq = new TreeMap<>();
+            try (KafkaConsumer<String, byte[]> c = new KafkaConsumer<>(p, new StringDeserializer(), new ByteArrayDeserializer())) {
+                TopicPartition tp = new TopicPartition(Topics.BLOCKS, 0);
+                c.assign(List.of(tp));
+                c.seekToBeginning(List.of(tp));
+                long end = System.currentTimeMillis() + 30_000;
+                while (System.currentTimeMillis() < end && bySeq.values().stream().noneMatch(b -> b.events().stream()
+                        .anyMatch(e -> e.blockHashes() != null && e.blockHashes()[0] == 9_999))) {
+                    for (ConsumerRecord<String, byte[]> r : c.poll(Duration.ofMillis(500))) {
+                        BlockBatch b = EventCodec.fromJson(r.value(), BlockBatch.class);
+                        bySeq.put(b.seq(), b);
+                    }
+                }
+            }
+            List<BlockBatch.BlockEvent> all = bySeq.values().stream().flatMap(b -> b.events().stream()).toList();
+            assertEquals(bySeq.lastKey() + 1, bySeq.size(), "no seq gap");
+            assertEquals(BlockBatch.BlockEvent.ALL_CLEARED, all.getFirst().eventType());
+            for (int i = 1; i <= n; i++) {
+                assertEquals("stored/disk", all.get(i).eventType() + "/" + all.get(i).medium(), "kept block " + i);
+            }
+            assertTrue(all.stream().skip(n + 1).anyMatch(e -> e.blockHashes() != null && e.blockHashes()[0] == 9_999),
+                    "the save made meanwhile comes after the announcement");
         }
     }
 
