@@ -34,14 +34,7 @@ final class LocalQuotaLedger implements QuotaLedger {
 
     @Override
     public void add(String group, long totalBytes, StorageKind kind, long typeBytes) {
-        Usage u = usage(group);
-        synchronized (u) {
-            u.total = Math.max(0, u.total + totalBytes);
-            StorageKind k = kind == null ? null : kind.usageKind();
-            if (k != null) {
-                u.byType.put(k, Math.max(0, u.byType.getOrDefault(k, 0L) + typeBytes));
-            }
-        }
+        usage(group).add(totalBytes, kind, typeBytes);
     }
 
     @Override

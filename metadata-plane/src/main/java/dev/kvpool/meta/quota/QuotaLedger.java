@@ -36,6 +36,14 @@ public interface QuotaLedger {
         public synchronized Map<StorageKind, Long> types() {
             return new EnumMap<>(byType);
         }
+
+        /** As {@link QuotaLedger#add}, on this sum: never below zero. */
+        public synchronized void add(long totalBytes, StorageKind kind, long typeBytes) {
+            total = Math.max(0, total + totalBytes);
+            if (kind != null) {
+                byType.put(kind.usageKind(), Math.max(0, byType.getOrDefault(kind.usageKind(), 0L) + typeBytes));
+            }
+        }
     }
 
     Usage usage(String group);
