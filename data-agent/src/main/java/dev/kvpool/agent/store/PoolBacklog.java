@@ -36,6 +36,8 @@ final class PoolBacklog {
     private long[] takenSeqs = new long[0];
     private long dropped;
     private boolean logClosed; // a writer still busy at close must not touch it
+    private boolean logFailing;
+    private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(PoolBacklog.class.getName());
 
     PoolBacklog(int capacity) {
         this(capacity, null);
@@ -80,7 +82,15 @@ final class PoolBacklog {
                 Long parent = p == null ? null : p[i];
                 v.putLong(k[i]).putLong(parent == null ? 0 : parent).put((byte) (parent == null ? 0 : 1));
             }
-            log.append(nextSeq - 1, System.currentTimeMillis(), v.array());
+            try {
+                log.append(nextSeq - 1, System.currentTimeMillis(), v.array());
+                logFailing = false;
+            } catch (RuntimeException e) { // disk full or gone: owed in memory still, only a restart would lose them
+                if (!logFailing) {
+                    LOG.warning("global-pool backlog: " + e.getMessage() + " (" + e.getCause() + "); kept in memory only");
+                }
+                logFailing = true;
+            }
         }
         for (int i = 0; i < k.length; i++) {
             append(k[i], p == null ? null : p[i], first + i);
@@ -161,7 +171,14 @@ final class PoolBacklog {
             return;
         }
         long oldest = out > 0 ? takenSeqs[0] : size > 0 ? seqs[head] : nextSeq;
-        log.done(oldest - 1);
+        try {
+            log.done(oldest - 1);
+        } catch (RuntimeException e) { // the next run may look for a few again: it finds them written or gone
+            if (!logFailing) {
+                LOG.warning("global-pool backlog: " + e.getMessage() + " (" + e.getCause() + ")");
+            }
+            logFailing = true;
+        }
     }
 
     /** Waits up to {@code millis} for an entry. */

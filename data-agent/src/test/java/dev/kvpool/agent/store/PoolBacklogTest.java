@@ -143,6 +143,27 @@ class PoolBacklogTest {
         }
     }
 
+    @Test
+    void aLogThatCannotBeWrittenLeavesTheBacklogInMemory() throws IOException {
+        Path d = dir.resolve("lost");
+        SpoolLog log = SpoolLog.open(d, 64, "backlog"); // tiny segments: the next add opens a new file
+        PoolBacklog b = new PoolBacklog(100, log);
+        b.add(new long[] {1, 2, 3, 4, 5}, null);
+        try (Stream<Path> files = Files.walk(d)) { // the disk goes away under it
+            for (Path f : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(f);
+            }
+        }
+        Files.writeString(d, "not a directory");
+        b.add(new long[] {6, 7}, null); // the log cannot take it: still owed, no exception to the saver
+        assertEquals(7, b.owed());
+        long[] all = new long[10];
+        assertEquals(7, b.take(all, new Long[10]));
+        b.settled(7);
+        assertEquals(0, b.owed());
+        b.close();
+    }
+
     private static void copy(Path from, Path to) throws IOException {
         Files.createDirectories(to);
         try (Stream<Path> files = Files.list(from)) {
