@@ -10,11 +10,7 @@ import io.vertx.redis.client.Request;
 import io.vertx.redis.client.Response;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 
 /**
  * File-slot allocation of one (instance, storage) in Redis, so replicas writing the same instance never hand out
@@ -165,30 +161,56 @@ public final class RedisSlots implements Slots {
         if (usedAddresses.length == 0) {
             return;
         }
-        long next = 0;
-        Set<Long> used = new HashSet<>();
-        Map<Long, Long> perFile = new HashMap<>();
-        for (long a : usedAddresses) {
-            used.add(a);
-            long idx = SlotAllocator.file(a) * slotsPerFile + SlotAllocator.slot(a);
-            next = Math.max(next, idx + 1);
-            perFile.merge(SlotAllocator.file(a), 1L, Long::sum);
+        // slot indices sorted, in primitive arrays: a cold start may bring hundreds of millions of them
+        long[] used = new long[usedAddresses.length];
+        for (int i = 0; i < used.length; i++) {
+            long a = usedAddresses[i];
+            used[i] = SlotAllocator.file(a) * slotsPerFile + SlotAllocator.slot(a);
         }
-        List<String> free = new ArrayList<>();
-        for (long i = 0; i < next; i++) {
-            long a = SlotAllocator.address(i / slotsPerFile, (int) (i % slotsPerFile));
-            if (!used.contains(a)) {
-                free.add(Long.toString(a));
-            }
-        }
+        java.util.Arrays.sort(used);
+        long next = used[used.length - 1] + 1;
         redis.send(Request.cmd(Command.HSET).arg(kNext).arg("next").arg(next), "rebuild slots");
         Request files = Request.cmd(Command.HSET).arg(kFiles);
-        perFile.forEach((f, c) -> files.arg(f).arg(c));
-        redis.send(files, "rebuild slot counts");
-        for (int off = 0; off < free.size(); off += 4096) {
-            Request s = Request.cmd(Command.SADD).arg(kFree);
-            free.subList(off, Math.min(free.size(), off + 4096)).forEach(s::arg);
-            redis.send(s, "rebuild free slots");
+        int fields = 0;
+        for (int i = 0; i < used.length; ) { // slots in use per file, from the sorted run of each file
+            long file = used[i] / slotsPerFile;
+            int j = i;
+            long count = 0;
+            while (j < used.length && used[j] / slotsPerFile == file) {
+                if (j == i || used[j] != used[j - 1]) {
+                    count++;
+                }
+                j++;
+            }
+            files.arg(file).arg(count);
+            if (++fields == 4096) {
+                redis.send(files, "rebuild slot counts");
+                files = Request.cmd(Command.HSET).arg(kFiles);
+                fields = 0;
+            }
+            i = j;
+        }
+        if (fields > 0) {
+            redis.send(files, "rebuild slot counts");
+        }
+        Request free = Request.cmd(Command.SADD).arg(kFree);
+        int members = 0;
+        for (long i = 0, u = 0; i < next; i++) { // every index below next that is not in use
+            while (u < used.length && used[(int) u] < i) {
+                u++;
+            }
+            if (u < used.length && used[(int) u] == i) {
+                continue;
+            }
+            free.arg(Long.toString(SlotAllocator.address(i / slotsPerFile, (int) (i % slotsPerFile))));
+            if (++members == 4096) {
+                redis.send(free, "rebuild free slots");
+                free = Request.cmd(Command.SADD).arg(kFree);
+                members = 0;
+            }
+        }
+        if (members > 0) {
+            redis.send(free, "rebuild free slots");
         }
     }
 

@@ -634,7 +634,8 @@ public final class WritePath implements AutoCloseable {
         for (Instance inst : registry.instances()) {
             LocList deleting = new LocList();
             long[] keys = {0};
-            java.util.Map<Integer, java.util.List<Long>> used = new java.util.HashMap<>();
+            // slot addresses per storage, unboxed: a cold start may find hundreds of millions
+            java.util.Map<Integer, java.util.stream.LongStream.Builder> used = new java.util.HashMap<>();
             inst.index.forEach(bl -> {
                 keys[0]++;
                 if (rebuild) {
@@ -647,7 +648,7 @@ public final class WritePath implements AutoCloseable {
                         continue;
                     }
                     if (rebuild && st.usesFiles()) {
-                        used.computeIfAbsent(st.number, n -> new ArrayList<>()).add(bl.b(i));
+                        used.computeIfAbsent(st.number, n -> java.util.stream.LongStream.builder()).add(bl.b(i));
                     }
                     if (Loc.status(a) == Loc.DELETING) {
                         deleting.add(bl.key(), a, bl.b(i), false);
@@ -657,8 +658,7 @@ public final class WritePath implements AutoCloseable {
             if (rebuild) {
                 inst.resetSlots();
                 for (var e : used.entrySet()) {
-                    inst.allocator(registry.storageByNumber(e.getKey()))
-                            .rebuild(e.getValue().stream().mapToLong(Long::longValue).toArray());
+                    inst.allocator(registry.storageByNumber(e.getKey())).rebuild(e.getValue().build().toArray());
                 }
             }
             submitDelete(inst, deleting);

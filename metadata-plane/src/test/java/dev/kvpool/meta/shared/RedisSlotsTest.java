@@ -144,4 +144,29 @@ class RedisSlotsTest {
         assertTrue(set.containsAll(Set.of(at(0, 0), at(0, 2), at(0, 3), at(1, 0), at(1, 1))));
         assertNotEquals(0, s.usedSlots());
     }
+
+    @Test
+    void rebuildFromManyUnsortedAddressesSendsThemInPieces() throws Exception {
+        RedisSlots s = slots(4);
+        int files = 5_000; // more files and free slots than one command carries
+        long[] used = new long[files + 1];
+        for (int f = 0; f < files; f++) {
+            used[f] = at(files - 1 - f, f % 4); // newest file first: unsorted
+        }
+        used[files] = used[0]; // an address twice counts once
+        s.rebuild(used);
+        assertEquals(files, s.usedSlots());
+        assertEquals(files, s.files());
+        Set<Long> taken = new HashSet<>();
+        Arrays.stream(used).forEach(taken::add);
+        long[] got = s.allocate(3 * files); // exactly the free slots below the highest used one
+        Set<Long> free = new HashSet<>();
+        for (long a : got) {
+            assertFalse(taken.contains(a), "a used slot handed out: " + a);
+            assertTrue(SlotAllocator.file(a) < files, "a new file before the free slots ran out: " + a);
+            free.add(a);
+        }
+        assertEquals(3 * files, free.size());
+        assertEquals(files, SlotAllocator.file(s.allocate(1)[0]), "then a new file");
+    }
 }

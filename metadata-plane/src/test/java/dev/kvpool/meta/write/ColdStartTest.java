@@ -93,6 +93,10 @@ class ColdStartTest {
             try (WritePath w = new WritePath(reg, counting, new WritePath.Settings(30, 3600))) {
                 w.recover(true);
             }
+            Instance inst = reg.lookup("c");
+            var slots = inst.allocator(reg.storages().iterator().next());
+            assertEquals(blocks, slots.usedSlots(), "one file slot per block, rebuilt from the index");
+            assertEquals((blocks + 63) / 64, slots.files());
             assertEquals(blocks * 1000L, mem.usage("g").total(), "bytes per key x keys");
             assertEquals(blocks * 1000L, mem.usage("g").byType(StorageKind.FILE));
             assertTrue(adds.get() <= 2, "one update for the total and one per storage type, not "
