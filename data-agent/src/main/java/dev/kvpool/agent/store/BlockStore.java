@@ -72,8 +72,8 @@ public final class BlockStore implements AutoCloseable {
         EventSink sink = events == null ? EventSink.NONE : events;
         // a restarted agent announces what the NVMe tier kept from a thread of its own, while it already serves:
         // what happens meanwhile is held back until the announcement is out
-        KeptOrder kept = nvme == null || sink == EventSink.NONE ? null : nvme.takeKept();
-        GatedSink gate = kept == null || kept.size() == 0 ? null : new GatedSink(sink);
+        KeptOrder kept = nvme == null ? null : nvme.takeKept(); // taken in any case: its arrays go with it
+        GatedSink gate = kept == null || kept.size() == 0 || sink == EventSink.NONE ? null : new GatedSink(sink);
         this.events = gate == null ? sink : gate;
         if (gpu != null) {
             loadOrder.add(gpu);
