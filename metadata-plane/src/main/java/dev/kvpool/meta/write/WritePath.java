@@ -628,10 +628,10 @@ public final class WritePath implements AutoCloseable {
                 ledger.reset(g.name());
             }
         }
-        // usage summed here and written once per group and type: on a shared ledger each add is a round trip, and
-        // one per block made a cold start of a Redis-backed cluster take ~3 minutes per million blocks
-        java.util.Map<String, QuotaLedger.Usage> usage = new java.util.HashMap<>();
         for (Instance inst : registry.instances()) {
+            // usage summed here and written once per instance and type: on a shared ledger each add is a round trip,
+            // and one per block made a cold start of a Redis-backed cluster take ~3 minutes per million blocks
+            QuotaLedger.Usage usage = new QuotaLedger.Usage();
             LocList deleting = new LocList();
             long[] keys = {0};
             // slot addresses per storage, unboxed: a cold start may find hundreds of millions
@@ -639,7 +639,7 @@ public final class WritePath implements AutoCloseable {
             inst.index.forEach(bl -> {
                 keys[0]++;
                 if (rebuild) {
-                    countUsage(inst, bl, usage.computeIfAbsent(inst.group, g -> new QuotaLedger.Usage()));
+                    countUsage(inst, bl, usage);
                 }
                 for (int i = 0; i < bl.size(); i++) {
                     long a = bl.a(i);
@@ -656,6 +656,7 @@ public final class WritePath implements AutoCloseable {
                 }
             });
             if (rebuild) {
+                addUsage(inst.group, usage); // before its deletions resume: their purge subtracts what is added here
                 inst.resetSlots();
                 for (var e : used.entrySet()) {
                     inst.allocator(registry.storageByNumber(e.getKey())).rebuild(e.getValue().build().toArray());
@@ -665,7 +666,6 @@ public final class WritePath implements AutoCloseable {
             LOG.infof("instance %s: %d keys, %d open write sessions, %d deletions resumed%s", inst.id, keys[0],
                     inst.index.sessions().size(), deleting.size(), rebuild ? "" : " (usage and slots kept in the shared store)");
         }
-        usage.forEach(this::addUsage);
     }
 
     /** Adds usage summed over many blocks to the ledger: one call for the total, one per storage type. */
