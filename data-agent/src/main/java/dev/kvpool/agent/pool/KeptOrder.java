@@ -64,7 +64,7 @@ public final class KeptOrder {
         int mask = cap - 1;
         int[] table = new int[cap];
         for (int x = 0; x < n; x++) {
-            int i = home(keys[x], mask);
+            int i = SlotIndex.home(keys[x], mask);
             while (table[i] != 0) {
                 i = (i + 1) & mask;
             }
@@ -75,7 +75,7 @@ public final class KeptOrder {
             par[x] = -1;
             if (hasParent.get(x)) {
                 long p = parents[x];
-                for (int i = home(p, mask); table[i] != 0; i = (i + 1) & mask) {
+                for (int i = SlotIndex.home(p, mask); table[i] != 0; i = (i + 1) & mask) {
                     if (keys[table[i] - 1] == p) {
                         par[x] = table[i] - 1 == x ? -1 : table[i] - 1;
                         break;
@@ -136,10 +136,5 @@ public final class KeptOrder {
             runs.add(new PooledTier.KeptRun(deviceIds[d], k, p));
         }
         return runs;
-    }
-
-    private static int home(long key, int mask) {
-        long h = key * 0x9E3779B97F4A7C15L;
-        return (int) (h ^ (h >>> 32)) & mask;
     }
 }

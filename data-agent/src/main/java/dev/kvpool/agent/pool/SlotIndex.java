@@ -35,6 +35,11 @@ final class SlotIndex {
     }
 
     private int home(long key) {
+        return home(key, mask);
+    }
+
+    /** A key's first position in an open-addressing table of {@code mask + 1} (a power of two) places. */
+    static int home(long key, int mask) {
         long h = key * 0x9E3779B97F4A7C15L;
         return (int) (h ^ (h >>> 32)) & mask;
     }

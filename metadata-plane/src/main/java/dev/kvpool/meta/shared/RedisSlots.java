@@ -195,11 +195,12 @@ public final class RedisSlots implements Slots {
         }
         Request free = Request.cmd(Command.SADD).arg(kFree);
         int members = 0;
-        for (long i = 0, u = 0; i < next; i++) { // every index below next that is not in use
-            while (u < used.length && used[(int) u] < i) {
+        int u = 0;
+        for (long i = 0; i < next; i++) { // every index below next that is not in use
+            while (u < used.length && used[u] < i) {
                 u++;
             }
-            if (u < used.length && used[(int) u] == i) {
+            if (u < used.length && used[u] == i) {
                 continue;
             }
             free.arg(Long.toString(SlotAllocator.address(i / slotsPerFile, (int) (i % slotsPerFile))));

@@ -1,10 +1,11 @@
-package dev.kvpool.meta.reclaim;
+package dev.kvpool.meta.support;
 
 import dev.kvpool.api.proto.meta.LocationSpecInfo;
 import dev.kvpool.api.proto.meta.ModelDeployment;
 import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
 import dev.kvpool.meta.config.StartupConfig;
 import dev.kvpool.meta.quota.QuotaLedger;
+import dev.kvpool.meta.reclaim.ReclaimConfig;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.store.redis.RedisStore;
@@ -16,17 +17,22 @@ import java.util.function.UnaryOperator;
 /**
  * Group "g" (one file storage, 4 keys per file) on the real local Redis under a key prefix of its own, with
  * instance "i" registered (one 1000-byte spec per block); close drops the instances and deletes every key.
+ * {@link #restarted} opens the same keys as a replica that starts afresh would.
  */
-final class RedisGroup implements AutoCloseable {
-    final String prefix = "kvp-reclaim-" + UUID.randomUUID().toString().substring(0, 8);
-    final RedisStore store;
-    final Registry registry;
-    final QuotaLedger ledger = QuotaLedger.inMemory();
-    final Instance inst;
+public final class RedisGroup implements AutoCloseable {
+    public final String prefix = "kvp-group-" + UUID.randomUUID().toString().substring(0, 8);
+    public final RedisStore store;
+    public final Registry registry;
+    public final QuotaLedger ledger = QuotaLedger.inMemory();
+    public final Instance inst;
+    private final StartupConfig startup;
+    private final UnaryOperator<RedisStore.Options> options;
+    private final java.util.List<RedisStore> more = new java.util.ArrayList<>();
 
     /** @param reclaim the group's reclaim strategy, or null for none */
-    RedisGroup(Path dir, long capacityBytes, ReclaimConfig reclaim, UnaryOperator<RedisStore.Options> options)
+    public RedisGroup(Path dir, long capacityBytes, ReclaimConfig reclaim, UnaryOperator<RedisStore.Options> options)
             throws Exception {
+        this.options = options;
         Path cfg = dir.resolve("startup.json");
         Files.writeString(cfg, """
                 {"storages":[{"storage_config":{"type":"file","global_unique_name":"nfs_r",
@@ -36,18 +42,32 @@ final class RedisGroup implements AutoCloseable {
                    "cache_config":{%s"meta_indexer_config":{"max_key_count":0,"mutex_shard_num":4}}}]}
                 """.formatted(dir.resolve("nfs"), capacityBytes,
                 reclaim == null ? "" : "\"reclaim_strategy\":" + reclaim.toJson() + ","));
+        startup = StartupConfig.load(cfg);
         store = RedisStore.connect("redis://127.0.0.1:6379/0", options.apply(RedisStore.Options.defaults().withPrefix(prefix)));
         try {
-            registry = new Registry(store, StartupConfig.load(cfg), store::index);
-            inst = registry.register(RegisterInstanceRequest.newBuilder().setInstanceGroup("g")
-                    .setInstanceId("i").setBlockSize(16)
-                    .setModelDeployment(ModelDeployment.newBuilder().setModelName("m").setDtype("bf16"))
-                    .addLocationSpecInfos(LocationSpecInfo.newBuilder().setName("tp0").setSize(1000)).build())
-                    .instance();
+            registry = new Registry(store, startup, store::index);
+            inst = register(registry, "i");
         } catch (Exception | Error e) {
             close();
             throw e;
         }
+    }
+
+    /** Registers another instance of group "g", with the same spec as "i". */
+    public static Instance register(Registry registry, String id) {
+        return registry.register(RegisterInstanceRequest.newBuilder().setInstanceGroup("g")
+                .setInstanceId(id).setBlockSize(16)
+                .setModelDeployment(ModelDeployment.newBuilder().setModelName("m").setDtype("bf16"))
+                .addLocationSpecInfos(LocationSpecInfo.newBuilder().setName("tp0").setSize(1000)).build())
+                .instance();
+    }
+
+    /** A registry over a new connection to the same keys: a replica started afresh (closed with the group). */
+    public Registry restarted() {
+        RedisStore s = RedisStore.connect("redis://127.0.0.1:6379/0",
+                options.apply(RedisStore.Options.defaults().withPrefix(prefix)));
+        more.add(s);
+        return new Registry(s, startup, s::index);
     }
 
     @Override
@@ -56,6 +76,7 @@ final class RedisGroup implements AutoCloseable {
             for (String id : store.instanceIds()) {
                 store.drop(id);
             }
+            more.forEach(RedisStore::close);
             store.close();
         } finally {
             new ProcessBuilder("sh", "-c", "redis-cli --scan --pattern '" + prefix + "*' | xargs -r redis-cli del")
