@@ -74,6 +74,7 @@ public class MetaRuntime {
     private DeferredTouchIndex.Toucher toucher;
     private final java.util.Map<String, Counter> evictionCounters = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile boolean ready;
+    private volatile boolean stopping;
     private volatile ControlPlaneSync controlPlane;
     private volatile MetaAuth auth;
     private final Set<String> gauged = new HashSet<>();
@@ -140,7 +141,7 @@ public class MetaRuntime {
                     + cfg.store() + "'");
         }
         write = new WritePath(registry, ledger, ws);
-        write.recover(rebuild);
+        write.recover(rebuild, cfg.index().recoveryThreads());
         if (leadership instanceof RedisLeadership rl) {
             rl.start();
         }
@@ -193,6 +194,18 @@ public class MetaRuntime {
                     reconcileFailures.failed(e);
                 }
             }, every, every, java.util.concurrent.TimeUnit.MILLISECONDS);
+        }
+        if (!rebuild) {
+            // a joining replica serves at once; what a dead replica left DELETING is resumed meanwhile
+            Thread t = new Thread(() -> {
+                try {
+                    write.resumeDeletions(() -> stopping);
+                } catch (RuntimeException e) {
+                    LOG.warnf("looking for interrupted deletions failed: %s", e.getMessage());
+                }
+            }, "kvpool-resume-deletions");
+            t.setDaemon(true);
+            t.start();
         }
         LOG.infof("KVPool metadata plane ready in %d ms: data %s, %d storages, %d groups, %d instances; KVCM meta HTTP :%d, gRPC :%d",
                 (System.nanoTime() - t0) / 1_000_000, dataDir, registry.storages().size(), registry.groups().size(),
@@ -282,6 +295,7 @@ public class MetaRuntime {
 
     void stop(@Observes ShutdownEvent ev) {
         ready = false;
+        stopping = true;
         if (controlPlane != null) {
             controlPlane.close();
         }

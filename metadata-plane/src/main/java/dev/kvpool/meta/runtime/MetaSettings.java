@@ -186,6 +186,13 @@ public interface MetaSettings {
         /** Per-instance search cache entries (0 = off); KVCM's meta_cache_policy_config. */
         @WithDefault("0")
         int searchCache();
+
+        /**
+         * Instances whose index the first replica of a cold start reads at once (usage, file slots, interrupted
+         * deletions); it serves once every one has been read.
+         */
+        @WithDefault("4")
+        int recoveryThreads();
     }
 
     interface Write {

@@ -618,53 +618,190 @@ public final class WritePath implements AutoCloseable {
 
     /**
      * Rebuilds what is derived from the index — group usage and slot maps — and resumes deletions a crash
-     * interrupted. Open sessions were recovered with the index; the expiry loop fails those past their deadline.
-     * With {@code rebuild} false (a replica joining others over a shared store, whose usage and slots live in
-     * the store and are in use) only the interrupted deletions are resumed; purges are idempotent.
+     * interrupted, reading up to {@code threads} instances' indexes at once (one HSCAN stream each on Redis, where
+     * one instance's read is bound by round trips and decoding, not by the server). Open sessions were recovered
+     * with the index; the expiry loop fails those past their deadline. With {@code rebuild} false (a replica
+     * joining others over a shared store, whose usage and slots live in the store and are in use) nothing is
+     * read here: {@link #resumeDeletions} looks for interrupted deletions once the replica serves.
      */
-    public void recover(boolean rebuild) {
-        if (rebuild) {
-            for (GroupConfig g : registry.groups()) {
-                ledger.reset(g.name());
+    public void recover(boolean rebuild, int threads) {
+        if (!rebuild) {
+            return;
+        }
+        for (GroupConfig g : registry.groups()) {
+            ledger.reset(g.name());
+        }
+        List<Instance> insts = List.copyOf(registry.instances());
+        if (insts.isEmpty()) {
+            return;
+        }
+        Progress progress = new Progress("rebuilding usage and slots from the index", insts);
+        ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, Math.min(threads, insts.size())), r -> {
+            Thread t = new Thread(r, "kvpool-recovery");
+            t.setDaemon(true);
+            return t;
+        });
+        try {
+            List<java.util.concurrent.Future<?>> fs = new ArrayList<>();
+            for (Instance inst : insts) {
+                fs.add(pool.submit(() -> recoverInstance(inst, true, progress, () -> false)));
+            }
+            for (var f : fs) {
+                f.get();
+            }
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while recovering the index", e);
+        } finally {
+            pool.shutdownNow();
+        }
+        progress.finished();
+    }
+
+    /**
+     * Resumes the deletions a replica that died left DELETING, for a replica that joined running ones and so
+     * read no index before serving (at hundreds of millions of blocks that read takes minutes). Runs in the
+     * background, one instance after another. Each location waits its group's reader lease first: the replica
+     * that marked it may be alive, and a reader may still hold it; purges are idempotent, so whichever of the
+     * two runs second finds nothing left to do.
+     *
+     * @param stop checked every few thousand keys; true ends the search early (shutdown)
+     * @return deletions resumed
+     */
+    public long resumeDeletions(java.util.function.BooleanSupplier stop) {
+        List<Instance> insts = List.copyOf(registry.instances());
+        Progress progress = new Progress("looking for interrupted deletions", insts);
+        long resumed = 0;
+        for (Instance inst : insts) {
+            if (stop.getAsBoolean()) {
+                return resumed;
+            }
+            try {
+                resumed += recoverInstance(inst, false, progress, stop);
+            } catch (Stopped e) {
+                return resumed;
+            } catch (RuntimeException e) {
+                // dropped meanwhile, or the store failed: the next start, or the next replica, looks again
+                LOG.warnf("instance %s: could not look for interrupted deletions: %s", inst.id, e.getMessage());
             }
         }
-        for (Instance inst : registry.instances()) {
-            // usage summed here and written once per instance and type: on a shared ledger each add is a round trip,
-            // and one per block made a cold start of a Redis-backed cluster take ~3 minutes per million blocks
-            QuotaLedger.Usage usage = new QuotaLedger.Usage();
-            LocList deleting = new LocList();
-            long[] keys = {0};
-            // slot addresses per storage, unboxed: a cold start may find hundreds of millions
-            java.util.Map<Integer, java.util.stream.LongStream.Builder> used = new java.util.HashMap<>();
-            inst.index.forEach(bl -> {
-                keys[0]++;
-                if (rebuild) {
-                    countUsage(inst, bl, usage);
-                }
-                for (int i = 0; i < bl.size(); i++) {
-                    long a = bl.a(i);
-                    Storage st = registry.storageByNumber(Loc.storage(a));
-                    if (st == null) {
-                        continue;
-                    }
-                    if (rebuild && st.usesFiles()) {
-                        used.computeIfAbsent(st.number, n -> java.util.stream.LongStream.builder()).add(bl.b(i));
-                    }
-                    if (Loc.status(a) == Loc.DELETING) {
-                        deleting.add(bl.key(), a, bl.b(i), false);
-                    }
-                }
-            });
-            if (rebuild) {
-                addUsage(inst.group, usage); // before its deletions resume: their purge subtracts what is added here
-                inst.resetSlots();
-                for (var e : used.entrySet()) {
-                    inst.allocator(registry.storageByNumber(e.getKey())).rebuild(e.getValue().build().toArray());
+        progress.finished();
+        return resumed;
+    }
+
+    /** Thrown out of an index scan to end it early. */
+    private static final class Stopped extends RuntimeException {
+        Stopped() {
+            super(null, null, false, false);
+        }
+    }
+
+    /** Reads one instance's index: usage and slots when rebuilding; its DELETING locations resumed either way. */
+    private int recoverInstance(Instance inst, boolean rebuild, Progress progress, java.util.function.BooleanSupplier stop) {
+        // usage summed here and written once per instance and type: on a shared ledger each add is a round trip,
+        // and one per block made a cold start of a Redis-backed cluster take ~3 minutes per million blocks
+        QuotaLedger.Usage usage = new QuotaLedger.Usage();
+        LocList deleting = new LocList();
+        long[] keys = {0};
+        // slot addresses per storage, unboxed: a cold start may find hundreds of millions
+        Map<Integer, java.util.stream.LongStream.Builder> used = new HashMap<>();
+        inst.index.forEach(bl -> {
+            if ((++keys[0] & Progress.EVERY - 1) == 0) {
+                progress.add(Progress.EVERY);
+                if (stop.getAsBoolean()) {
+                    throw new Stopped();
                 }
             }
-            submitDelete(inst, deleting);
-            LOG.infof("instance %s: %d keys, %d open write sessions, %d deletions resumed%s", inst.id, keys[0],
-                    inst.index.sessions().size(), deleting.size(), rebuild ? "" : " (usage and slots kept in the shared store)");
+            if (rebuild) {
+                countUsage(inst, bl, usage);
+            }
+            for (int i = 0; i < bl.size(); i++) {
+                long a = bl.a(i);
+                Storage st = registry.storageByNumber(Loc.storage(a));
+                if (st == null) {
+                    continue;
+                }
+                if (rebuild && st.usesFiles()) {
+                    used.computeIfAbsent(st.number, n -> java.util.stream.LongStream.builder()).add(bl.b(i));
+                }
+                if (Loc.status(a) == Loc.DELETING) {
+                    deleting.add(bl.key(), a, bl.b(i), false);
+                }
+            }
+        });
+        progress.add(keys[0] & Progress.EVERY - 1);
+        if (rebuild) {
+            addUsage(inst.group, usage); // before its deletions resume: their purge subtracts what is added here
+            inst.resetSlots();
+            for (var e : used.entrySet()) {
+                inst.allocator(registry.storageByNumber(e.getKey())).rebuild(e.getValue().build().toArray());
+            }
+        }
+        submitDelete(inst, deleting, readerLeaseMs(inst));
+        progress.instanceDone();
+        LOG.infof("instance %s: %d keys, %d open write sessions, %d deletions resumed%s", inst.id, keys[0],
+                inst.index.sessions().size(), deleting.size(), rebuild ? "" : " (usage and slots kept in the shared store)");
+        return deleting.size();
+    }
+
+    private long readerLeaseMs(Instance inst) {
+        GroupConfig g = registry.group(inst.group);
+        return (g == null ? dev.kvpool.meta.reclaim.ReclaimConfig.DEFAULT : g.reclaim()).delayBeforeDeleteMs();
+    }
+
+    /**
+     * A read of every index, logged every 10 s by whichever reading thread passes the mark, so a start-up that
+     * reads hundreds of millions of keys shows how far it got and how fast it goes.
+     */
+    private static final class Progress {
+        static final int EVERY = 1 << 14;
+        private static final long PERIOD_NS = 10_000_000_000L;
+        private final String what;
+        private final int instances;
+        private final long total;
+        private final long t0 = System.nanoTime();
+        private final java.util.concurrent.atomic.LongAdder keys = new java.util.concurrent.atomic.LongAdder();
+        private final java.util.concurrent.atomic.AtomicInteger done = new java.util.concurrent.atomic.AtomicInteger();
+        private final AtomicLong nextLogNs = new AtomicLong(t0 + PERIOD_NS);
+
+        Progress(String what, List<Instance> insts) {
+            this.what = what;
+            this.instances = insts.size();
+            long t = 0;
+            for (Instance i : insts) {
+                try {
+                    t += i.index.keyCount();
+                } catch (RuntimeException e) {
+                    // only the estimate suffers
+                }
+            }
+            this.total = t;
+        }
+
+        void add(long n) {
+            keys.add(n);
+            long now = System.nanoTime(), next = nextLogNs.get();
+            if (now >= next && nextLogNs.compareAndSet(next, now + PERIOD_NS)) {
+                long k = keys.sum();
+                LOG.infof("%s: %,d of ~%,d keys (%d%%), %,d keys/s, %d of %d instances done", what, k, total,
+                        total == 0 ? 100 : Math.min(100, k * 100 / total), rate(k, now), done.get(), instances);
+            }
+        }
+
+        void instanceDone() {
+            done.incrementAndGet();
+        }
+
+        void finished() {
+            long k = keys.sum(), now = System.nanoTime();
+            LOG.infof("%s: %,d keys of %d instances in %.1f s (%,d keys/s)", what, k, instances,
+                    (now - t0) / 1e9, rate(k, now));
+        }
+
+        private long rate(long k, long now) {
+            return k * 1_000_000_000L / Math.max(1, now - t0);
         }
     }
 
@@ -672,10 +809,6 @@ public final class WritePath implements AutoCloseable {
     private void addUsage(String group, QuotaLedger.Usage u) {
         ledger.add(group, u.total(), null, 0);
         u.types().forEach((kind, bytes) -> ledger.add(group, 0, kind, bytes));
-    }
-
-    public void recover() {
-        recover(true);
     }
 
     private void recount(String group) {

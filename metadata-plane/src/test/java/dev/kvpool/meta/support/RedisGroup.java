@@ -64,9 +64,19 @@ public final class RedisGroup implements AutoCloseable {
 
     /** A registry over a new connection to the same keys: a replica started afresh (closed with the group). */
     public Registry restarted() {
+        return registry(connect());
+    }
+
+    /** A new connection to the same keys (closed with the group). */
+    public RedisStore connect() {
         RedisStore s = RedisStore.connect("redis://127.0.0.1:6379/0",
                 options.apply(RedisStore.Options.defaults().withPrefix(prefix)));
         more.add(s);
+        return s;
+    }
+
+    /** The registry a replica over {@code s} starts with. */
+    public Registry registry(RedisStore s) {
         return new Registry(s, startup, s::index);
     }
 

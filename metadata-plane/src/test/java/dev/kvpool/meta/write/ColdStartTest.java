@@ -68,7 +68,7 @@ class ColdStartTest {
                 }
             };
             try (WritePath w = new WritePath(reg, counting, new WritePath.Settings(30, 3600))) {
-                w.recover(true);
+                w.recover(true, 2);
                 w.drain(); // the resumed purges release the usage and slots of what was being evicted
             }
             // an instance's deletions resume while the next one is scanned: its usage must be in by then, or the
