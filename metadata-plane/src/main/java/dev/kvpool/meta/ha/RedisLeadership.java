@@ -15,12 +15,16 @@ import org.jboss.logging.Logger;
  * Leadership among replicas over one Redis: a lease key renewed every ttl/3 by its holder; when the holder dies
  * (kill -9) the key expires after ttl and the next contender's loop takes it. The same loop keeps this replica in
  * a membership set (a sorted set scored by expiry), which tells a starting replica whether it is alone — then the
- * usage and slot state derived from the index are rebuilt, since a crashed cluster may have left them behind.
+ * usage and slot state derived from the index are rebuilt, since a crashed cluster may have left them behind, by
+ * one replica only ({@link #begin()}).
  */
 public final class RedisLeadership implements Leadership {
     private static final Logger LOG = Logger.getLogger(RedisLeadership.class);
 
     private final RedisLease lease;
+    /** Held by the replica that rebuilds usage and slots on a cold start, until it is listed as a member. */
+    private final RedisLease rebuildClaim;
+    private final long claimTtlMs;
     private final Calls calls;
     private final String selfId;
     private final String membersKey;
@@ -38,6 +42,10 @@ public final class RedisLeadership implements Leadership {
         this.ttlMs = ttl.toMillis();
         this.membersKey = prefix + "members";
         this.lease = new RedisLease(redis, prefix + "leader", selfId, ttl, ttl.dividedBy(10), timeout);
+        // longer than the leader lease: renewals must survive a slow Redis during a long rebuild
+        this.claimTtlMs = Math.max(10_000, 5 * ttlMs);
+        this.rebuildClaim = new RedisLease(redis, prefix + "rebuilding", selfId, Duration.ofMillis(claimTtlMs),
+                Duration.ofMillis(claimTtlMs / 10), timeout);
         this.loop = Thread.ofPlatform().daemon().name("kvpool-leader-election").unstarted(this::run);
     }
 
@@ -61,7 +69,7 @@ public final class RedisLeadership implements Leadership {
      * still listed until its entry's ttl passes, and must not make a restart skip the rebuild. Live members
      * renew every ttl/3, so they are still there after the wait.
      */
-    public boolean aloneAfterSettling() {
+    boolean aloneAfterSettling() {
         if (alone()) {
             return true;
         }
@@ -71,6 +79,93 @@ public final class RedisLeadership implements Leadership {
             Thread.currentThread().interrupt();
         }
         return alone();
+    }
+
+    /**
+     * Decides how this replica starts, atomically among replicas that start at once (a Deployment's pods after an
+     * outage): the first of a cold cluster rebuilds usage and slots from the index; any other joins. Being alone
+     * is not enough, since replicas starting together all see no member until one of them is listed: the
+     * rebuilder must also win a claim in Redis, which it keeps while it reads the index. A replica that finds the
+     * claim taken waits for the rebuild to end — serving writes meanwhile would race the rebuild's reset of usage
+     * and file slots, so a slot could be handed out twice — and then joins. A rebuilder that dies lets its claim
+     * lapse after {@link #claimTtlMs}; the next replica then rebuilds. Close the result after {@link #start()}, so
+     * the claim goes only once this replica is listed as a member.
+     */
+    public Startup begin() {
+        long waitingSince = System.currentTimeMillis(), nextLog = waitingSince + 10_000;
+        while (true) {
+            if (aloneAfterSettling()) {
+                if (rebuildClaim.acquireOrRenew()) {
+                    if (alone()) { // no rebuilder listed itself between the check and the claim
+                        return new Startup(true);
+                    }
+                    rebuildClaim.release();
+                }
+            } else if (rebuildClaim.holder() == null) {
+                return new Startup(false);
+            }
+            long now = System.currentTimeMillis();
+            if (now >= nextLog) {
+                nextLog = now + 10_000;
+                LOG.infof("waiting %d s for %s, the first replica of this cold start, to finish rebuilding usage and "
+                        + "slots from the index", (now - waitingSince) / 1000, rebuildClaim.holder());
+            }
+            try {
+                Thread.sleep(250);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while waiting for another replica's rebuild", e);
+            }
+        }
+    }
+
+    /** How this replica starts (see {@link #begin()}); while it rebuilds, its claim is renewed in the background. */
+    public final class Startup implements AutoCloseable {
+        private final boolean rebuild;
+        private final Thread renewer;
+
+        Startup(boolean rebuild) {
+            this.rebuild = rebuild;
+            this.renewer = rebuild ? Thread.ofPlatform().daemon().name("kvpool-rebuild-claim").start(() -> {
+                while (!Thread.currentThread().isInterrupted()) {
+                    try {
+                        Thread.sleep(Math.max(50, claimTtlMs / 3));
+                        if (!rebuildClaim.acquireOrRenew()) {
+                            LOG.errorf("%s lost its claim on the rebuild of usage and slots: another replica may start "
+                                    + "one too", selfId);
+                        }
+                    } catch (InterruptedException e) {
+                        return;
+                    } catch (RuntimeException e) {
+                        LOG.warnf("renewing the rebuild claim failed: %s", e.getMessage());
+                    }
+                }
+            }) : null;
+        }
+
+        /** True for the first replica of a cold cluster: it rebuilds usage and slots from the index. */
+        public boolean rebuild() {
+            return rebuild;
+        }
+
+        /** Ends the claim (after {@link #start()}, or after a failed start so another replica can rebuild). */
+        @Override
+        public void close() {
+            if (renewer == null) {
+                return;
+            }
+            renewer.interrupt();
+            try {
+                renewer.join(2_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            try {
+                rebuildClaim.release();
+            } catch (RuntimeException e) {
+                LOG.warnf("releasing the rebuild claim failed (it lapses by itself): %s", e.getMessage());
+            }
+        }
     }
 
     public RedisLeadership start() {

@@ -91,6 +91,7 @@ public class MetaRuntime {
                 .map(s -> StartupConfig.load(Path.of(s))).orElseGet(() -> StartupConfig.defaults(dataDir));
         String nodeId = cfg.nodeId().filter(s -> !s.isBlank()).orElse(defaultNodeId());
         boolean rebuild = true;
+        RedisLeadership.Startup begun = null;
         WritePath.Settings ws = new WritePath.Settings(cfg.write().defaultTimeoutSeconds(), cfg.write().maxTimeoutSeconds());
         switch (cfg.store()) {
             case "embedded" -> {
@@ -123,7 +124,8 @@ public class MetaRuntime {
                 String p = rc.prefix() + ":";
                 var lead = new RedisLeadership(redis, p, nodeId, rc.leaseTtl(), rc.timeout());
                 // alone: a cold start of the whole cluster, so usage and slots are rebuilt from the index
-                rebuild = lead.aloneAfterSettling();
+                begun = lead.begin();
+                rebuild = begun.rebuild();
                 leadership = lead;
                 // no search cache (other replicas change the index under it); access times are recorded off the
                 // read path: a touch is a round trip and a script, and it is only eviction input
@@ -141,9 +143,15 @@ public class MetaRuntime {
                     + cfg.store() + "'");
         }
         write = new WritePath(registry, ledger, ws);
-        write.recover(rebuild, cfg.index().recoveryThreads());
-        if (leadership instanceof RedisLeadership rl) {
-            rl.start();
+        try {
+            write.recover(rebuild, cfg.index().recoveryThreads());
+            if (leadership instanceof RedisLeadership rl) {
+                rl.start(); // listed as a member before the rebuild claim goes: later replicas join
+            }
+        } finally {
+            if (begun != null) {
+                begun.close();
+            }
         }
         query = new QueryPath(registry);
         kvcm = new KvcmMeta(registry, query, write, store::sessionOwner, () -> ready,

@@ -1,0 +1,116 @@
+package dev.kvpool.meta.ha;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.vertx.core.Vertx;
+import io.vertx.redis.client.Command;
+import io.vertx.redis.client.Redis;
+import io.vertx.redis.client.Request;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** How replicas over a real Redis (127.0.0.1:6379) decide who rebuilds usage and slots on a cold start. */
+class RedisLeadershipTest {
+    private static final Duration TTL = Duration.ofSeconds(1);
+    private static Vertx vertx;
+    private static Redis redis;
+    private final String prefix = "kvp-lead-" + UUID.randomUUID().toString().substring(0, 8) + ":";
+    private final List<RedisLeadership> opened = new ArrayList<>();
+
+    @BeforeAll
+    static void connect() {
+        vertx = Vertx.vertx();
+        redis = Redis.createClient(vertx, "redis://127.0.0.1:6379/0");
+    }
+
+    @AfterAll
+    static void disconnect() {
+        redis.close();
+        vertx.close();
+    }
+
+    @AfterEach
+    void cleanUp() throws Exception {
+        opened.forEach(RedisLeadership::close);
+        var keys = redis.send(Request.cmd(Command.KEYS).arg(prefix + "*")).toCompletionStage().toCompletableFuture()
+                .get(5, TimeUnit.SECONDS);
+        for (var k : keys) {
+            redis.send(Request.cmd(Command.DEL).arg(k.toString())).toCompletionStage().toCompletableFuture()
+                    .get(5, TimeUnit.SECONDS);
+        }
+    }
+
+    private RedisLeadership replica(Redis client, String id) {
+        RedisLeadership l = new RedisLeadership(client, prefix, id, TTL, Duration.ofSeconds(5));
+        opened.add(l);
+        return l;
+    }
+
+    @Test
+    void replicasStartingTogetherOnAColdClusterRebuildOnceAndTheOthersJoinAfterIt() throws Exception {
+        int n = 3;
+        List<RedisLeadership> ls = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            ls.add(replica(redis, "r" + i));
+        }
+        CyclicBarrier together = new CyclicBarrier(n);
+        List<CompletableFuture<RedisLeadership.Startup>> starts = new ArrayList<>();
+        for (RedisLeadership l : ls) {
+            starts.add(CompletableFuture.supplyAsync(() -> {
+                try {
+                    together.await();
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+                return l.begin();
+            }));
+        }
+        // the rebuilder is known at once; the others wait for it
+        CompletableFuture.anyOf(starts.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
+        Thread.sleep(2 * TTL.toMillis() + 500); // past the settling wait of those that saw no member
+        int rebuilder = -1, done = 0;
+        for (int i = 0; i < n; i++) {
+            if (starts.get(i).isDone()) {
+                done++;
+                assertTrue(starts.get(i).get().rebuild(), "a replica that did not rebuild must not serve during a rebuild");
+                rebuilder = i;
+            }
+        }
+        assertEquals(1, done, "exactly one replica rebuilds; the others wait for it");
+
+        ls.get(rebuilder).start(); // listed as a member, then the claim goes
+        starts.get(rebuilder).get().close();
+        for (int i = 0; i < n; i++) {
+            if (i != rebuilder) {
+                assertFalse(starts.get(i).get(10, TimeUnit.SECONDS).rebuild(), "replica " + i + " joins");
+            }
+        }
+    }
+
+    @Test
+    void aReplicaThatDiesWhileRebuildingIsReplacedOnceItsClaimLapses() throws Exception {
+        Vertx v2 = Vertx.vertx();
+        Redis own = Redis.createClient(v2, "redis://127.0.0.1:6379/0");
+        RedisLeadership first = replica(own, "dying");
+        assertTrue(first.begin().rebuild());
+        CompletableFuture<RedisLeadership.Startup> second = CompletableFuture.supplyAsync(() -> replica(redis, "next").begin());
+        Thread.sleep(2_000);
+        assertFalse(second.isDone(), "waits while the first one rebuilds");
+        own.close(); // the first one dies: its claim is no longer renewed
+        v2.close();
+        RedisLeadership.Startup s = second.get(30, TimeUnit.SECONDS);
+        assertTrue(s.rebuild(), "the rebuild is taken over");
+        s.close();
+    }
+}
