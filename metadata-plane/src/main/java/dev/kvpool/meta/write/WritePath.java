@@ -625,6 +625,11 @@ public final class WritePath implements AutoCloseable {
      * read here: {@link #resumeDeletions} looks for interrupted deletions once the replica serves.
      */
     public void recover(boolean rebuild, int threads) {
+        recover(rebuild, threads, Runtime.getRuntime().maxMemory() / 2);
+    }
+
+    /** @param heapBudget bytes the instances read at once may hold (their slot addresses, ~24 bytes a block) */
+    void recover(boolean rebuild, int threads, long heapBudget) {
         if (!rebuild) {
             return;
         }
@@ -641,10 +646,22 @@ public final class WritePath implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
+        // an instance's slot addresses are held while it is read (~24 bytes a block): instances read at once share
+        // the budget (half the heap), and one larger than that is read alone, as it would be by a single thread
+        int budgetKib = (int) Math.max(1, Math.min(Integer.MAX_VALUE, heapBudget / 1024));
+        java.util.concurrent.Semaphore heap = new java.util.concurrent.Semaphore(budgetKib);
         try {
             List<java.util.concurrent.Future<?>> fs = new ArrayList<>();
             for (Instance inst : insts) {
-                fs.add(pool.submit(() -> recoverInstance(inst, true, progress, () -> false)));
+                int needKib = (int) Math.min(budgetKib, progress.keys(inst) * 24 / 1024 + 1);
+                fs.add(pool.submit(() -> {
+                    heap.acquireUninterruptibly(needKib);
+                    try {
+                        return recoverInstance(inst, true, progress, () -> false);
+                    } finally {
+                        heap.release(needKib);
+                    }
+                }));
             }
             for (var f : fs) {
                 f.get();
@@ -766,18 +783,27 @@ public final class WritePath implements AutoCloseable {
         private final java.util.concurrent.atomic.AtomicInteger done = new java.util.concurrent.atomic.AtomicInteger();
         private final AtomicLong nextLogNs = new AtomicLong(t0 + PERIOD_NS);
 
+        private final Map<String, Long> keysOf = new HashMap<>();
+
         Progress(String what, List<Instance> insts) {
             this.what = what;
             this.instances = insts.size();
             long t = 0;
             for (Instance i : insts) {
                 try {
-                    t += i.index.keyCount();
+                    long k = i.index.keyCount();
+                    keysOf.put(i.id, k);
+                    t += k;
                 } catch (RuntimeException e) {
                     // only the estimate suffers
                 }
             }
             this.total = t;
+        }
+
+        /** The instance's key count when the read began (0 if unknown). */
+        long keys(Instance inst) {
+            return keysOf.getOrDefault(inst.id, 0L);
         }
 
         void add(long n) {

@@ -77,7 +77,12 @@ public final class RedisGroup implements AutoCloseable {
 
     /** The registry a replica over {@code s} starts with. */
     public Registry registry(RedisStore s) {
-        return new Registry(s, startup, s::index);
+        return registry(s, UnaryOperator.identity());
+    }
+
+    /** The same, with each instance's index wrapped (to watch how it is used). */
+    public Registry registry(RedisStore s, UnaryOperator<dev.kvpool.meta.index.InstanceIndex> wrap) {
+        return new Registry(s, startup, id -> wrap.apply(s.index(id)));
     }
 
     @Override

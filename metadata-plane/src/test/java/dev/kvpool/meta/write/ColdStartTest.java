@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.api.proto.meta.BlockMask;
+import dev.kvpool.meta.index.Block;
+import dev.kvpool.meta.index.ForwardingIndex;
 import dev.kvpool.meta.kvcm.Mask;
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.registry.Instance;
@@ -12,6 +14,7 @@ import dev.kvpool.meta.storage.StorageKind;
 import dev.kvpool.meta.support.RedisGroup;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.function.Consumer;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
@@ -85,6 +88,47 @@ class ColdStartTest {
             // per instance: one update for the total and one per storage type, not one per block
             assertTrue(adds.get() <= 2 * before.size(), "updates while rebuilding: " + adds.get() + " for "
                     + before.size() * blocks + " blocks");
+        }
+    }
+
+    @Test
+    void instancesAreReadAtOnceWithinTheHeapBudget() throws Exception {
+        int blocks = 2_000;
+        try (RedisGroup rg = new RedisGroup(dir, 100_000_000_000L, null, o -> o)) {
+            List<Instance> insts = List.of(rg.inst, RedisGroup.register(rg.registry, "i2"),
+                    RedisGroup.register(rg.registry, "i3"), RedisGroup.register(rg.registry, "i4"));
+            try (WritePath w = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+                for (Instance inst : insts) {
+                    var o = w.start(inst, LongStream.range(0, blocks).toArray(), List.of(), 30, 1);
+                    w.finish(inst, o.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(blocks).build()),
+                            rg.store::sessionOwner);
+                }
+            }
+            AtomicInteger reading = new AtomicInteger(), most = new AtomicInteger();
+            Registry reg = rg.registry(rg.connect(), idx -> new ForwardingIndex(idx) {
+                @Override
+                public void forEach(Consumer<Block> visitor) {
+                    most.accumulateAndGet(reading.incrementAndGet(), Math::max);
+                    try {
+                        Thread.sleep(300); // long enough for the others to start if they may
+                        delegate.forEach(visitor);
+                    } catch (InterruptedException e) {
+                        throw new IllegalStateException(e);
+                    } finally {
+                        reading.decrementAndGet();
+                    }
+                }
+            });
+            try (WritePath w = new WritePath(reg, QuotaLedger.inMemory(), new WritePath.Settings(30, 3600))) {
+                w.recover(true, 4, 1L << 30);
+                assertEquals(4, most.get(), "four instances read at once");
+                most.set(0);
+                w.recover(true, 4, blocks * 24L); // room for one instance's slot addresses
+                assertEquals(1, most.get(), "one at a time when the heap allows no more");
+                for (Instance old : insts) {
+                    assertEquals(blocks, reg.lookup(old.id).allocator(reg.storages().iterator().next()).usedSlots());
+                }
+            }
         }
     }
 }
