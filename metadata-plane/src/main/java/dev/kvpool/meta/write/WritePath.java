@@ -458,10 +458,15 @@ public final class WritePath implements AutoCloseable {
                 }
             }
             case TS_REMOVE_ALL_META -> {
-                // metadata only: the bytes stay where they are; usage is recounted for the group
+                // metadata only: the bytes stay where they are. The usage that leaves is what this index held,
+                // summed just before it is cleared: a recount of the group instead read every instance of it and
+                // reset a ledger that other replicas write to meanwhile
+                QuotaLedger.Usage u = new QuotaLedger.Usage();
+                inst.index.forEach(bl -> countUsage(inst, bl, u));
                 inst.index.clear();
                 inst.resetSlots();
-                recount(inst.group);
+                ledger.add(inst.group, -u.total(), null, 0);
+                u.types().forEach((kind, bytes) -> ledger.add(inst.group, 0, kind, -bytes));
             }
             case TS_TIMESTAMP -> {
                 if (end <= begin) {
@@ -835,15 +840,6 @@ public final class WritePath implements AutoCloseable {
     private void addUsage(String group, QuotaLedger.Usage u) {
         ledger.add(group, u.total(), null, 0);
         u.types().forEach((kind, bytes) -> ledger.add(group, 0, kind, bytes));
-    }
-
-    private void recount(String group) {
-        QuotaLedger.Usage u = new QuotaLedger.Usage();
-        for (Instance inst : registry.instancesOf(group)) {
-            inst.index.forEach(bl -> countUsage(inst, bl, u));
-        }
-        ledger.reset(group);
-        addUsage(group, u);
     }
 
     /** Adds one block to a usage sum: the key once, each location by its storage type (§3.9.1). */
