@@ -261,6 +261,16 @@ public final class EmbeddedStore implements IndexStore {
         return "embedded";
     }
 
+    /**
+     * What the OS does when this process is killed: the directory lock goes, everything appended stays. Tests
+     * simulate a crash with it, then open the directory again in the same process.
+     */
+    void releaseLockLikeAKill() {
+        if (journal != null) {
+            journal.releaseLockLikeAKill();
+        }
+    }
+
     @Override
     public void close() {
         if (background != null) {

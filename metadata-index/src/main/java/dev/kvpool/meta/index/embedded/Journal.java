@@ -47,6 +47,8 @@ final class Journal implements AutoCloseable {
     private long generation;
     private long bytesSinceSnapshot;
     private volatile boolean dirty;
+    /** Holds the directory's lock while the journal is open (no I/O goes through it). */
+    private FileChannel lockChannel;
 
     Journal(Path dir, Durability durability) {
         this.dir = dir;
@@ -58,9 +60,14 @@ final class Journal implements AutoCloseable {
         }
     }
 
-    /** Replays snapshot and logs into the sink, then opens the newest log for appending. */
+    /**
+     * Replays snapshot and logs into the sink, then opens the newest log for appending. Refuses a directory that
+     * another process (or another store in this one) has open: two writers would cut each other's "torn" tails
+     * and interleave their records.
+     */
     void recover(Consumer<ByteBuffer> sink) {
         try {
+            lockDir();
             long snapGen = newest("snapshot-", ".bin");
             List<Long> logs = generations("journal-", ".log");
             long startGen = snapGen >= 0 ? snapGen : (logs.isEmpty() ? 0 : logs.get(0));
@@ -86,6 +93,24 @@ final class Journal implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot recover index from " + dir, e);
         }
+    }
+
+    private void lockDir() throws IOException {
+        Path p = dir.resolve("lock");
+        FileChannel ch = FileChannel.open(p, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        java.nio.channels.FileLock l;
+        try {
+            l = ch.tryLock();
+        } catch (java.nio.channels.OverlappingFileLockException e) {
+            l = null; // held by this process already
+        }
+        if (l == null) {
+            ch.close();
+            throw new IllegalStateException("index directory " + dir + " is in use by another metadata plane (" + p
+                    + " is locked): give each plane a data directory of its own, or share an index with "
+                    + "kvpool.meta.store=redis");
+        }
+        lockChannel = ch;
     }
 
     /** Opens a log generation for appending at its end; callers hold the monitor (or are the constructor). */
@@ -291,6 +316,7 @@ final class Journal implements AutoCloseable {
     @Override
     public synchronized void close() {
         if (log == null) {
+            unlockDir();
             return;
         }
         try {
@@ -304,5 +330,22 @@ final class Journal implements AutoCloseable {
             LOG.warn("closing journal", e);
         }
         log = null;
+        unlockDir();
+    }
+
+    /** See {@link EmbeddedStore#releaseLockLikeAKill()}. */
+    synchronized void releaseLockLikeAKill() {
+        unlockDir();
+    }
+
+    private void unlockDir() {
+        if (lockChannel != null) {
+            try {
+                lockChannel.close(); // releases the lock
+            } catch (IOException e) {
+                LOG.warn("releasing the index directory lock", e);
+            }
+            lockChannel = null;
+        }
     }
 }

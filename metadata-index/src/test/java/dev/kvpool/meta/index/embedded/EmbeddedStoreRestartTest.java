@@ -2,6 +2,7 @@ package dev.kvpool.meta.index.embedded;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -345,6 +346,7 @@ class EmbeddedStoreRestartTest {
         populate(crashed, 2);
         lastFrame(crashed);
         String before = dump(crashed);
+        crashed.releaseLockLikeAKill();
         EmbeddedStore s = open();
         assertEquals(before, dump(s));
         // and the survivor goes on from there
@@ -516,5 +518,19 @@ class EmbeddedStoreRestartTest {
         Block b = s.index("inst-a").get(1);
         assertNotNull(b);
         assertEquals(Loc.SERVING, Loc.status(b.a(0)));
+    }
+
+    @Test
+    void aSecondStoreOnTheSameDirectoryIsRefusedWhileTheFirstIsOpen() {
+        EmbeddedStore first = open();
+        populate(first, 1);
+        String before = dump(first);
+        IllegalStateException e = assertThrows(IllegalStateException.class, this::open);
+        assertTrue(e.getMessage().contains("in use by another metadata plane"), e.getMessage());
+        populate(first, 2); // the first one goes on undisturbed
+        String after = dump(first);
+        assertNotEquals(before, after);
+        first.close();
+        assertEquals(after, dump(open()), "free again once the first one closed");
     }
 }
