@@ -1,8 +1,6 @@
 package dev.kvpool.agent.events;
 
 import dev.kvpool.api.events.BlockBatch.BlockEvent;
-import java.util.ArrayList;
-import java.util.List;
 
 /**
  * Holds events back until {@link #open}, then passes them on in the order they came, and every later one straight
@@ -14,7 +12,7 @@ public final class GatedSink implements EventSink {
     static final int MAX_HELD = 100_000;
     private final EventSink next;
     private final int maxHeld;
-    private List<BlockEvent> held = new ArrayList<>(); // guarded by this
+    private java.util.ArrayDeque<BlockEvent> held = new java.util.ArrayDeque<>(); // guarded by this
     private volatile boolean open;
 
     public GatedSink(EventSink next) {
@@ -47,15 +45,29 @@ public final class GatedSink implements EventSink {
     }
 
     /** Passes on what was held, in order; from now on events go straight through. */
-    public synchronized void open() {
-        if (open) {
-            return;
+    public void open() {
+        open(() -> { });
+    }
+
+    /**
+     * {@link #open()}, running {@code beforeEach} before each held event, outside the lock: it may wait for room in
+     * a small spool, as the announcement itself did, while publishers go on adding behind the held ones.
+     */
+    public void open(Runnable beforeEach) {
+        while (true) {
+            beforeEach.run();
+            synchronized (this) {
+                if (open) {
+                    return;
+                }
+                if (held.isEmpty()) {
+                    held = null;
+                    open = true;
+                    return;
+                }
+                next.publish(held.pollFirst());
+            }
         }
-        for (BlockEvent e : held) {
-            next.publish(e);
-        }
-        held = null;
-        open = true;
     }
 
     public boolean isOpen() {

@@ -103,16 +103,19 @@ public final class BlockStore implements AutoCloseable {
         } else {
             Thread.ofPlatform().daemon().name("kvpool-kept-events").start(() -> {
                 long t0 = System.nanoTime();
+                boolean[] paced = {true}; // at the pace Kafka takes them, so the spool does not drop all_cleared
+                Runnable pace = () -> {
+                    if (paced[0] && !sink.awaitRoom(10_000)) {
+                        paced[0] = false;
+                        LOG.warning("stored events for the blocks the NVMe tier kept: Kafka takes none; the rest"
+                                + " goes into the spool without waiting (its oldest batches go when it is full)");
+                    }
+                };
+                EventSink pacedSink = e -> {
+                    pace.run();
+                    sink.publish(e);
+                };
                 try {
-                    boolean[] paced = {true}; // at the pace Kafka takes them, so the spool does not drop all_cleared
-                    EventSink pacedSink = e -> {
-                        if (paced[0] && !sink.awaitRoom(10_000)) {
-                            paced[0] = false;
-                            LOG.warning("stored events for the blocks the NVMe tier kept: Kafka takes none; the rest"
-                                    + " goes into the spool without waiting (its oldest batches go when it is full)");
-                        }
-                        sink.publish(e);
-                    };
                     for (PooledTier.KeptRun r : kept.inPrefixOrder()) { // parents before children
                         publishStored(pacedSink, r.keys(), r.parents(), nvme.medium(), r.device());
                     }
@@ -121,7 +124,7 @@ public final class BlockStore implements AutoCloseable {
                 } catch (RuntimeException e) {
                     LOG.warning("stored events for the blocks the NVMe tier kept: " + e);
                 } finally {
-                    gate.open();
+                    gate.open(pace); // what was held meanwhile goes at the same pace
                     keptAnnounced.complete(null);
                 }
             });

@@ -52,4 +52,24 @@ class GatedSinkTest {
         assertEquals(10, out.size());
         assertTrue(g.isOpen());
     }
+
+    @Test
+    void openingAtAPaceRunsBeforeEachHeldEventWhileLaterOnesQueueBehind() {
+        List<Long> out = new CopyOnWriteArrayList<>();
+        GatedSink g = new GatedSink(e -> out.add(e.blockHashes()[0]));
+        for (long k = 0; k < 3; k++) {
+            g.publish(BlockEvent.removed(new long[] {k}, "disk"));
+        }
+        int[] paces = {0};
+        g.open(() -> {
+            if (paces[0]++ == 0) { // a publisher while the held ones drain: it goes behind them, not ahead
+                g.publish(BlockEvent.removed(new long[] {3}, "disk"));
+            }
+            assertEquals(paces[0] - 1, out.size(), "one event per pace");
+        });
+        assertEquals(List.of(0L, 1L, 2L, 3L), out);
+        assertEquals(5, paces[0], "once per held event, and once to find none left");
+        g.publish(BlockEvent.removed(new long[] {4}, "disk"));
+        assertEquals(5, out.size(), "straight through once open");
+    }
 }

@@ -143,7 +143,9 @@ class KafkaEventsTest {
             // a spool of 4 batches of 1 event: without pacing, the announcement would push all_cleared out of it
             try (BlockEventPublisher pub = new BlockEventPublisher(broker.bootstrapServers(), "agent-a", "inst-a", "g", 1,
                     5, 4, 0); BlockStore again = AgentSetup.build(s, pub).store()) {
-                again.save(new long[] {9_999}, one, null); // served while announcing; its event waits behind
+                for (long k = 9_994; k <= 9_999; k++) { // served while announcing; their events wait behind it
+                    again.save(new long[] {k}, one, null);
+                }
                 again.keptAnnounced().get(60, java.util.concurrent.TimeUnit.SECONDS);
                 again.awaitWriteBehind();
                 assertTrue(pub.flush(60_000));
