@@ -27,6 +27,24 @@ public interface Leadership extends AutoCloseable {
         return null;
     }
 
+    /**
+     * Replicas that stopped without finishing their deletions — killed, or stopped before a reader lease ran out —
+     * counted over the cluster's life; what they left DELETING waits for the leader's sweep. 0 for a single process,
+     * which resumes its own at start-up.
+     */
+    default long replicasLost() {
+        return 0;
+    }
+
+    /** Up to which {@link #replicasLost()} count a completed sweep has resumed what they left. */
+    default long lostSwept() {
+        return 0;
+    }
+
+    /** Records that a sweep begun when {@link #replicasLost()} read {@code lost} is complete. */
+    default void lostSwept(long lost) {
+    }
+
     @Override
     void close();
 

@@ -35,12 +35,21 @@ public final class RedisLeadership implements Leadership {
     private volatile long leaseUntilMs;
     private volatile boolean wasLeader;
     private volatile boolean closed;
+    private final String lostKey, lostSweptKey;
+    private static final dev.kvpool.meta.store.redis.Lua.Script SET_IF_GREATER = dev.kvpool.meta.store.redis.Lua.Script.of(
+            "set-if-greater", """
+            if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
+            return 1
+            """);
+    private volatile long replicasLost, lostSwept;
 
     public RedisLeadership(Redis redis, String prefix, String selfId, Duration ttl, Duration timeout) {
         this.calls = new Calls(redis, timeout);
         this.selfId = selfId;
         this.ttlMs = ttl.toMillis();
         this.membersKey = prefix + "members";
+        this.lostKey = prefix + "members-lost";
+        this.lostSweptKey = prefix + "members-lost-swept";
         this.lease = new RedisLease(redis, prefix + "leader", selfId, ttl, ttl.dividedBy(10), timeout);
         // longer than the leader lease: renewals must survive a slow Redis during a long rebuild
         this.claimTtlMs = Math.max(10_000, 5 * ttlMs);
@@ -197,7 +206,21 @@ public final class RedisLeadership implements Leadership {
         try {
             long now = System.currentTimeMillis();
             send(Request.cmd(Command.ZADD).arg(membersKey).arg(now + ttlMs).arg(selfId));
-            send(Request.cmd(Command.ZREMRANGEBYSCORE).arg(membersKey).arg("-inf").arg(now - ttlMs));
+            // an entry that lapsed belongs to a replica that died without leaving: whoever removes it counts it, and
+            // the leader sweeps for the deletions that replica left DELETING
+            Response stale = send(Request.cmd(Command.ZRANGEBYSCORE).arg(membersKey).arg("-inf").arg(now - ttlMs));
+            if (stale != null && stale.size() > 0) {
+                Request zrem = Request.cmd(Command.ZREM).arg(membersKey);
+                stale.forEach(m -> zrem.arg(m.toString()));
+                long removed = send(zrem).toLong();
+                if (removed > 0) {
+                    send(Request.cmd(Command.INCRBY).arg(lostKey).arg(removed));
+                    LOG.warnf("%d replica(s) stopped answering without leaving (%s): the leader sweeps for the "
+                            + "deletions they left", removed, stale);
+                }
+            }
+            replicasLost = number(send(Request.cmd(Command.GET).arg(lostKey)));
+            lostSwept = number(send(Request.cmd(Command.GET).arg(lostSweptKey)));
             boolean held = lease.acquireOrRenew();
             if (held) {
                 leaseUntilMs = now + ttlMs;
@@ -218,6 +241,39 @@ public final class RedisLeadership implements Leadership {
 
     private Response send(Request r) {
         return calls.send(r, "leader election");
+    }
+
+    private static long number(Response r) {
+        return r == null ? 0 : r.toLong();
+    }
+
+    @Override
+    public long replicasLost() {
+        return replicasLost;
+    }
+
+    @Override
+    public long lostSwept() {
+        return lostSwept;
+    }
+
+    @Override
+    public void lostSwept(long lost) {
+        // only forward: a sweep that began earlier may finish later
+        calls.eval(SET_IF_GREATER, java.util.List.of(lostSweptKey), java.util.List.of(lost), "record the lost-replica sweep");
+        lostSwept = Math.max(lostSwept, lost);
+    }
+
+    /**
+     * Counts this replica as lost although it leaves cleanly: it stops with deletions whose reader lease had not
+     * run out, so the leader sweeps for them.
+     */
+    public void reportUnfinished() {
+        try {
+            send(Request.cmd(Command.INCR).arg(lostKey));
+        } catch (RuntimeException e) {
+            LOG.warnf("could not report deletions left unfinished (the daily sweep finds them): %s", e.getMessage());
+        }
     }
 
     @Override

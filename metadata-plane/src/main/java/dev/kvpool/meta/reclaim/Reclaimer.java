@@ -93,6 +93,8 @@ public final class Reclaimer implements AutoCloseable {
     private final Map<String, Long> overSince = new ConcurrentHashMap<>();
     public final AtomicLong rounds = new AtomicLong();
     public final AtomicLong orphansRemoved = new AtomicLong();
+    /** DELETING locations a lost replica left, found by a sweep and purged after their reader lease. */
+    public final AtomicLong leftoversResumed = new AtomicLong();
     /** Rounds (one group, one step) that evicted something. */
     public final AtomicLong evictingRounds = new AtomicLong();
     /** Full passes over an instance's index made to choose victims. */
@@ -115,6 +117,8 @@ public final class Reclaimer implements AutoCloseable {
     private volatile int unclosedCount;
     /** The orphan sweep in progress, a page per round (reclaimer thread only). */
     private OrphanSweep sweep;
+    /** Counts replicas lost without finishing their deletions; null: none to watch (a single process). */
+    private volatile dev.kvpool.meta.ha.Leadership lostReplicas;
     private volatile Thread thread;
     private volatile boolean closed;
 
@@ -126,6 +130,15 @@ public final class Reclaimer implements AutoCloseable {
         this.leader = leader;
         this.listener = listener;
         this.settings = settings;
+    }
+
+    /**
+     * Sweeps every index, as the leader, each time {@code l} counts a replica lost that the last sweep did not
+     * cover: what it left DELETING (its purges were queued in its own process) is purged here after the reader
+     * lease, instead of by every replica that joins reading every index.
+     */
+    public void sweepAfterLostReplicas(dev.kvpool.meta.ha.Leadership l) {
+        this.lostReplicas = l;
     }
 
     public synchronized void start() {
@@ -342,10 +355,19 @@ public final class Reclaimer implements AutoCloseable {
         if (nextOrphanSweepMs == 0) {
             nextOrphanSweepMs = nowMs + FIRST_FULL_SWEEP_MS;
         }
+        var lw = lostReplicas;
+        long lost = lw == null ? 0 : lw.replicasLost();
+        if (sweep == null && lw != null && lost > lw.lostSwept()) {
+            LOG.infof("%d replica(s) lost since the last sweep: sweeping every index for what they left",
+                    lost - lw.lostSwept());
+            sweep = new OrphanSweep(nowMs / 1000 - settings.orphanAfterSec(), registry.instances(), Map.of());
+            sweep.settlesLost = lost;
+        }
         if (sweep == null) {
             if (nowMs >= nextOrphanSweepMs) {
                 nextOrphanSweepMs = nowMs + FULL_SWEEP_PERIOD_MS;
                 sweep = new OrphanSweep(nowMs / 1000 - settings.orphanAfterSec(), registry.instances(), Map.of());
+                sweep.settlesLost = lost; // every index, so it covers the replicas lost so far as well
             } else {
                 // a session's locations are at most its grace older than the moment Redis expired it, so one orphan
                 // age after first sight every one of them is past the cutoff
@@ -367,6 +389,9 @@ public final class Reclaimer implements AutoCloseable {
             return false;
         }
         if (sweep.step(settings.passPage() > 0 ? settings.passPage() : 1 << 16)) { // a page per round
+            if (sweep.settlesLost > 0 && lw != null) {
+                lw.lostSwept(sweep.settlesLost);
+            }
             sweep = null;
             return false;
         }
@@ -398,6 +423,8 @@ public final class Reclaimer implements AutoCloseable {
         private long cursor;
         private int foundInInstance;
         int removed;
+        /** A sweep of every index begun when this many replicas were lost (0: not such a sweep). */
+        long settlesLost;
 
         OrphanSweep(long cutoffSec, java.util.Collection<Instance> instances, Map<String, Set<String>> forget) {
             this.cutoffSec = cutoffSec;
@@ -421,17 +448,27 @@ public final class Reclaimer implements AutoCloseable {
                 }
             }
             LongList orphans = new LongList();
+            LocList leftovers = new LocList();
             cursor = inst.index.scanBlocks(cursor, page, b -> {
-                if (b.size() == 0 || b.writeSec() >= cutoffSec) {
-                    return;
-                }
+                boolean orphan = b.size() > 0 && b.writeSec() < cutoffSec;
                 for (int i = 0; i < b.size(); i++) {
-                    if (Loc.status(b.a(i)) != Loc.WRITING || open.contains(Loc.id(b.a(i)))) {
-                        return;
+                    long a = b.a(i);
+                    if (Loc.status(a) == Loc.DELETING) {
+                        // a lost replica's, or one a live replica purges meanwhile: purges are idempotent
+                        leftovers.add(b.key(), a, b.b(i), false);
+                    }
+                    if (Loc.status(a) != Loc.WRITING || open.contains(Loc.id(a))) {
+                        orphan = false;
                     }
                 }
-                orphans.add(b.key());
+                if (orphan) {
+                    orphans.add(b.key());
+                }
             });
+            if (leftovers.size() > 0) {
+                write.resumeDeleting(inst, leftovers);
+                leftoversResumed.addAndGet(leftovers.size());
+            }
             long[] keys = orphans.toArray();
             for (int off = 0; off < keys.length; off += 1024) {
                 LocList moved = inst.index.markDeleting(keys, off, Math.min(1024, keys.length - off), null);

@@ -74,7 +74,6 @@ public class MetaRuntime {
     private DeferredTouchIndex.Toucher toucher;
     private final java.util.Map<String, Counter> evictionCounters = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile boolean ready;
-    private volatile boolean stopping;
     private volatile ControlPlaneSync controlPlane;
     private volatile MetaAuth auth;
     private final Set<String> gauged = new HashSet<>();
@@ -168,6 +167,7 @@ public class MetaRuntime {
                         // WRITING location nobody names is an orphan (embedded sessions are journaled: never)
                         remoteStore() ? cfg.write().maxTimeoutSeconds() + cfg.redis().sessionGrace().toSeconds() + 60 : 0,
                         cfg.reclaim().queueLimit(), cfg.reclaim().passPage()));
+        reclaimer.sweepAfterLostReplicas(leadership);
         if (controlPlane != null) {
             controlPlane.start(registry, ledger, leadership::isLeader, this::dropInstance);
         }
@@ -202,18 +202,6 @@ public class MetaRuntime {
                     reconcileFailures.failed(e);
                 }
             }, every, every, java.util.concurrent.TimeUnit.MILLISECONDS);
-        }
-        if (!rebuild) {
-            // a joining replica serves at once; what a dead replica left DELETING is resumed meanwhile
-            Thread t = new Thread(() -> {
-                try {
-                    write.resumeDeletions(() -> stopping);
-                } catch (RuntimeException e) {
-                    LOG.warnf("looking for interrupted deletions failed: %s", e.getMessage());
-                }
-            }, "kvpool-resume-deletions");
-            t.setDaemon(true);
-            t.start();
         }
         LOG.infof("KVPool metadata plane ready in %d ms: data %s, %d storages, %d groups, %d instances; KVCM meta HTTP :%d, gRPC :%d",
                 (System.nanoTime() - t0) / 1_000_000, dataDir, registry.storages().size(), registry.groups().size(),
@@ -303,7 +291,6 @@ public class MetaRuntime {
 
     void stop(@Observes ShutdownEvent ev) {
         ready = false;
-        stopping = true;
         if (controlPlane != null) {
             controlPlane.close();
         }
@@ -312,6 +299,12 @@ public class MetaRuntime {
             reclaimer.close();
         }
         events.close();
+        // purges whose reader lease is running finish here rather than lapse with the process; any left are
+        // reported before this replica leaves, so the leader sweeps for them
+        if (write != null && !write.finishDeletions(10_000) && leadership instanceof RedisLeadership rl) {
+            LOG.warn("stopping with deletions whose reader lease had not run out: the leader sweeps for them");
+            rl.reportUnfinished();
+        }
         if (leadership != null) {
             leadership.close();
         }
@@ -375,6 +368,9 @@ public class MetaRuntime {
                     .description("reclaim rounds (one group, one step) that evicted blocks").register(meters);
             Gauge.builder("kvpool.meta.reclaim.scans", this, r -> r.reclaimer.scans.get())
                     .description("full passes over an instance's index made to choose victims").register(meters);
+            Gauge.builder("kvpool.meta.reclaim.leftovers.resumed", this, r -> r.reclaimer.leftoversResumed.get())
+                    .description("DELETING locations a lost replica left, purged after the leader's sweep found them")
+                    .register(meters);
             Gauge.builder("kvpool.meta.reclaim.orphans.removed", this, r -> r.reclaimer.orphansRemoved.get())
                     .description("WRITING locations removed because their session expired unclosed").register(meters);
             Gauge.builder("kvpool.meta.reclaim.orphans.pending.sessions", this, r -> r.reclaimer.unclosedPending())

@@ -627,7 +627,8 @@ public final class WritePath implements AutoCloseable {
      * one instance's read is bound by round trips and decoding, not by the server). Open sessions were recovered
      * with the index; the expiry loop fails those past their deadline. With {@code rebuild} false (a replica
      * joining others over a shared store, whose usage and slots live in the store and are in use) nothing is
-     * read here: {@link #resumeDeletions} looks for interrupted deletions once the replica serves.
+     * read here: what a lost replica left DELETING is found by the leader's sweep
+     * ({@link dev.kvpool.meta.reclaim.Reclaimer#sweepAfterLostReplicas}).
      */
     public void recover(boolean rebuild, int threads) {
         recover(rebuild, threads, Runtime.getRuntime().maxMemory() / 2);
@@ -662,7 +663,7 @@ public final class WritePath implements AutoCloseable {
                 fs.add(pool.submit(() -> {
                     heap.acquireUninterruptibly(needKib);
                     try {
-                        return recoverInstance(inst, true, progress, () -> false);
+                        return recoverInstance(inst, progress);
                     } finally {
                         heap.release(needKib);
                     }
@@ -683,45 +684,16 @@ public final class WritePath implements AutoCloseable {
     }
 
     /**
-     * Resumes the deletions a replica that died left DELETING, for a replica that joined running ones and so
-     * read no index before serving (at hundreds of millions of blocks that read takes minutes). Runs in the
-     * background, one instance after another. Each location waits its group's reader lease first: the replica
-     * that marked it may be alive, and a reader may still hold it; purges are idempotent, so whichever of the
-     * two runs second finds nothing left to do.
-     *
-     * @param stop checked every few thousand keys; true ends the search early (shutdown)
-     * @return deletions resumed
+     * Purges locations found DELETING by a sweep (a lost replica's, whose purges were queued in its own process),
+     * each after its group's reader lease: the replica that marked one may be alive and a reader may still hold it;
+     * purges are idempotent, so whichever of two runs second finds nothing left to do.
      */
-    public long resumeDeletions(java.util.function.BooleanSupplier stop) {
-        List<Instance> insts = List.copyOf(registry.instances());
-        Progress progress = new Progress("looking for interrupted deletions", insts);
-        long resumed = 0;
-        for (Instance inst : insts) {
-            if (stop.getAsBoolean()) {
-                return resumed;
-            }
-            try {
-                resumed += recoverInstance(inst, false, progress, stop);
-            } catch (Stopped e) {
-                return resumed;
-            } catch (RuntimeException e) {
-                // dropped meanwhile, or the store failed: the next start, or the next replica, looks again
-                LOG.warnf("instance %s: could not look for interrupted deletions: %s", inst.id, e.getMessage());
-            }
-        }
-        progress.finished();
-        return resumed;
+    public void resumeDeleting(Instance inst, LocList deleting) {
+        submitDelete(inst, deleting, readerLeaseMs(inst));
     }
 
-    /** Thrown out of an index scan to end it early. */
-    private static final class Stopped extends RuntimeException {
-        Stopped() {
-            super(null, null, false, false);
-        }
-    }
-
-    /** Reads one instance's index: usage and slots when rebuilding; its DELETING locations resumed either way. */
-    private int recoverInstance(Instance inst, boolean rebuild, Progress progress, java.util.function.BooleanSupplier stop) {
+    /** Reads one instance's index: its usage and slots, and its DELETING locations resumed. */
+    private int recoverInstance(Instance inst, Progress progress) {
         // usage summed here and written once per instance and type: on a shared ledger each add is a round trip,
         // and one per block made a cold start of a Redis-backed cluster take ~3 minutes per million blocks
         QuotaLedger.Usage usage = new QuotaLedger.Usage();
@@ -732,20 +704,15 @@ public final class WritePath implements AutoCloseable {
         inst.index.forEach(bl -> {
             if ((++keys[0] & Progress.EVERY - 1) == 0) {
                 progress.add(Progress.EVERY);
-                if (stop.getAsBoolean()) {
-                    throw new Stopped();
-                }
             }
-            if (rebuild) {
-                countUsage(inst, bl, usage);
-            }
+            countUsage(inst, bl, usage);
             for (int i = 0; i < bl.size(); i++) {
                 long a = bl.a(i);
                 Storage st = registry.storageByNumber(Loc.storage(a));
                 if (st == null) {
                     continue;
                 }
-                if (rebuild && st.usesFiles()) {
+                if (st.usesFiles()) {
                     used.computeIfAbsent(st.number, n -> java.util.stream.LongStream.builder()).add(bl.b(i));
                 }
                 if (Loc.status(a) == Loc.DELETING) {
@@ -754,17 +721,15 @@ public final class WritePath implements AutoCloseable {
             }
         });
         progress.add(keys[0] & Progress.EVERY - 1);
-        if (rebuild) {
-            addUsage(inst.group, usage); // before its deletions resume: their purge subtracts what is added here
-            inst.resetSlots();
-            for (var e : used.entrySet()) {
-                inst.allocator(registry.storageByNumber(e.getKey())).rebuild(e.getValue().build().toArray());
-            }
+        addUsage(inst.group, usage); // before its deletions resume: their purge subtracts what is added here
+        inst.resetSlots();
+        for (var e : used.entrySet()) {
+            inst.allocator(registry.storageByNumber(e.getKey())).rebuild(e.getValue().build().toArray());
         }
-        submitDelete(inst, deleting, readerLeaseMs(inst));
+        resumeDeleting(inst, deleting);
         progress.instanceDone();
-        LOG.infof("instance %s: %d keys, %d open write sessions, %d deletions resumed%s", inst.id, keys[0],
-                inst.index.sessions().size(), deleting.size(), rebuild ? "" : " (usage and slots kept in the shared store)");
+        LOG.infof("instance %s: %d keys, %d open write sessions, %d deletions resumed", inst.id, keys[0],
+                inst.index.sessions().size(), deleting.size());
         return deleting.size();
     }
 
@@ -869,6 +834,25 @@ public final class WritePath implements AutoCloseable {
             deleter.submit(() -> { }).get(30, TimeUnit.SECONDS);
         } catch (Exception e) {
             throw new IllegalStateException("deleter did not drain", e);
+        }
+    }
+
+    /**
+     * A clean stop: purges whose reader lease is still running are let run for at most {@code maxMs} instead of
+     * being dropped. False when some were left (the replica should then be counted as lost, so the leader sweeps).
+     */
+    public boolean finishDeletions(long maxMs) {
+        long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(maxMs);
+        delayed.shutdown(); // delayed tasks still run after shutdown (the executor's default policy)
+        try {
+            if (!delayed.awaitTermination(Math.max(0, until - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                return false;
+            }
+            deleter.shutdown();
+            return deleter.awaitTermination(Math.max(0, until - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
         }
     }
 

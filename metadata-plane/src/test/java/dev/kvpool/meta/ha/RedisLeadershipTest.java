@@ -113,4 +113,31 @@ class RedisLeadershipTest {
         assertTrue(s.rebuild(), "the rebuild is taken over");
         s.close();
     }
+
+    @Test
+    void aReplicaThatStopsAnsweringIsCountedLostAndOneThatLeavesIsNot() throws Exception {
+        RedisLeadership a = replica(redis, "a").start();
+        RedisLeadership leaving = replica(redis, "leaving").start();
+        Vertx v2 = Vertx.vertx();
+        Redis own = Redis.createClient(v2, "redis://127.0.0.1:6379/0");
+        replica(own, "dying").start();
+        Thread.sleep(500);
+        leaving.close(); // a clean stop takes itself off the list
+        own.close(); // the other one stops answering: its entry lapses
+        v2.close();
+        long until = System.currentTimeMillis() + 10_000;
+        while (a.replicasLost() < 1 && System.currentTimeMillis() < until) {
+            Thread.sleep(100);
+        }
+        Thread.sleep(3 * TTL.toMillis()); // long enough for a wrong second count to show
+        assertEquals(1, a.replicasLost(), "only the replica that did not leave is lost");
+        assertEquals(0, a.lostSwept());
+        a.lostSwept(1);
+        a.lostSwept(0); // an older sweep finishing later does not move it back
+        Thread.sleep(2 * TTL.toMillis());
+        assertEquals(1, a.lostSwept());
+        a.reportUnfinished(); // a clean stop that left purges behind counts too
+        Thread.sleep(2 * TTL.toMillis());
+        assertEquals(2, a.replicasLost());
+    }
 }

@@ -1,15 +1,19 @@
 package dev.kvpool.meta.write;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.api.proto.meta.BlockMask;
+import dev.kvpool.meta.ha.Leadership;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.kvcm.Mask;
 import dev.kvpool.meta.reclaim.ReclaimConfig;
 import dev.kvpool.meta.reclaim.ReclaimPolicy;
+import dev.kvpool.meta.reclaim.Reclaimer;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.store.redis.RedisStore;
@@ -20,36 +24,114 @@ import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** A replica that joins running ones over a real Redis: it serves at once and still finishes a dead one's deletions. */
+/**
+ * Replicas that join, leave and die over a real Redis: a joining one serves at once; what a lost one left DELETING
+ * is purged by the leader's sweep after the reader lease; a clean stop finishes its own purges.
+ */
 class JoiningReplicaTest {
     private static final long LEASE_MS = 2_000;
 
     @TempDir
     Path dir;
 
-    @Test
-    void readsNoIndexBeforeServingAndResumesLeftoverDeletionsOnlyAfterTheReaderLease() throws Exception {
-        var reclaim = new ReclaimConfig(ReclaimPolicy.LRU, 0, 0, 0, 0, 0, LEASE_MS, 0, 60);
-        try (RedisGroup rg = new RedisGroup(dir, 100_000_000_000L, reclaim, o -> o);
-             WritePath a = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
-            Instance inst = rg.inst;
-            for (int k = 0; k < 2_000; k += 500) {
-                var o = a.start(inst, LongStream.range(k, k + 500).toArray(), List.of(), 30, 1);
-                a.finish(inst, o.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(500).build()), rg.store::sessionOwner);
-            }
-            // replica A, alive, evicts keys 0..99: readers may hold them until its lease ends
-            a.submitDelete(inst, inst.index.markDeleting(LongStream.range(0, 100).toArray(), 0, 100, null), LEASE_MS);
-            // a replica that died had marked keys 100..199 and never purged them
-            inst.index.markDeleting(LongStream.range(100, 200).toArray(), 0, 100, null);
+    private static void write(WritePath w, RedisGroup rg, Instance inst, int n) {
+        for (int k = 0; k < n; k += 500) {
+            var o = w.start(inst, LongStream.range(k, k + 500).toArray(), List.of(), 30, 1);
+            w.finish(inst, o.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(500).build()), rg.store::sessionOwner);
+        }
+    }
 
+    private static RedisGroup group(Path dir) throws Exception {
+        return new RedisGroup(dir, 100_000_000_000L, new ReclaimConfig(ReclaimPolicy.LRU, 0, 0, 0, 0, 0, LEASE_MS, 0, 60),
+                o -> o);
+    }
+
+    @Test
+    void aJoiningReplicaReadsNoIndexBeforeServing() throws Exception {
+        try (RedisGroup rg = group(dir);
+             WritePath a = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+            write(a, rg, rg.inst, 2_000);
             RedisStore store = rg.connect();
             Registry reg = rg.registry(store);
             long before = store.roundTrips();
             try (WritePath b = new WritePath(reg, rg.ledger, new WritePath.Settings(30, 3600))) {
                 b.recover(false, 2);
                 assertEquals(0, store.roundTrips() - before, "a joining replica reads no index before it serves");
+            }
+        }
+    }
 
-                assertEquals(200, b.resumeDeletions(() -> false));
+    /** A leadership whose cluster has lost {@code lost} replicas; records what the sweeps settled. */
+    private static final class Lost implements Leadership {
+        long lost = 1, swept;
+
+        @Override
+        public long replicasLost() {
+            return lost;
+        }
+
+        @Override
+        public long lostSwept() {
+            return swept;
+        }
+
+        @Override
+        public void lostSwept(long n) {
+            swept = Math.max(swept, n);
+        }
+
+        @Override
+        public boolean isLeader() {
+            return true;
+        }
+
+        @Override
+        public String selfId() {
+            return "leader";
+        }
+
+        @Override
+        public String leaderId() {
+            return "leader";
+        }
+
+        @Override
+        public long leaseExpiresAtMs() {
+            return Long.MAX_VALUE;
+        }
+
+        @Override
+        public long lastLoopMs() {
+            return System.currentTimeMillis();
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    @Test
+    void whatALostReplicaLeftDeletingIsPurgedByTheLeadersSweepAfterTheReaderLease() throws Exception {
+        try (RedisGroup rg = group(dir);
+             WritePath a = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+            Instance inst = rg.inst;
+            write(a, rg, inst, 2_000);
+            // replica A, alive, evicts keys 0..99: readers may hold them until its lease ends
+            a.submitDelete(inst, inst.index.markDeleting(LongStream.range(0, 100).toArray(), 0, 100, null), LEASE_MS);
+            // a replica that died had marked keys 100..199; its purges died with it
+            inst.index.markDeleting(LongStream.range(100, 200).toArray(), 0, 100, null);
+
+            Registry reg = rg.restarted();
+            Lost lost = new Lost();
+            try (WritePath b = new WritePath(reg, rg.ledger, new WritePath.Settings(30, 3600))) {
+                Reclaimer leader = new Reclaimer(reg, rg.ledger, b, () -> true, (i, p, re, k, by, y) -> { },
+                        new Reclaimer.Settings(262_144, 4096, 3600));
+                leader.sweepAfterLostReplicas(lost);
+                for (int round = 0; round < 10 && lost.swept < lost.lost; round++) {
+                    leader.tick(System.currentTimeMillis());
+                }
+                assertEquals(1, lost.swept, "the sweep is recorded as covering the lost replica");
+                assertEquals(200, leader.leftoversResumed.get());
                 Instance seen = reg.lookup(inst.id);
                 for (long k = 0; k < 200; k++) {
                     Block bl = seen.index.get(k);
@@ -61,10 +143,28 @@ class JoiningReplicaTest {
                 for (long k = 0; k < 200; k++) {
                     assertNull(seen.index.get(k), "key " + k + " is still in the index after the lease");
                 }
-                assertNotNull(seen.index.get(200));
                 assertEquals(1_800, seen.index.keyCount());
                 // both replicas purged keys 0..99; only the one that removed a location released its usage
                 assertEquals(1_800 * 1000L, rg.ledger.usage("g").total());
+                leader.tick(System.currentTimeMillis());
+                assertEquals(200, leader.leftoversResumed.get(), "no new sweep until another replica is lost");
+            }
+        }
+    }
+
+    @Test
+    void aCleanStopFinishesThePurgesWhoseReaderLeaseIsRunning() throws Exception {
+        try (RedisGroup rg = group(dir);
+             WritePath a = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+            Instance inst = rg.inst;
+            write(a, rg, inst, 1_000);
+            a.submitDelete(inst, inst.index.markDeleting(LongStream.range(0, 100).toArray(), 0, 100, null), 300);
+            assertTrue(a.finishDeletions(10_000));
+            assertNull(inst.index.get(0), "purged before the stop returned");
+            assertEquals(900, inst.index.keyCount());
+            try (WritePath c = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+                c.submitDelete(inst, inst.index.markDeleting(new long[] {500}, 0, 1, null), 60_000);
+                assertFalse(c.finishDeletions(200), "a lease longer than the stop may wait is reported");
             }
         }
     }
