@@ -391,6 +391,8 @@ public final class Reclaimer implements AutoCloseable {
         if (sweep.step(settings.passPage() > 0 ? settings.passPage() : 1 << 16)) { // a page per round
             if (sweep.settlesLost > 0 && lw != null) {
                 lw.lostSwept(sweep.settlesLost);
+                LOG.infof("sweep of every index done in %.1f s: %d locations left DELETING resumed, %d orphans removed",
+                        (System.nanoTime() - sweep.startedNs) / 1e9, sweep.resumed, sweep.removed);
             }
             sweep = null;
             return false;
@@ -425,6 +427,8 @@ public final class Reclaimer implements AutoCloseable {
         int removed;
         /** A sweep of every index begun when this many replicas were lost (0: not such a sweep). */
         long settlesLost;
+        final long startedNs = System.nanoTime();
+        long resumed;
 
         OrphanSweep(long cutoffSec, java.util.Collection<Instance> instances, Map<String, Set<String>> forget) {
             this.cutoffSec = cutoffSec;
@@ -468,6 +472,7 @@ public final class Reclaimer implements AutoCloseable {
             if (leftovers.size() > 0) {
                 write.resumeDeleting(inst, leftovers);
                 leftoversResumed.addAndGet(leftovers.size());
+                resumed += leftovers.size();
             }
             long[] keys = orphans.toArray();
             for (int off = 0; off < keys.length; off += 1024) {
