@@ -4,7 +4,7 @@ package dev.kvpool.meta.ha;
  * Who runs the background work (reclaimer, session expiry) among replicas sharing one store. Exactly one replica
  * is leader at a time; the others serve requests and take over when the leader's lease lapses.
  */
-public interface Leadership extends AutoCloseable {
+public interface Leadership extends LostReplicas, AutoCloseable {
 
     boolean isLeader();
 
@@ -27,21 +27,18 @@ public interface Leadership extends AutoCloseable {
         return null;
     }
 
-    /**
-     * Replicas that stopped without finishing their deletions — killed, or stopped before a reader lease ran out —
-     * counted over the cluster's life; what they left DELETING waits for the leader's sweep. 0 for a single process,
-     * which resumes its own at start-up.
-     */
+    /** None for a single process, which resumes its own deletions at start-up. */
+    @Override
     default long replicasLost() {
         return 0;
     }
 
-    /** Up to which {@link #replicasLost()} count a completed sweep has resumed what they left. */
+    @Override
     default long lostSwept() {
         return 0;
     }
 
-    /** Records that a sweep begun when {@link #replicasLost()} read {@code lost} is complete. */
+    @Override
     default void lostSwept(long lost) {
     }
 

@@ -118,7 +118,7 @@ public final class Reclaimer implements AutoCloseable {
     /** The orphan sweep in progress, a page per round (reclaimer thread only). */
     private OrphanSweep sweep;
     /** Counts replicas lost without finishing their deletions; null: none to watch (a single process). */
-    private volatile dev.kvpool.meta.ha.Leadership lostReplicas;
+    private volatile dev.kvpool.meta.ha.LostReplicas lostReplicas;
     private volatile Thread thread;
     private volatile boolean closed;
 
@@ -137,7 +137,7 @@ public final class Reclaimer implements AutoCloseable {
      * cover: what it left DELETING (its purges were queued in its own process) is purged here after the reader
      * lease, instead of by every replica that joins reading every index.
      */
-    public void sweepAfterLostReplicas(dev.kvpool.meta.ha.Leadership l) {
+    public void sweepAfterLostReplicas(dev.kvpool.meta.ha.LostReplicas l) {
         this.lostReplicas = l;
     }
 

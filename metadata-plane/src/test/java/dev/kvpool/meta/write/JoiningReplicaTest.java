@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.api.proto.meta.BlockMask;
-import dev.kvpool.meta.ha.Leadership;
+import dev.kvpool.meta.ha.LostReplicas;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.kvcm.Mask;
@@ -61,8 +61,8 @@ class JoiningReplicaTest {
         }
     }
 
-    /** A leadership whose cluster has lost {@code lost} replicas; records what the sweeps settled. */
-    private static final class Lost implements Leadership {
+    /** A cluster that has lost {@code lost} replicas; records what the sweeps settled. */
+    private static final class Lost implements LostReplicas {
         long lost = 1, swept;
 
         @Override
@@ -78,35 +78,6 @@ class JoiningReplicaTest {
         @Override
         public void lostSwept(long n) {
             swept = Math.max(swept, n);
-        }
-
-        @Override
-        public boolean isLeader() {
-            return true;
-        }
-
-        @Override
-        public String selfId() {
-            return "leader";
-        }
-
-        @Override
-        public String leaderId() {
-            return "leader";
-        }
-
-        @Override
-        public long leaseExpiresAtMs() {
-            return Long.MAX_VALUE;
-        }
-
-        @Override
-        public long lastLoopMs() {
-            return System.currentTimeMillis();
-        }
-
-        @Override
-        public void close() {
         }
     }
 
