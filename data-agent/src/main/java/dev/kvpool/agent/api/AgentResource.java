@@ -140,9 +140,9 @@ public class AgentResource {
                             "bandwidth_mbps", Math.round(bw[i] / 1e6), "blocks", per[i], "read_bytes", w.readBytes(),
                             "write_bytes", w.writeBytes(), "deferred_writes", w.pendingDeferredOps(),
                             "failed", p.failed(i)));
-                    PooledTier.Kept kept = p.recovered().get(p.devices().get(i).id());
+                    Integer kept = p.keptAtStart().get(p.devices().get(i).id());
                     if (kept != null) { // keeps its blocks across restarts: how many it found at start-up
-                        dm.put("kept_at_start", kept.keys().length);
+                        dm.put("kept_at_start", kept);
                     }
                     devs.add(dm);
                 }

@@ -36,7 +36,8 @@ public final class KeptOrder {
     }
 
     /** Per device, its kept keys, least recently used first. */
-    long[][] keysPerDevice() {
+    /** Per device (by index) the kept keys, least recently used first. */
+    public long[][] keysPerDevice() {
         int[] count = new int[deviceIds.length];
         for (int i = 0; i < n; i++) {
             count[device[i]]++;

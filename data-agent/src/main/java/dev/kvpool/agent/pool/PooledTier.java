@@ -24,9 +24,6 @@ import java.util.function.Consumer;
  */
 public final class PooledTier implements Tier {
     /** The blocks a device kept from before a restart, least recently used first. */
-    public record Kept(long[] keys) {
-    }
-
     /** Kept blocks of one device, in the order their {@code stored} events go out (see {@link #keptInPrefixOrder}). */
     public record KeptRun(String device, long[] keys, Long[] parents) {
     }
@@ -56,7 +53,8 @@ public final class PooledTier implements Tier {
     private final SlotTable[] tables;
     /** Recency stamp for slot tables (guarded by this). */
     private long stamp;
-    private final Map<String, Kept> recovered = new LinkedHashMap<>();
+    /** Blocks each device kept from before a restart, by device id: a count, the keys go with the kept order. */
+    private final Map<String, Integer> keptAtStart = new LinkedHashMap<>();
     /** The kept blocks for the restart's stored events, until taken (guarded by this). */
     private KeptOrder keptOrder;
     private final dev.kvpool.agent.tier.InFlightPuts inFlight = new dev.kvpool.agent.tier.InFlightPuts();
@@ -187,11 +185,13 @@ public final class PooledTier implements Tier {
         }
         String[] ids = devices.stream().map(Device::id).toArray(String[]::new);
         this.keptOrder = new KeptOrder(kKeys, kParents, kHasParent, kDevice, m, ids);
-        // per device the kept keys, least recently used first
-        long[][] perDevice = keptOrder.keysPerDevice();
+        int[] perDevice = new int[devices.size()];
+        for (int i = 0; i < m; i++) {
+            perDevice[kDevice[i]]++;
+        }
         for (int i = 0; i < tables.length; i++) {
             if (tables[i] != null) {
-                recovered.put(devices.get(i).id(), new Kept(perDevice[i]));
+                keptAtStart.put(devices.get(i).id(), perDevice[i]);
                 LOG.infof("%s device %s: slot table %s: %s", name, devices.get(i).id(), tables[i].path(),
                         tables[i].opened());
             }
@@ -309,9 +309,9 @@ public final class PooledTier implements Tier {
         return k;
     }
 
-    /** Blocks kept from before a restart, per device id (read from the devices' slot tables at start-up). */
-    public Map<String, Kept> recovered() {
-        return java.util.Collections.unmodifiableMap(recovered);
+    /** How many blocks each device kept from before a restart, by device id (devices with a slot table). */
+    public Map<String, Integer> keptAtStart() {
+        return java.util.Collections.unmodifiableMap(keptAtStart);
     }
 
     @Override

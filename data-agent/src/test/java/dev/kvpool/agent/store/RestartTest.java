@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.kvpool.agent.TestBlocks;
 import dev.kvpool.agent.events.EventSink;
 import dev.kvpool.agent.io.FileChannelBlockIo;
+import dev.kvpool.agent.pool.KeptOrder;
 import dev.kvpool.agent.pool.PooledTier;
 import dev.kvpool.agent.pool.SlotTable;
 import dev.kvpool.agent.tier.FileDevice;
@@ -88,7 +89,11 @@ class RestartTest {
         try (BlockStore store = AgentSetup.build(settings(dir, "inst-a"), events::add).store();
              Arena a = Arena.ofShared()) {
             PooledTier nvme = store.nvme();
-            long[] kept = nvme.recovered().get("nvme0").keys();
+            // what it kept is what it announces: one stored/disk event per kept block
+            store.keptAnnounced().get(60, TimeUnit.SECONDS);
+            long[] kept = events.stream().filter(e -> e.eventType().equals("stored") && "disk".equals(e.medium()))
+                    .flatMapToLong(e -> Arrays.stream(e.blockHashes())).toArray();
+            assertEquals(kept.length, nvme.keptAtStart().get("nvme0"), "the status's count");
             assertTrue(kept.length >= first, "at least the blocks saved before the load: " + kept.length);
             assertEquals(nvme.capacity(), nvme.size() + nvme.freeSlots(), "every slot held or free: none leaked");
             Set<Long> keys = new HashSet<>();
@@ -161,7 +166,7 @@ class RestartTest {
                 assertTrue(t.remove(15));
             }
             try (PooledTier t = tier("inst-a", 8)) {
-                assertArrayEquals(new long[] {12, 13, 14, 16, 17, 10, 11}, t.recovered().get("nvme0").keys(),
+                assertArrayEquals(new long[] {12, 13, 14, 16, 17, 10, 11}, t.takeKept().keysPerDevice()[0],
                         "least recently used first; the removed block is gone");
                 assertEquals(1, t.freeSlots());
                 // full again with two new blocks: the least recently used kept block goes
@@ -195,15 +200,16 @@ class RestartTest {
             try (PooledTier t = tier2()) {
                 long[] lru = new long[10];
                 int i = 0;
-                for (PooledTier.Kept k : t.recovered().values()) {
-                    for (long key : k.keys()) {
+                KeptOrder kept = t.takeKept();
+                for (long[] perDevice : kept.keysPerDevice()) {
+                    for (long key : perDevice) {
                         lru[i++] = key;
                     }
                 }
                 assertEquals(10, i);
                 List<Long> announced = new ArrayList<>();
                 Set<String> devices = new HashSet<>();
-                for (PooledTier.KeptRun r : t.keptInPrefixOrder()) {
+                for (PooledTier.KeptRun r : kept.inPrefixOrder()) {
                     devices.add(r.device());
                     for (int j = 0; j < r.keys().length; j++) {
                         announced.add(r.keys()[j]);
@@ -273,7 +279,7 @@ class RestartTest {
             t.set(4, 6L, 3, 2);
         }
         try (PooledTier t = tier("inst-a", 8)) {
-            assertArrayEquals(new long[] {6, 5}, t.recovered().get("nvme0").keys());
+            assertArrayEquals(new long[] {6, 5}, t.takeKept().keysPerDevice()[0]);
             assertEquals(6, t.freeSlots(), "the older copy's slot is free");
             SlotTable table = t.devices().getFirst().slotTable();
             assertFalse(table.used(0), "and its record cleared");
