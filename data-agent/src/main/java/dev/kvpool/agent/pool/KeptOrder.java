@@ -36,7 +36,7 @@ public final class KeptOrder {
     }
 
     /** Per device, its kept keys, least recently used first. */
-    /** Per device (by index) the kept keys, least recently used first. */
+    /** Per device (by index) the kept keys, least recently used first (tests check the kept order with it). */
     public long[][] keysPerDevice() {
         int[] count = new int[deviceIds.length];
         for (int i = 0; i < n; i++) {

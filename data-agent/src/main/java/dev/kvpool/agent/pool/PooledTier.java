@@ -23,7 +23,6 @@ import java.util.function.Consumer;
  * blocks it recorded are back in the index at start-up (least recently used first), their slots taken.
  */
 public final class PooledTier implements Tier {
-    /** The blocks a device kept from before a restart, least recently used first. */
     /** Kept blocks of one device, in the order their {@code stored} events go out (see {@link #keptInPrefixOrder}). */
     public record KeptRun(String device, long[] keys, Long[] parents) {
     }
@@ -185,13 +184,10 @@ public final class PooledTier implements Tier {
         }
         String[] ids = devices.stream().map(Device::id).toArray(String[]::new);
         this.keptOrder = new KeptOrder(kKeys, kParents, kHasParent, kDevice, m, ids);
-        int[] perDevice = new int[devices.size()];
-        for (int i = 0; i < m; i++) {
-            perDevice[kDevice[i]]++;
-        }
+        long[] perDevice = blocksPerDevice(); // the index holds just the kept blocks so far
         for (int i = 0; i < tables.length; i++) {
             if (tables[i] != null) {
-                keptAtStart.put(devices.get(i).id(), perDevice[i]);
+                keptAtStart.put(devices.get(i).id(), (int) perDevice[i]);
                 LOG.infof("%s device %s: slot table %s: %s", name, devices.get(i).id(), tables[i].path(),
                         tables[i].opened());
             }

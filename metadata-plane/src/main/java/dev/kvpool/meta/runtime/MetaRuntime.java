@@ -143,7 +143,9 @@ public class MetaRuntime {
         }
         write = new WritePath(registry, ledger, ws);
         try {
-            write.recover(rebuild, cfg.index().recoveryThreads());
+            if (rebuild) { // alone with the store; a replica that joins others reads no index
+                write.recover(cfg.index().recoveryThreads());
+            }
             if (leadership instanceof RedisLeadership rl) {
                 rl.start(); // listed as a member before the rebuild claim goes: later replicas join
             }

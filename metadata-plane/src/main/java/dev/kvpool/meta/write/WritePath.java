@@ -465,8 +465,7 @@ public final class WritePath implements AutoCloseable {
                 inst.index.forEach(bl -> countUsage(inst, bl, u));
                 inst.index.clear();
                 inst.resetSlots();
-                ledger.add(inst.group, -u.total(), null, 0);
-                u.types().forEach((kind, bytes) -> ledger.add(inst.group, 0, kind, -bytes));
+                addUsage(inst.group, u, -1);
             }
             case TS_TIMESTAMP -> {
                 if (end <= begin) {
@@ -625,20 +624,17 @@ public final class WritePath implements AutoCloseable {
      * Rebuilds what is derived from the index — group usage and slot maps — and resumes deletions a crash
      * interrupted, reading up to {@code threads} instances' indexes at once (one HSCAN stream each on Redis, where
      * one instance's read is bound by round trips and decoding, not by the server). Open sessions were recovered
-     * with the index; the expiry loop fails those past their deadline. With {@code rebuild} false (a replica
-     * joining others over a shared store, whose usage and slots live in the store and are in use) nothing is
-     * read here: what a lost replica left DELETING is found by the leader's sweep
+     * with the index; the expiry loop fails those past their deadline. Only for a process alone with its store: a
+     * replica joining others over a shared one reads nothing (their usage and slots are in use), and what a lost
+     * replica left DELETING is found by the leader's sweep
      * ({@link dev.kvpool.meta.reclaim.Reclaimer#sweepAfterLostReplicas}).
      */
-    public void recover(boolean rebuild, int threads) {
-        recover(rebuild, threads, Runtime.getRuntime().maxMemory() / 2);
+    public void recover(int threads) {
+        recover(threads, Runtime.getRuntime().maxMemory() / 2);
     }
 
     /** @param heapBudget bytes the instances read at once may hold (their slot addresses, ~24 bytes a block) */
-    void recover(boolean rebuild, int threads, long heapBudget) {
-        if (!rebuild) {
-            return;
-        }
+    void recover(int threads, long heapBudget) {
         for (GroupConfig g : registry.groups()) {
             ledger.reset(g.name());
         }
@@ -721,7 +717,7 @@ public final class WritePath implements AutoCloseable {
             }
         });
         progress.add(keys[0] & Progress.EVERY - 1);
-        addUsage(inst.group, usage); // before its deletions resume: their purge subtracts what is added here
+        addUsage(inst.group, usage, 1); // before its deletions resume: their purge subtracts what is added here
         inst.resetSlots();
         for (var e : used.entrySet()) {
             inst.allocator(registry.storageByNumber(e.getKey())).rebuild(e.getValue().build().toArray());
@@ -801,10 +797,13 @@ public final class WritePath implements AutoCloseable {
         }
     }
 
-    /** Adds usage summed over many blocks to the ledger: one call for the total, one per storage type. */
-    private void addUsage(String group, QuotaLedger.Usage u) {
-        ledger.add(group, u.total(), null, 0);
-        u.types().forEach((kind, bytes) -> ledger.add(group, 0, kind, bytes));
+    /**
+     * Adds ({@code sign} 1) or takes away (-1) usage summed over many blocks: one ledger call for the total, one per
+     * storage type.
+     */
+    private void addUsage(String group, QuotaLedger.Usage u, int sign) {
+        ledger.add(group, sign * u.total(), null, 0);
+        u.types().forEach((kind, bytes) -> ledger.add(group, 0, kind, sign * bytes));
     }
 
     /** Adds one block to a usage sum: the key once, each location by its storage type (§3.9.1). */

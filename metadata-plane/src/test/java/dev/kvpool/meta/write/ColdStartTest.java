@@ -71,7 +71,7 @@ class ColdStartTest {
                 }
             };
             try (WritePath w = new WritePath(reg, counting, new WritePath.Settings(30, 3600))) {
-                w.recover(true, 2);
+                w.recover(2);
                 w.drain(); // the resumed purges release the usage and slots of what was being evicted
             }
             // an instance's deletions resume while the next one is scanned: its usage must be in by then, or the
@@ -120,10 +120,10 @@ class ColdStartTest {
                 }
             });
             try (WritePath w = new WritePath(reg, QuotaLedger.inMemory(), new WritePath.Settings(30, 3600))) {
-                w.recover(true, 4, 1L << 30);
+                w.recover(4, 1L << 30);
                 assertEquals(4, most.get(), "four instances read at once");
                 most.set(0);
-                w.recover(true, 4, blocks * 24L); // room for one instance's slot addresses
+                w.recover(4, blocks * 24L); // room for one instance's slot addresses
                 assertEquals(1, most.get(), "one at a time when the heap allows no more");
                 for (Instance old : insts) {
                     assertEquals(blocks, reg.lookup(old.id).allocator(reg.storages().iterator().next()).usedSlots());

@@ -16,7 +16,6 @@ import dev.kvpool.meta.reclaim.ReclaimPolicy;
 import dev.kvpool.meta.reclaim.Reclaimer;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
-import dev.kvpool.meta.store.redis.RedisStore;
 import dev.kvpool.meta.support.RedisGroup;
 import java.nio.file.Path;
 import java.util.List;
@@ -25,10 +24,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Replicas that join, leave and die over a real Redis: a joining one serves at once; what a lost one left DELETING
- * is purged by the leader's sweep after the reader lease; a clean stop finishes its own purges.
+ * Replicas that leave and die over a real Redis: what a lost one left DELETING is purged by the leader's sweep after
+ * the reader lease; a clean stop finishes its own purges.
  */
-class JoiningReplicaTest {
+class LostReplicaTest {
     private static final long LEASE_MS = 2_000;
 
     @TempDir
@@ -44,21 +43,6 @@ class JoiningReplicaTest {
     private static RedisGroup group(Path dir) throws Exception {
         return new RedisGroup(dir, 100_000_000_000L, new ReclaimConfig(ReclaimPolicy.LRU, 0, 0, 0, 0, 0, LEASE_MS, 0, 60),
                 o -> o);
-    }
-
-    @Test
-    void aJoiningReplicaReadsNoIndexBeforeServing() throws Exception {
-        try (RedisGroup rg = group(dir);
-             WritePath a = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
-            write(a, rg, rg.inst, 2_000);
-            RedisStore store = rg.connect();
-            Registry reg = rg.registry(store);
-            long before = store.roundTrips();
-            try (WritePath b = new WritePath(reg, rg.ledger, new WritePath.Settings(30, 3600))) {
-                b.recover(false, 2);
-                assertEquals(0, store.roundTrips() - before, "a joining replica reads no index before it serves");
-            }
-        }
     }
 
     /** A cluster that has lost {@code lost} replicas; records what the sweeps settled. */
