@@ -72,11 +72,15 @@ class RedisReplicasIT {
     }
 
     private MetaProcess replica(String name, String... extra) throws Exception {
+        return replica(name, true, extra);
+    }
+
+    private MetaProcess replica(String name, boolean recovered, String... extra) throws Exception {
         List<String> props = new ArrayList<>(List.of("kvpool.meta.store=redis", "kvpool.meta.redis.prefix=" + prefix,
                 "kvpool.meta.redis.lease-ttl=2s", "kvpool.meta.startup-config=" + startup,
                 "kvpool.data-dir=" + dir.resolve("data-" + name), "kvpool.meta.write.expiry-period=200ms"));
         props.addAll(List.of(extra));
-        MetaProcess p = MetaProcess.start(name, dir, props);
+        MetaProcess p = MetaProcess.start(name, dir, props, recovered);
         procs.add(p);
         return p;
     }
@@ -212,6 +216,70 @@ class RedisReplicasIT {
             }
         }
         return out;
+    }
+
+    private static JsonNode check(JsonNode health, String name) {
+        for (JsonNode c : health.path("checks")) {
+            if (c.path("name").asText().equals(name)) {
+                return c;
+            }
+        }
+        return fail("no check " + name + " in " + health);
+    }
+
+    private static String code(JsonNode r) {
+        return r.path("header").path("status").path("code").asText();
+    }
+
+    /**
+     * A replica whose start waits on a long recovery — here another replica's rebuild of a cold cluster, which holds
+     * the claim — opens its ports after kvpool.meta.start.ports-wait: liveness answers UP (a Kubernetes liveness
+     * probe must not restart it), /q/health/started and readiness DOWN with the phase and whom it waits for, every
+     * KVCM call SERVER_NOT_LEADER (as a KVCM leader that has not recovered; connectors retry), REST 503. When the
+     * claim goes it recovers and serves. One stopped while it waits exits at once and cleanly.
+     */
+    @Test
+    void aReplicaRecoveringAtLengthAnswersProbesAndRefusesCallsUntilItServes() throws Exception {
+        assertEquals("OK", redis("set", prefix + ":rebuilding", "ghost-rebuilder", "px", "120000"));
+        MetaProcess a = replica("a", false, "kvpool.meta.start.ports-wait=0s");
+        assertEquals(200, a.status("/q/health/live"));
+        JsonNode started = a.get("/q/health/started");
+        assertEquals("DOWN", started.path("status").asText(), started.toString());
+        JsonNode data = check(started, "kvpool-metadata-plane-start").path("data");
+        assertEquals("waiting for another replica's rebuild", data.path("start_phase").asText(), started.toString());
+        await("the awaited replica named", 5_000, () -> check(a.get("/q/health/started"), "kvpool-metadata-plane-start")
+                .path("data").path("rebuilt_by").asText().equals("ghost-rebuilder"));
+        JsonNode ready = a.get("/q/health/ready");
+        assertEquals("DOWN", ready.path("status").asText());
+        assertEquals("waiting for another replica's rebuild",
+                check(ready, "kvpool-metadata-plane").path("data").path("start_phase").asText(), ready.toString());
+        ObjectNode reg = obj().put("trace_id", "t").put("instance_group", "default").put("instance_id", INST)
+                .put("block_size", 16);
+        reg.putObject("model_deployment").put("model_name", "m").put("dtype", "bf16");
+        reg.putArray("location_spec_infos").addObject().put("name", "tp0").put("size", 1024);
+        assertEquals("SERVER_NOT_LEADER", code(a.rpc("registerInstance", reg.toString())));
+        assertEquals("SERVER_NOT_LEADER", code(query(a, INST, "QT_PREFIX_MATCH", new long[] {1, 2}, "")));
+        assertEquals(503, a.status("/api/v1/groups"));
+        assertTrue(Files.readString(a.log).contains("still recovering"), a.tail());
+
+        // a second replica waiting too, stopped meanwhile: it leaves at once, and the claim is untouched
+        MetaProcess b = replica("b", false, "kvpool.meta.start.ports-wait=0s");
+        assertEquals(503, b.status("/q/health/started"));
+        long t0 = System.nanoTime();
+        int exit = b.stop(15);
+        long stopMs = (System.nanoTime() - t0) / 1_000_000;
+        assertTrue(Files.readString(b.log).contains("start-up abandoned"), b.tail());
+        assertTrue(stopMs < 10_000, "stopped in " + stopMs + " ms");
+        assertEquals("ghost-rebuilder", redis("get", prefix + ":rebuilding"));
+        System.out.printf("waiting replica stopped in %d ms, exit %d%n", stopMs, exit);
+
+        // the rebuilder's claim goes without a member listed (it died): replica a rebuilds and serves
+        redis("del", prefix + ":rebuilding");
+        await("recovered", 20_000, () -> a.get("/q/health/started").path("status").asText().equals("UP"));
+        assertEquals(200, a.status("/q/health/ready"));
+        register(a);
+        assertEquals(200, a.status("/api/v1/groups"));
+        assertTrue(Files.readString(a.log).contains("first replica: rebuilding usage and slots"), a.tail());
     }
 
     /**

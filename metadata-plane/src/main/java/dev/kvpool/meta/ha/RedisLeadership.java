@@ -42,6 +42,8 @@ public final class RedisLeadership implements Leadership {
             return 1
             """);
     private volatile long replicasLost, lostSwept;
+    /** While {@link #begin()} waits: the replica whose rebuild it waits for (start-up health shows it). */
+    private volatile String awaiting;
 
     public RedisLeadership(Redis redis, String prefix, String selfId, Duration ttl, Duration timeout) {
         this.calls = new Calls(redis, timeout);
@@ -109,15 +111,17 @@ public final class RedisLeadership implements Leadership {
                         return new Startup(true);
                     }
                     rebuildClaim.release();
+                } else {
+                    awaiting = rebuildClaim.holder();
                 }
-            } else if (rebuildClaim.holder() == null) {
+            } else if ((awaiting = rebuildClaim.holder()) == null) {
                 return new Startup(false);
             }
             long now = System.currentTimeMillis();
             if (now >= nextLog) {
                 nextLog = now + 10_000;
                 LOG.infof("waiting %d s for %s, the first replica of this cold start, to finish rebuilding usage and "
-                        + "slots from the index", (now - waitingSince) / 1000, rebuildClaim.holder());
+                        + "slots from the index", (now - waitingSince) / 1000, awaiting);
             }
             try {
                 Thread.sleep(250);
@@ -128,6 +132,11 @@ public final class RedisLeadership implements Leadership {
         }
     }
 
+    /** The replica whose rebuild {@link #begin()} is waiting for, or null when it is not waiting. */
+    public String awaitingRebuildBy() {
+        return awaiting;
+    }
+
     /** How this replica starts (see {@link #begin()}); while it rebuilds, its claim is renewed in the background. */
     public final class Startup implements AutoCloseable {
         private final boolean rebuild;
@@ -135,6 +144,7 @@ public final class RedisLeadership implements Leadership {
 
         Startup(boolean rebuild) {
             this.rebuild = rebuild;
+            awaiting = null;
             this.renewer = rebuild ? Thread.ofPlatform().daemon().name("kvpool-rebuild-claim").start(() -> {
                 while (!Thread.currentThread().isInterrupted()) {
                     try {

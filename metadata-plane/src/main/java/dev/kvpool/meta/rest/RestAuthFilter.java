@@ -9,7 +9,7 @@ import jakarta.ws.rs.core.Response;
 import jakarta.ws.rs.ext.Provider;
 
 /**
- * With tokens on (control-plane sync or kvpool.meta.auth.public-key), KVPool's REST routes under /api/v1 need an
+ * Until start-up has recovered, KVPool's REST routes under /api/v1 answer 503. With tokens on (control-plane sync or kvpool.meta.auth.public-key), KVPool's REST routes under /api/v1 need an
  * admin or operator token: 401 without a valid one, 403 for another role. /q/health and /q/metrics stay open.
  */
 @Provider
@@ -19,12 +19,20 @@ public class RestAuthFilter implements ContainerRequestFilter {
 
     @Override
     public void filter(ContainerRequestContext ctx) {
-        MetaAuth auth = runtime.auth();
-        if (auth == null) {
-            return;
-        }
         String path = ctx.getUriInfo().getPath();
         if (!path.startsWith("/api/v1") && !path.startsWith("api/v1")) {
+            return;
+        }
+        if (!runtime.ready()) { // usage and slots may be mid-rebuild: no figures, no changes until it ends
+            ctx.abortWith(Response.status(503).type("application/problem+json").header("Retry-After", "5")
+                    .entity(new BlockKeysResource.Problem("about:blank", "Service Unavailable", 503,
+                            "the metadata plane is starting (" + runtime.phase().label + "); /q/health/started shows "
+                                    + "its progress"))
+                    .build());
+            return;
+        }
+        MetaAuth auth = runtime.auth();
+        if (auth == null) {
             return;
         }
         MetaAuth.Refusal r = auth.checkAdmin(ctx.getHeaderString("Authorization"));

@@ -6,7 +6,10 @@ import org.eclipse.microprofile.health.HealthCheck;
 import org.eclipse.microprofile.health.HealthCheckResponse;
 import org.eclipse.microprofile.health.Readiness;
 
-/** Ready once the index has been recovered and the leader gate is open (KVCM calls are refused before). */
+/**
+ * Ready once the index has been recovered and the leader gate is open (KVCM calls are refused before); until then
+ * it shows how far start-up got, as {@link MetaStarted} does.
+ */
 @Readiness
 @ApplicationScoped
 public class MetaReadiness implements HealthCheck {
@@ -24,6 +27,9 @@ public class MetaReadiness implements HealthCheck {
                 .status(runtime.ready() && electing && storeProblem == null);
         if (storeProblem != null) {
             b.withData("index_store_error", storeProblem);
+        }
+        if (!runtime.ready()) {
+            MetaStarted.withStartState(b, runtime);
         }
         if (runtime.ready()) {
             b.withData("node_id", runtime.leadership().selfId())

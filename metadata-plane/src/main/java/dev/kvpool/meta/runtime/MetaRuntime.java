@@ -89,8 +89,7 @@ public class MetaRuntime {
         StartupConfig startup = cfg.startupConfig().filter(s -> !s.isBlank())
                 .map(s -> StartupConfig.load(Path.of(s))).orElseGet(() -> StartupConfig.defaults(dataDir));
         String nodeId = cfg.nodeId().filter(s -> !s.isBlank()).orElse(defaultNodeId());
-        boolean rebuild = true;
-        RedisLeadership.Startup begun = null;
+        RedisLeadership redisLead = null;
         WritePath.Settings ws = new WritePath.Settings(cfg.write().defaultTimeoutSeconds(), cfg.write().maxTimeoutSeconds());
         switch (cfg.store()) {
             case "embedded" -> {
@@ -121,11 +120,8 @@ public class MetaRuntime {
                     ((RedisStore) store).loopClients(() -> io.vertx.redis.client.Redis.createClient(vx, perLoop));
                 }
                 String p = rc.prefix() + ":";
-                var lead = new RedisLeadership(redis, p, nodeId, rc.leaseTtl(), rc.timeout());
-                // alone: a cold start of the whole cluster, so usage and slots are rebuilt from the index
-                begun = lead.begin();
-                rebuild = begun.rebuild();
-                leadership = lead;
+                redisLead = new RedisLeadership(redis, p, nodeId, rc.leaseTtl(), rc.timeout());
+                leadership = redisLead;
                 // no search cache (other replicas change the index under it); access times are recorded off the
                 // read path: a touch is a round trip and a script, and it is only eviction input
                 toucher = new DeferredTouchIndex.Toucher(rc.touchBuffer(), rc.touchInterval());
@@ -135,26 +131,14 @@ public class MetaRuntime {
                 registry = new Registry(store, startup, id -> new DeferredTouchIndex(shared.index(id), t));
                 registry.slotsFactory((id, st) -> new RedisSlots(redis, p, id, st.number, st.keyCountPerFile, rc.timeout()));
                 ledger = new RedisQuotaLedger(redis, p, rc.timeout());
-                LOG.infof("index store: Redis at %s (prefix %s), %s", rc.url(), rc.prefix(),
-                        rebuild ? "first replica: rebuilding usage and slots from the index" : "joining running replicas");
+                LOG.infof("index store: Redis at %s (prefix %s)", rc.url(), rc.prefix());
             }
             default -> throw new IllegalArgumentException("kvpool.meta.store must be 'embedded' or 'redis', got '"
                     + cfg.store() + "'");
         }
         write = new WritePath(registry, ledger, ws);
-        try {
-            if (rebuild) { // alone with the store; a replica that joins others reads no index
-                write.recover(cfg.index().recoveryThreads());
-            }
-            if (leadership instanceof RedisLeadership rl) {
-                rl.start(); // listed as a member before the rebuild claim goes: later replicas join
-            }
-        } finally {
-            if (begun != null) {
-                begun.close();
-            }
-        }
         query = new QueryPath(registry);
+        // every KVCM call answers SERVER_NOT_LEADER until recovery ends (a KVCM leader does the same, §1.8)
         kvcm = new KvcmMeta(registry, query, write, store::sessionOwner, () -> ready,
                 new KvcmMeta.Node(nodeId, advertisedHost(), grpcPort(), httpPort()), meters);
         if (cfg.events().bootstrapServers().filter(b -> !b.isBlank()).isPresent()) {
@@ -170,12 +154,114 @@ public class MetaRuntime {
                         remoteStore() ? cfg.write().maxTimeoutSeconds() + cfg.redis().sessionGrace().toSeconds() + 60 : 0,
                         cfg.reclaim().queueLimit(), cfg.reclaim().passPage()));
         reclaimer.sweepAfterLostReplicas(leadership);
-        if (controlPlane != null) {
-            controlPlane.start(registry, ledger, leadership::isLeader, this::dropInstance);
-        }
-        setUpAuth();
+        setUpAuth(); // before any port opens: a call must never pass unchecked
         registerGauges();
-        ready = true;
+        // recovery can take minutes over a large shared index: past the wait, the ports open so that probes and
+        // clients get answers (not connection refused, which makes Kubernetes restart the pod mid-rebuild)
+        var lead = redisLead;
+        starter = Thread.ofPlatform().name("kvpool-meta-start").start(() -> recoverAndServe(lead, t0, dataDir));
+        boolean done;
+        try {
+            done = recovered.await(cfg.portsWait().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while starting", e);
+        }
+        synchronized (startLock) {
+            if (startFailure != null) { // failed before the ports opened: the start fails, as it always did
+                throw startFailure instanceof RuntimeException re ? re : new IllegalStateException(startFailure);
+            }
+            detached = true;
+        }
+        if (!done) {
+            LOG.infof("still recovering after %d ms (%s): HTTP :%d and gRPC :%d open now; /q/health/started stays DOWN "
+                    + "and KVCM calls answer SERVER_NOT_LEADER until recovery ends", cfg.portsWait().toMillis(),
+                    phase.label, httpPort(), grpcPort());
+        }
+    }
+
+    /** Where start-up stands; the startup and readiness checks show it. */
+    public enum Phase {
+        OPENING("opening"), WAITING_FOR_REBUILD("waiting for another replica's rebuild"),
+        REBUILDING("rebuilding usage and slots from the index"), JOINING("joining running replicas"),
+        READY("ready"), FAILED("failed");
+
+        public final String label;
+
+        Phase(String label) {
+            this.label = label;
+        }
+    }
+
+    private volatile Phase phase = Phase.OPENING;
+    private volatile long startedAtMs = System.currentTimeMillis();
+    private Thread starter;
+    private final java.util.concurrent.CountDownLatch recovered = new java.util.concurrent.CountDownLatch(1);
+    private final Object startLock = new Object();
+    private Throwable startFailure;
+    private boolean detached;
+    private volatile boolean stopping;
+
+    /**
+     * The part of start-up that reads the shared store at length: this replica's place in a cold start (rebuild,
+     * or wait for the replica that does), the rebuild, membership; then background work starts and calls are served.
+     */
+    private void recoverAndServe(RedisLeadership lead, long t0, Path dataDir) {
+        try {
+            boolean rebuild = true;
+            RedisLeadership.Startup begun = null;
+            if (lead != null) {
+                phase = Phase.WAITING_FOR_REBUILD;
+                // alone: a cold start of the whole cluster, so usage and slots are rebuilt from the index
+                begun = lead.begin();
+                rebuild = begun.rebuild();
+                LOG.info(rebuild ? "first replica: rebuilding usage and slots from the index" : "joining running replicas");
+            }
+            try {
+                if (rebuild) { // alone with the store; a replica that joins others reads no index
+                    phase = Phase.REBUILDING;
+                    write.recover(cfg.index().recoveryThreads());
+                } else {
+                    phase = Phase.JOINING;
+                }
+                if (lead != null) {
+                    lead.start(); // listed as a member before the rebuild claim goes: later replicas join
+                }
+            } finally {
+                if (begun != null) {
+                    begun.close();
+                }
+            }
+            if (controlPlane != null) {
+                controlPlane.start(registry, ledger, leadership::isLeader, this::dropInstance);
+            }
+            registerGauges();
+            ready = true;
+            phase = Phase.READY;
+            serveBackgroundWork();
+            LOG.infof("KVPool metadata plane ready in %d ms: data %s, %d storages, %d groups, %d instances; KVCM meta "
+                    + "HTTP :%d, gRPC :%d", (System.nanoTime() - t0) / 1_000_000, dataDir, registry.storages().size(),
+                    registry.groups().size(), registry.instances().size(), httpPort(), grpcPort());
+        } catch (Throwable e) {
+            boolean exit;
+            synchronized (startLock) {
+                startFailure = e;
+                phase = Phase.FAILED;
+                exit = detached;
+            }
+            if (stopping) {
+                LOG.infof("start-up abandoned: stopping (%s)", e.toString());
+            } else if (exit) { // ports already open: nothing else ends the process, and a restart may fare better
+                LOG.error("start-up failed while recovering; exiting", e);
+                io.quarkus.runtime.Quarkus.asyncExit(1);
+            }
+        } finally {
+            recovered.countDown();
+        }
+    }
+
+    /** The reclaimer, session expiry and instance reconciliation, once calls are served. */
+    private void serveBackgroundWork() {
         if (cfg.reclaim().enabled()) {
             reclaimer.start();
         }
@@ -205,9 +291,35 @@ public class MetaRuntime {
                 }
             }, every, every, java.util.concurrent.TimeUnit.MILLISECONDS);
         }
-        LOG.infof("KVPool metadata plane ready in %d ms: data %s, %d storages, %d groups, %d instances; KVCM meta HTTP :%d, gRPC :%d",
-                (System.nanoTime() - t0) / 1_000_000, dataDir, registry.storages().size(), registry.groups().size(),
-                registry.instances().size(), httpPort(), grpcPort());
+    }
+
+    /**
+     * Start-up as the health checks show it: the phase, the replica waited for, and the rebuild's progress (keys
+     * read of those the indexes held when it began).
+     */
+    public java.util.Map<String, Object> startState() {
+        var m = new java.util.LinkedHashMap<String, Object>();
+        Phase ph = phase;
+        m.put("start_phase", ph.label);
+        if (ph != Phase.READY) {
+            m.put("start_elapsed_s", (System.currentTimeMillis() - startedAtMs) / 1000);
+        }
+        if (ph == Phase.WAITING_FOR_REBUILD && leadership instanceof RedisLeadership rl && rl.awaitingRebuildBy() != null) {
+            m.put("rebuilt_by", rl.awaitingRebuildBy());
+        }
+        var pr = write == null ? null : write.recoveryProgress();
+        if (pr != null && ph == Phase.REBUILDING) {
+            m.put("rebuild_keys_read", pr.keys());
+            m.put("rebuild_keys_total", pr.totalKeys());
+            m.put("rebuild_percent", pr.totalKeys() == 0 ? 100 : Math.min(100, pr.keys() * 100 / pr.totalKeys()));
+            m.put("rebuild_instances_done", pr.instancesDone());
+            m.put("rebuild_instances", pr.instances());
+        }
+        return m;
+    }
+
+    public Phase phase() {
+        return phase;
     }
 
     /** With kvpool.meta.control-plane.url: the configuration comes from the control plane (or its persisted copy). */
@@ -292,7 +404,17 @@ public class MetaRuntime {
     }
 
     void stop(@Observes ShutdownEvent ev) {
+        stopping = true;
         ready = false;
+        Thread st = starter;
+        if (st != null && st.isAlive()) { // stopped mid-recovery: its claim goes, so another replica can rebuild
+            st.interrupt();
+            try {
+                st.join(15_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         if (controlPlane != null) {
             controlPlane.close();
         }

@@ -32,6 +32,16 @@ public interface MetaSettings {
     @WithName("meta.index")
     Index index();
 
+    /**
+     * How long start-up keeps the HTTP and gRPC ports closed while it recovers (waits for another replica's rebuild,
+     * rebuilds usage and slots from the index, sweeps for a lost replica's leftovers). A quick start opens them
+     * ready; a longer one opens them after this, answers health probes (/q/health/started DOWN with progress until
+     * recovery ends) and KVCM calls with SERVER_NOT_LEADER, as a KVCM leader does until it has recovered.
+     */
+    @WithName("meta.start.ports-wait")
+    @WithDefault("5s")
+    Duration portsWait();
+
     @WithName("meta.write")
     Write write();
 

@@ -643,6 +643,7 @@ public final class WritePath implements AutoCloseable {
             return;
         }
         Progress progress = new Progress("rebuilding usage and slots from the index", insts);
+        recovering = progress;
         ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, Math.min(threads, insts.size())), r -> {
             Thread t = new Thread(r, "kvpool-recovery");
             t.setDaemon(true);
@@ -677,6 +678,17 @@ public final class WritePath implements AutoCloseable {
             pool.shutdownNow();
         }
         progress.finished();
+    }
+
+    /** How far {@link #recover} got (keys read of those the indexes held when it began), or null before it began. */
+    public record RecoveryProgress(long keys, long totalKeys, int instancesDone, int instances, long elapsedMs) {
+    }
+
+    private volatile Progress recovering;
+
+    public RecoveryProgress recoveryProgress() {
+        Progress p = recovering;
+        return p == null ? null : p.snapshot();
     }
 
     /**
@@ -784,6 +796,10 @@ public final class WritePath implements AutoCloseable {
 
         void instanceDone() {
             done.incrementAndGet();
+        }
+
+        RecoveryProgress snapshot() {
+            return new RecoveryProgress(keys.sum(), total, done.get(), instances, (System.nanoTime() - t0) / 1_000_000);
         }
 
         void finished() {

@@ -54,8 +54,16 @@ public final class MetaProcess implements AutoCloseable {
         }
     }
 
-    /** Starts the jar with {@code -Dkey=value} properties and waits until GetClusterInfo answers OK. */
+    /** Starts the jar with {@code -Dkey=value} properties and waits until it has recovered (/q/health/started UP). */
     public static MetaProcess start(String name, Path logDir, List<String> props) throws Exception {
+        return start(name, logDir, props, true);
+    }
+
+    /**
+     * Starts the jar and waits until it has recovered, or with {@code recovered} false only until its ports answer
+     * (a start that recovers for longer than kvpool.meta.start.ports-wait opens them before).
+     */
+    public static MetaProcess start(String name, Path logDir, List<String> props, boolean recovered) throws Exception {
         String jar = System.getProperty("kvpool.runner.jar", "target/quarkus-app/quarkus-run.jar");
         assertTrue(Files.isRegularFile(Path.of(jar)), "packaged application missing: " + jar);
         int http = freePort();
@@ -76,8 +84,8 @@ public final class MetaProcess implements AutoCloseable {
                 fail(name + " exited with " + p.exitValue() + ":\n" + mp.tail());
             }
             try {
-                JsonNode r = mp.rpc("getClusterInfo", "{\"trace_id\":\"health-check\"}");
-                if (r.path("header").path("status").path("code").asText().equals("OK")) {
+                JsonNode r = mp.get("/q/health/started");
+                if (!recovered || r.path("status").asText().equals("UP")) {
                     break;
                 }
             } catch (IOException e) {
@@ -88,7 +96,7 @@ public final class MetaProcess implements AutoCloseable {
             }
             Thread.sleep(100);
         }
-        System.out.printf("[%s] pid %d ready in %d ms on :%d, log %s%n", name, p.pid(),
+        System.out.printf("[%s] pid %d %s in %d ms on :%d, log %s%n", name, p.pid(), recovered ? "ready" : "listening",
                 (System.nanoTime() - t0) / 1_000_000, http, out);
         return mp;
     }
@@ -126,6 +134,24 @@ public final class MetaProcess implements AutoCloseable {
                 process.destroyForcibly();
                 process.waitFor(10, TimeUnit.SECONDS);
             }
+        }
+    }
+
+    /** SIGTERM (a clean stop), then the exit code; fails if the process takes longer than {@code seconds}. */
+    public int stop(int seconds) throws InterruptedException {
+        process.destroy();
+        assertTrue(process.waitFor(seconds, TimeUnit.SECONDS), name + " did not stop within " + seconds + " s");
+        return process.exitValue();
+    }
+
+    /** The HTTP status of a GET (the body is not read as JSON). */
+    public int status(String path) throws IOException {
+        try {
+            return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + path)).GET()
+                    .timeout(Duration.ofSeconds(15)).build(), HttpResponse.BodyHandlers.discarding()).statusCode();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException(e);
         }
     }
 

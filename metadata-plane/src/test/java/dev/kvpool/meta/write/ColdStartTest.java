@@ -120,8 +120,15 @@ class ColdStartTest {
                 }
             });
             try (WritePath w = new WritePath(reg, QuotaLedger.inMemory(), new WritePath.Settings(30, 3600))) {
+                assertEquals(null, w.recoveryProgress(), "no progress before a rebuild began");
                 w.recover(4, 1L << 30);
                 assertEquals(4, most.get(), "four instances read at once");
+                // what /q/health/started shows: every key counted once, against the count taken when it began
+                var pr = w.recoveryProgress();
+                assertEquals(4L * blocks, pr.totalKeys());
+                assertEquals(4L * blocks, pr.keys());
+                assertEquals(4, pr.instancesDone());
+                assertEquals(4, pr.instances());
                 most.set(0);
                 w.recover(4, blocks * 24L); // room for one instance's slot addresses
                 assertEquals(1, most.get(), "one at a time when the heap allows no more");
