@@ -173,16 +173,23 @@ public final class RedisLeadership implements Leadership {
             if (renewer == null) {
                 return;
             }
+            // a start stopped mid-rebuild closes this from an interrupted thread: the release must still be sent
+            // and awaited, or the next replica waits for the claim to lapse
+            boolean interrupted = Thread.interrupted();
             renewer.interrupt();
             try {
                 renewer.join(2_000);
             } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
+                interrupted = true;
             }
             try {
                 rebuildClaim.release();
             } catch (RuntimeException e) {
                 LOG.warnf("releasing the rebuild claim failed (it lapses by itself): %s", e.getMessage());
+            } finally {
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
             }
         }
     }

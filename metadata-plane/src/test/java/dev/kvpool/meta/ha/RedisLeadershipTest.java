@@ -57,6 +57,32 @@ class RedisLeadershipTest {
         return l;
     }
 
+    private String get(String key) throws Exception {
+        var r = redis.send(Request.cmd(Command.GET).arg(key)).toCompletionStage().toCompletableFuture()
+                .get(5, TimeUnit.SECONDS);
+        return r == null ? null : r.toString();
+    }
+
+    /**
+     * A start stopped mid-rebuild closes its claim from an interrupted thread: the claim must still go at once
+     * (the next replica would otherwise wait for it to lapse), and the interrupt must survive for the caller.
+     */
+    @Test
+    void aRebuildStoppedByAnInterruptReleasesItsClaim() throws Exception {
+        RedisLeadership a = replica(redis, "a");
+        var startup = a.begin();
+        assertTrue(startup.rebuild());
+        assertEquals("a", get(prefix + "rebuilding"));
+        Thread.currentThread().interrupt();
+        try {
+            startup.close();
+            assertTrue(Thread.currentThread().isInterrupted(), "the interrupt is kept for the caller");
+        } finally {
+            Thread.interrupted();
+        }
+        assertEquals(null, get(prefix + "rebuilding"));
+    }
+
     @Test
     void replicasStartingTogetherOnAColdClusterRebuildOnceAndTheOthersJoinAfterIt() throws Exception {
         int n = 3;
