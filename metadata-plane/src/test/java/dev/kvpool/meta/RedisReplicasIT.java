@@ -118,7 +118,11 @@ class RedisReplicasIT {
     }
 
     private static void register(MetaProcess p) throws IOException {
-        ObjectNode b = obj().put("trace_id", "t").put("instance_group", "default").put("instance_id", INST)
+        register(p, INST);
+    }
+
+    private static void register(MetaProcess p, String instance) throws IOException {
+        ObjectNode b = obj().put("trace_id", "t").put("instance_group", "default").put("instance_id", instance)
                 .put("block_size", 16);
         b.putObject("model_deployment").put("model_name", "m").put("dtype", "bf16");
         b.putArray("location_spec_infos").addObject().put("name", "tp0").put("size", 1024);
@@ -126,7 +130,11 @@ class RedisReplicasIT {
     }
 
     private static JsonNode start(MetaProcess p, long[] keys, int timeoutSec) throws IOException {
-        ObjectNode b = obj().put("trace_id", "t").put("instance_id", INST).put("write_timeout_seconds", timeoutSec);
+        return start(p, INST, keys, timeoutSec);
+    }
+
+    private static JsonNode start(MetaProcess p, String instance, long[] keys, int timeoutSec) throws IOException {
+        ObjectNode b = obj().put("trace_id", "t").put("instance_id", instance).put("write_timeout_seconds", timeoutSec);
         ArrayNode k = b.putArray("block_keys");
         for (long x : keys) {
             k.add(x);
@@ -137,7 +145,11 @@ class RedisReplicasIT {
     }
 
     private static void finish(MetaProcess p, String session, int n) throws IOException {
-        ObjectNode b = obj().put("trace_id", "t").put("instance_id", INST).put("write_session_id", session);
+        finish(p, INST, session, n);
+    }
+
+    private static void finish(MetaProcess p, String instance, String session, int n) throws IOException {
+        ObjectNode b = obj().put("trace_id", "t").put("instance_id", instance).put("write_session_id", session);
         ArrayNode v = b.putObject("success_blocks").putObject("bool_masks").putArray("values");
         for (int i = 0; i < n; i++) {
             v.add(true);
@@ -280,6 +292,94 @@ class RedisReplicasIT {
         register(a);
         assertEquals(200, a.status("/api/v1/groups"));
         assertTrue(Files.readString(a.log).contains("first replica: rebuilding usage and slots"), a.tail());
+    }
+
+    /**
+     * The whole plane over a Redis Cluster (three primaries from the local redis-server, as the store's cluster
+     * contract test uses; the cluster client, quarkus.redis.client-type=cluster): instances spread over the nodes,
+     * a session started on one replica is finished on the other, both serve every instance, the leader's reclaimer
+     * brings the group under its water level, and when the leader is killed the other replica takes over and writes
+     * on. Each of these runs scripts whose keys must share a hash slot — leadership, membership, quota, slots, index.
+     */
+    @Test
+    void replicasOverARedisClusterWriteReadEvictAndTakeOver() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(dev.kvpool.testing.RedisCluster.available(), "redis-server");
+        try (var cluster = dev.kvpool.testing.RedisCluster.start(3)) {
+            List<String> nodes = cluster.connectionStrings();
+            writeReadEvictTakeOver(nodes, "quarkus.redis.client-type=cluster", "kvpool.meta.redis.url=" + String.join(",", nodes));
+        }
+    }
+
+    /** The same on one Redis. */
+    @Test
+    void replicasOverOneRedisWriteReadEvictAndTakeOver() throws Exception {
+        writeReadEvictTakeOver(List.of("redis://127.0.0.1:6379"));
+    }
+
+    private void writeReadEvictTakeOver(List<String> nodes, String... props) throws Exception {
+        // 1 KiB blocks; quota 200 blocks, water level 50 %: the reclaimer keeps the group at or under 100 blocks
+        Files.writeString(startup, Files.readString(startup)
+                .replace("\"max_instance_count\":10", "\"max_instance_count\":20")
+                .replace("\"quota\":{\"capacity\":100000000000}", "\"quota\":{\"capacity\":204800}")
+                .replace("\"cache_config\":{", "\"cache_config\":{\"reclaim_strategy\":{\"storage_unique_name\":"
+                        + "\"nfs_01\",\"reclaim_policy\":1,\"trigger_strategy\":{\"used_percentage\":0.5},"
+                        + "\"delay_before_delete_ms\":200},"));
+        MetaProcess a = replica("a", props);
+        MetaProcess b = replica("b", props);
+        int n = 12, per = 8;
+        for (int i = 0; i < n; i++) {
+            register(i % 2 == 0 ? a : b, "c" + i);
+        }
+        long[][] keys = new long[n][per];
+        for (int i = 0; i < n; i++) {
+            for (int j = 0; j < per; j++) {
+                keys[i][j] = ThreadLocalRandom.current().nextLong();
+            }
+            JsonNode w = start(i % 2 == 0 ? a : b, "c" + i, keys[i], 30);
+            finish(i % 2 == 0 ? b : a, "c" + i, w.path("write_session_id").asText(), per);
+        }
+        for (int i = 0; i < n; i++) {
+            for (MetaProcess p : List.of(a, b)) {
+                JsonNode r = query(p, "c" + i, "QT_PREFIX_MATCH", keys[i], "");
+                ok(r, "prefix c" + i);
+                assertEquals(per, located(r).size(), "c" + i + " on " + p.name);
+            }
+        }
+        // the instances' hash tags spread them: more than one node holds this test's keys
+        int nodesWithKeys = 0;
+        for (String url : nodes) {
+            String port = url.substring(url.lastIndexOf(':') + 1);
+            if (!redis("-p", port, "--scan", "--pattern", prefix + "*").isBlank()) {
+                nodesWithKeys++;
+            }
+        }
+        assertTrue(nodesWithKeys >= Math.min(2, nodes.size()), "keys on " + nodesWithKeys + " of " + nodes.size() + " nodes");
+
+        // over the water level: 96 + 40 blocks > 100; the leader evicts down to it
+        long[] more = new long[40];
+        for (int j = 0; j < more.length; j++) {
+            more[j] = ThreadLocalRandom.current().nextLong();
+        }
+        JsonNode w = start(a, "c0", more, 30);
+        finish(b, "c0", w.path("write_session_id").asText(), more.length);
+        await("evicted to the water level", 20_000, () -> {
+            JsonNode g = a.get("/api/v1/groups/default");
+            return g.path("used_bytes").asLong() <= 100 * 1024 && !g.path("over_water_level").asBoolean();
+        });
+        long used = a.get("/api/v1/groups/default").path("used_bytes").asLong();
+        // no further than the water level: 37 of the 136 blocks go (99 left), not a whole step (100 per instance)
+        assertTrue(used >= 95 * 1024 && used <= 100 * 1024, "used " + used);
+        assertEquals(used, b.get("/api/v1/groups/default").path("used_bytes").asLong(), "one ledger for both");
+
+        // kill -9 the leader: the other replica takes over and writes on
+        MetaProcess leader = leader(a) ? a : b, other = leader == a ? b : a;
+        assertTrue(leader(leader) && !leader(other));
+        leader.kill();
+        await("take-over", 15_000, () -> leader(other));
+        long[] after = {ThreadLocalRandom.current().nextLong(), ThreadLocalRandom.current().nextLong()};
+        JsonNode w2 = start(other, "c1", after, 30);
+        finish(other, "c1", w2.path("write_session_id").asText(), after.length);
+        assertEquals(2, located(query(other, "c1", "QT_BATCH_GET", after, "")).size());
     }
 
     /**

@@ -234,7 +234,16 @@ public final class Reclaimer implements AutoCloseable {
     }
 
     /** The water-level check of one group (§3.10.1 with every field honoured). */
-    public record Trigger(Reason reason, Set<StorageKind> exceededTypes) {
+    /**
+     * Why a group is over a water level, and by how much: {@code excessBytes} (total or, for TYPE_WATER_LEVEL, the
+     * largest over its type's level) or {@code excessKeys} (KEY_COUNT) is what must go to bring it strictly under.
+     */
+    public record Trigger(Reason reason, Set<StorageKind> exceededTypes, long excessBytes, long excessKeys) {
+    }
+
+    /** What must leave for {@code used} to be under {@code level} × {@code cap} (the trigger fires at or above it). */
+    private static long over(long used, double level, long cap) {
+        return Math.max(0, used - (long) Math.ceil((level - 1e-9) * cap) + 1);
     }
 
     public Trigger trigger(GroupConfig g) {
@@ -244,33 +253,40 @@ public final class Reclaimer implements AutoCloseable {
         QuotaLedger.Usage out = write.leaving(g.name()); // evicted, bytes not yet deleted: already reclaimed
         long total = Math.max(0, u.total() - out.total());
         EnumSet<StorageKind> types = EnumSet.noneOf(StorageKind.class);
+        long typeExcess = 0;
         if (p > 0) {
             for (Map.Entry<StorageKind, Long> q : g.typeQuotas().entrySet()) {
                 long cap = q.getValue();
                 long used = Math.max(0, u.byType(q.getKey()) - out.byType(q.getKey()));
                 if (cap > 0 && used > 0 && (double) used / cap + 1e-9 >= p) {
                     types.add(q.getKey());
+                    typeExcess = Math.max(typeExcess, over(used, p, cap));
                 }
             }
         }
         if (total > 0) {
+            long excess = 0;
             if (p > 0 && (double) total / g.capacity() + 1e-9 >= p) {
-                return new Trigger(Reason.WATER_LEVEL, types);
+                excess = over(total, p, g.capacity());
             }
             if (r.usedSize() > 0 && total >= r.usedSize()) {
-                return new Trigger(Reason.WATER_LEVEL, types);
+                excess = Math.max(excess, total - r.usedSize() + 1);
+            }
+            if (excess > 0) {
+                return new Trigger(Reason.WATER_LEVEL, types, excess, 0);
             }
             if (p > 0 && g.maxKeyCount() > 0) {
                 List<Instance> insts = registry.instancesOf(g.name());
                 long keys = insts.stream().mapToLong(i -> i.index.keyCount()).sum();
                 long bpk = insts.stream().mapToLong(i -> i.bytesPerKey).max().orElse(1);
                 keys = Math.max(0, keys - out.total() / Math.max(1, bpk)); // DELETING keys are on their way out
-                if ((double) keys / (g.maxKeyCount() * Math.max(1, insts.size())) + 1e-9 >= p) {
-                    return new Trigger(Reason.KEY_COUNT, types);
+                long cap = g.maxKeyCount() * Math.max(1, insts.size());
+                if ((double) keys / cap + 1e-9 >= p) {
+                    return new Trigger(Reason.KEY_COUNT, types, 0, over(keys, p, cap));
                 }
             }
         }
-        return types.isEmpty() ? null : new Trigger(Reason.TYPE_WATER_LEVEL, types);
+        return types.isEmpty() ? null : new Trigger(Reason.TYPE_WATER_LEVEL, types, typeExcess, 0);
     }
 
     /** One round for one group: TTL expiry, then a water-level step if triggered. Returns blocks evicted. */
@@ -311,18 +327,50 @@ public final class Reclaimer implements AutoCloseable {
         long budget = r.stepSize() > 0 || r.stepPercentage() > 0
                 ? Math.max(r.stepSize(), (keys * r.stepPercentage() + 99) / 100)
                 : (long) DEFAULT_STEP_PER_INSTANCE * insts.size();
+        // a step is at most what brings the group under its water level: a larger step evicted blocks that fit,
+        // so a group just over the line lost a whole step (100 blocks per instance by default) of its hits.
+        // Bytes become blocks at the group's mean block size; a short estimate is made up by the next round
+        long meanBytes = Math.max(1, sum / Math.max(1, keys));
+        long needed = t.excessKeys() > 0 ? t.excessKeys() : (t.excessBytes() + meanBytes - 1) / meanBytes;
+        budget = Math.max(1, Math.min(budget, needed));
+        long[] share = fairShares(budget, weight, sum);
         for (int i = 0; i < weight.length; i++) {
-            if (weight[i] == 0) {
-                continue;
+            if (share[i] > 0) {
+                evicted += evictFrom(insts.get(i), r, t, (int) Math.min(share[i], Integer.MAX_VALUE - 8), nowSec);
             }
-            // fair share: in proportion to usage, so a small instance is not stripped for a big one
-            long share = Math.max(1, Math.round((double) budget * weight[i] / sum));
-            evicted += evictFrom(insts.get(i), r, t, (int) Math.min(share, Integer.MAX_VALUE - 8), nowSec);
         }
         if (evicted > 0) {
             evictingRounds.incrementAndGet();
         }
         return evicted;
+    }
+
+    /**
+     * {@code budget} blocks split in proportion to usage (a small instance is not stripped for a big one), summing to
+     * the budget exactly: whole shares first, the blocks left to the largest remainders.
+     */
+    static long[] fairShares(long budget, long[] weight, long sum) {
+        long[] share = new long[weight.length];
+        double[] rest = new double[weight.length];
+        long given = 0;
+        for (int i = 0; i < weight.length; i++) {
+            double exact = (double) budget * weight[i] / sum;
+            share[i] = (long) exact;
+            rest[i] = exact - share[i];
+            given += share[i];
+        }
+        Integer[] order = new Integer[weight.length];
+        for (int i = 0; i < order.length; i++) {
+            order[i] = i;
+        }
+        java.util.Arrays.sort(order, (x, y) -> Double.compare(rest[y], rest[x]));
+        for (int j = 0; given < budget && j < order.length; j++) {
+            if (weight[order[j]] > 0) {
+                share[order[j]]++;
+                given++;
+            }
+        }
+        return share;
     }
 
     /** Sessions expired unclosed seen by this leader whose instance is not swept yet. */

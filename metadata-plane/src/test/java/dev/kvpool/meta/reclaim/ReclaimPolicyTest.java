@@ -35,6 +35,19 @@ class ReclaimPolicyTest {
         return s;
     }
 
+    /** A round's budget split by usage adds up to the budget exactly, the blocks left over going to the largest. */
+    @Test
+    void fairSharesAddUpToTheBudgetInProportionToUsage() {
+        assertEquals(java.util.List.of(6L, 3L, 1L), java.util.Arrays.stream(Reclaimer.fairShares(10, new long[] {600, 300, 100}, 1000))
+                .boxed().toList());
+        // 3 blocks over 12 equal instances: 3 go in all (it was at least one each: 12)
+        long[] s = Reclaimer.fairShares(3, new long[] {5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5}, 60);
+        assertEquals(3, java.util.Arrays.stream(s).sum());
+        // an instance with nothing loses nothing; 7 over 2 : 1 → 5 and 2 (4.67 and 2.33)
+        assertEquals(java.util.List.of(5L, 0L, 2L), java.util.Arrays.stream(Reclaimer.fairShares(7, new long[] {2, 0, 1}, 3))
+                .boxed().toList());
+    }
+
     @Test
     void lruEvictsByLastAccessNotByWrite() {
         try (var sim = new TraceSimulation(cfg(ReclaimPolicy.LRU, 0), 10, 16)) {
