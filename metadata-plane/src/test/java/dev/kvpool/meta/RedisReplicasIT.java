@@ -367,7 +367,8 @@ class RedisReplicasIT {
             return g.path("used_bytes").asLong() <= 100 * 1024 && !g.path("over_water_level").asBoolean();
         });
         long used = a.get("/api/v1/groups/default").path("used_bytes").asLong();
-        // no further than the water level: 37 of the 136 blocks go (99 left), not a whole step (100 per instance)
+        // no further than the water level and its 1 % margin: 38 of the 136 blocks go (98 left), not a whole step
+        // (100 blocks per instance: all of them)
         assertTrue(used >= 95 * 1024 && used <= 100 * 1024, "used " + used);
         assertEquals(used, b.get("/api/v1/groups/default").path("used_bytes").asLong(), "one ledger for both");
 

@@ -241,9 +241,19 @@ public final class Reclaimer implements AutoCloseable {
     public record Trigger(Reason reason, Set<StorageKind> exceededTypes, long excessBytes, long excessKeys) {
     }
 
-    /** What must leave for {@code used} to be under {@code level} × {@code cap} (the trigger fires at or above it). */
+    /**
+     * A round aims this far (a fraction of the water level) under the level: with no margin, every write past the
+     * line triggered a round of its own, and LFU, which ranks the index afresh each round, made a pass for each.
+     */
+    static final double MARGIN = 0.01;
+
+    /**
+     * What must leave for {@code used} to be under {@code level} × {@code cap} (the trigger fires at or above it),
+     * plus the margin.
+     */
     private static long over(long used, double level, long cap) {
-        return Math.max(0, used - (long) Math.ceil((level - 1e-9) * cap) + 1);
+        long line = (long) Math.ceil((level - 1e-9) * cap);
+        return Math.max(0, used - line + 1) + (long) Math.ceil(MARGIN * line);
     }
 
     public Trigger trigger(GroupConfig g) {
@@ -270,7 +280,7 @@ public final class Reclaimer implements AutoCloseable {
                 excess = over(total, p, g.capacity());
             }
             if (r.usedSize() > 0 && total >= r.usedSize()) {
-                excess = Math.max(excess, total - r.usedSize() + 1);
+                excess = Math.max(excess, total - r.usedSize() + 1 + (long) Math.ceil(MARGIN * r.usedSize()));
             }
             if (excess > 0) {
                 return new Trigger(Reason.WATER_LEVEL, types, excess, 0);
@@ -327,8 +337,8 @@ public final class Reclaimer implements AutoCloseable {
         long budget = r.stepSize() > 0 || r.stepPercentage() > 0
                 ? Math.max(r.stepSize(), (keys * r.stepPercentage() + 99) / 100)
                 : (long) DEFAULT_STEP_PER_INSTANCE * insts.size();
-        // a step is at most what brings the group under its water level: a larger step evicted blocks that fit,
-        // so a group just over the line lost a whole step (100 blocks per instance by default) of its hits.
+        // a step is at most what brings the group under its water level (and the margin): a larger step evicted
+        // blocks that fit, so a group just over the line lost a whole step (100 blocks per instance by default).
         // Bytes become blocks at the group's mean block size; a short estimate is made up by the next round
         long meanBytes = Math.max(1, sum / Math.max(1, keys));
         long needed = t.excessKeys() > 0 ? t.excessKeys() : (t.excessBytes() + meanBytes - 1) / meanBytes;

@@ -67,8 +67,8 @@ class ReclaimApiTest extends KvcmTestBase {
                 .put("/api/v1/groups/nope/reclaim").then().statusCode(404);
         assertEquals(0, prefix(a, id, served).size() == 12 ? 0 : 1, "nothing evicted by refused changes");
 
-        // 10 % of 40 blocks is 4: of the 14 used, 11 must go to be under it — 11 of the 12 served blocks (a step
-        // takes no more than that); the 2 being written stay
+        // 10 % of 40 blocks is 4: of the 14 used, 11 must go to be under it by the 1 % margin — 11 of the 12 served
+        // blocks (a step takes no more than that: the default step is 100 blocks); the 2 being written stay
         given().contentType("application/json").header("If-Match", "\"" + version + "\"")
                 .body("{\"reclaim_policy\":\"POLICY_LRU\",\"trigger_strategy\":{\"used_percentage\":0.1},"
                         + "\"delay_before_delete_ms\":400}")
