@@ -27,9 +27,9 @@ import org.jboss.logging.Logger;
 
 /**
  * Evicts blocks when a group crosses a water level. Runs on the leader only. Each group is checked every
- * {@link ReclaimConfig#periodMs()}; a triggered group loses up to one step of blocks per round (no more than brings it 1 % of its level under
- * the level), shared among its
- * instances in proportion to their usage, each instance's share chosen by the group's policy. Eviction is
+ * {@link ReclaimConfig#periodMs()}; a triggered group loses up to one step of blocks per round (no more than brings
+ * it under the level by 1 % of the level), shared among its instances in proportion to their usage, each instance's
+ * share chosen by the group's policy. Eviction is
  * SERVING → DELETING at once (readers stop seeing the block), then after the reader lease the bytes and slots
  * are freed and the metadata removed if still DELETING ({@link WritePath#submitDelete}). WRITING locations are
  * never evicted.
