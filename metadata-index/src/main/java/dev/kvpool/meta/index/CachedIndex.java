@@ -311,9 +311,9 @@ public final class CachedIndex extends ForwardingIndex {
     }
 
     @Override
-    public LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition) {
+    public LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition, boolean writing) {
         try {
-            return delegate.markDeleting(keys, off, len, skipPosition);
+            return delegate.markDeleting(keys, off, len, skipPosition, writing);
         } finally {
             invalidate(keys, off, len);
         }

@@ -104,8 +104,8 @@ public abstract class ForwardingIndex implements InstanceIndex {
     }
 
     @Override
-    public LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition) {
-        return delegate.markDeleting(keys, off, len, skipPosition);
+    public LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition, boolean writing) {
+        return delegate.markDeleting(keys, off, len, skipPosition, writing);
     }
 
     @Override

@@ -134,7 +134,16 @@ public interface InstanceIndex {
      * returns the replicas that this call moved, which the caller must delete and then {@link #purge}. Positions
      * handed to {@code skipPosition} count from {@code off} (0 is {@code keys[off]}); it may be null.
      */
-    LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition);
+    default LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition) {
+        return markDeleting(keys, off, len, skipPosition, true);
+    }
+
+    /**
+     * {@link #markDeleting(long[], int, int, IntPredicate)}; with {@code writing} false, WRITING replicas stay as
+     * they are, in the same atomic step: they belong to a session in flight, which finishes or expires them (and
+     * releases what it reserved) itself.
+     */
+    LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition, boolean writing);
 
     /** Removes the location if it is still DELETING; returns it (with key-gone) or an empty list. */
     LocList purge(long key, long locId);

@@ -336,8 +336,8 @@ class CachedIndexTest {
             return d.sessions();
         }
 
-        public LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition) {
-            return d.markDeleting(keys, off, len, skipPosition);
+        public LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition, boolean writing) {
+            return d.markDeleting(keys, off, len, skipPosition, writing);
         }
 
         public LocList purge(long key, long locId) {

@@ -621,6 +621,27 @@ public abstract class IndexStoreContractTest {
         assertEquals(0, idx.markDeleting(keys, 0, keys.length, null).size());
     }
 
+    /** A trim leaves a session in flight its WRITING replicas, in the same atomic step as it moves the others. */
+    @Test
+    void markDeletingCanLeaveWritingReplicasToTheirSession() throws Exception {
+        serve(1, 2);
+        assertTrue(write(idx, sid(), 2, ANY_STORAGE, 0, 4, 2).inserted()[0]); // 2: SERVING + WRITING
+        String s = sid();
+        write(s, 3); // 3: WRITING only
+        long[] keys = {1, 2, 3};
+        LocList moved = idx.markDeleting(keys, 0, keys.length, null, false);
+        assertEquals(2, moved.size(), "the SERVING replicas of 1 and 2");
+        Block b2 = idx.get(2);
+        assertEquals(java.util.Set.of(Loc.DELETING, Loc.WRITING), java.util.Set.of(status(b2, 0), status(b2, 1)));
+        assertEquals(Loc.WRITING, Loc.status(onlyA(idx.get(3))));
+        restartAndCompare();
+        FinishResult f = idx.finishWrite(s, new boolean[] {true}, NOW);
+        assertEquals(1, f.served(), "the session finishes what it wrote");
+        assertEquals(Loc.SERVING, Loc.status(onlyA(idx.get(3))));
+        assertEquals(1, idx.markDeleting(keys, 0, keys.length, null, false).size(), "3 can go now; 2's WRITING stays");
+        assertEquals(1, idx.markDeleting(keys, 0, keys.length, null).size(), "and goes when asked for");
+    }
+
     @Test
     void markDeletingCountsSkipPositionsFromTheOffset() {
         serve(1, 2, 3, 4);

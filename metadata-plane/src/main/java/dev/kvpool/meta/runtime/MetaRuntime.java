@@ -348,7 +348,7 @@ public class MetaRuntime {
             return false;
         }
         try {
-            write.trim(inst, dev.kvpool.api.proto.meta.TrimStrategy.TS_REMOVE_ALL_CACHE, 0, 0);
+            write.removeEverything(inst);
             write.drain();
         } catch (RuntimeException e) {
             LOG.warnf("instance %s: freeing its blocks failed (%s); forgetting it anyway", id, e.toString());

@@ -439,34 +439,14 @@ public final class WritePath implements AutoCloseable {
 
     public void trim(Instance inst, TrimStrategy strategy, int begin, int end) {
         switch (strategy) {
-            case TS_REMOVE_ALL_CACHE -> {
-                // a scan is exact only on a quiet index: purges running meanwhile move keys, so repeat passes
-                // until one finds nothing left to move (bounded, in case writes keep arriving)
-                long[] page = new long[1024];
-                for (int pass = 0; pass < 8; pass++) {
-                    long moved = 0, cursor = 0;
-                    do {
-                        int[] n = {0};
-                        cursor = inst.index.scan(cursor, page.length, k -> page[n[0]++] = k);
-                        LocList m = inst.index.markDeleting(page, 0, n[0], null);
-                        moved += m.size();
-                        submitDelete(inst, m);
-                    } while (cursor != 0);
-                    if (moved == 0) {
-                        break;
-                    }
-                }
-            }
-            case TS_REMOVE_ALL_META -> {
-                // metadata only: the bytes stay where they are. The usage that leaves is what this index held,
-                // summed just before it is cleared: a recount of the group instead read every instance of it and
-                // reset a ledger that other replicas write to meanwhile
-                QuotaLedger.Usage u = new QuotaLedger.Usage();
-                inst.index.forEach(bl -> countUsage(inst, bl, u));
-                inst.index.clear();
-                inst.resetSlots();
-                addUsage(inst.group, u, -1);
-            }
+            // what is cached: sessions in flight (on any replica) keep their WRITING locations — moving those to
+            // DELETING freed their slots while their writers still wrote to them — and serve them when they finish
+            case TS_REMOVE_ALL_CACHE -> removeAll(inst, true, false);
+            // metadata only: the storage's files stay (their slots are free for new blocks). Location by location, as
+            // for REMOVE_ALL_CACHE, and not by clearing the index: a clear also dropped the WRITING locations of
+            // sessions in flight and freed every slot, theirs too, so a slot could be handed out while its writer
+            // still wrote to it, and the usage those sessions reserved was never given back
+            case TS_REMOVE_ALL_META -> removeAll(inst, false, false);
             case TS_TIMESTAMP -> {
                 if (end <= begin) {
                     throw KvcmError.invalid("TS_TIMESTAMP needs begin_timestamp < end_timestamp (epoch seconds), got ["
@@ -477,10 +457,39 @@ public final class WritePath implements AutoCloseable {
                     return w >= begin && w < end;
                 });
                 for (int off = 0; off < keys.length; off += 1024) {
-                    submitDelete(inst, inst.index.markDeleting(keys, off, Math.min(1024, keys.length - off), null));
+                    submitDelete(inst, inst.index.markDeleting(keys, off, Math.min(1024, keys.length - off), null, false));
                 }
             }
             default -> throw KvcmError.invalid("strategy must be TS_REMOVE_ALL_CACHE, TS_REMOVE_ALL_META or TS_TIMESTAMP");
+        }
+    }
+
+    /** Before an instance is forgotten: every location goes, those of sessions in flight too (their finish fails). */
+    public void removeEverything(Instance inst) {
+        removeAll(inst, true, true);
+    }
+
+    /**
+     * Every SERVING location of the instance leaves service at once; bytes (if {@code deleteFiles}), slots, usage
+     * and metadata go asynchronously. WRITING locations, unless {@code writing}, are left to their session, which
+     * finishes or expires them as usual.
+     */
+    private void removeAll(Instance inst, boolean deleteFiles, boolean writing) {
+        // a scan is exact only on a quiet index: purges running meanwhile move keys, so repeat passes until one
+        // finds nothing left to move (bounded, in case writes keep arriving)
+        long[] page = new long[1024];
+        for (int pass = 0; pass < 8; pass++) {
+            long moved = 0, cursor = 0;
+            do {
+                int[] n = {0};
+                cursor = inst.index.scan(cursor, page.length, k -> page[n[0]++] = k);
+                LocList m = inst.index.markDeleting(page, 0, n[0], null, writing);
+                moved += m.size();
+                submitDelete(inst, m, 0, deleteFiles);
+            } while (cursor != 0);
+            if (moved == 0) {
+                break;
+            }
         }
     }
 
@@ -488,12 +497,16 @@ public final class WritePath implements AutoCloseable {
         submitDelete(inst, deleting, 0);
     }
 
+    public void submitDelete(Instance inst, LocList deleting, long delayMs) {
+        submitDelete(inst, deleting, delayMs, true);
+    }
+
     /**
      * Deletes locations already moved to DELETING: after {@code delayMs} (the reader lease: a reader that got the
      * location just before it left service can still finish its read), bytes and slots are freed, then each
      * location is removed if it is still DELETING.
      */
-    public void submitDelete(Instance inst, LocList deleting, long delayMs) {
+    private void submitDelete(Instance inst, LocList deleting, long delayMs, boolean deleteFiles) {
         if (deleting.size() == 0) {
             return;
         }
@@ -514,7 +527,7 @@ public final class WritePath implements AutoCloseable {
         leaving.add(inst.group, total, null, 0);
         Runnable job = () -> {
             try {
-                purge(inst, deleting);
+                purge(inst, deleting, deleteFiles);
             } finally {
                 leaving.add(inst.group, -total, null, 0);
                 for (int i = 0; i < deleting.size(); i++) {
@@ -540,7 +553,7 @@ public final class WritePath implements AutoCloseable {
     /** Locations per purge batch: what a failed call can leave unreleased until the next start-up rebuild. */
     private static final int PURGE_BATCH = 1024;
 
-    private void purge(Instance inst, LocList deleting) {
+    private void purge(Instance inst, LocList deleting, boolean deleteFiles) {
         try {
             for (int off = 0; off < deleting.size(); off += PURGE_BATCH) {
                 LocList batch = new LocList();
@@ -548,7 +561,7 @@ public final class WritePath implements AutoCloseable {
                     batch.add(deleting.key(i), deleting.a(i), deleting.b(i), deleting.keyGone(i));
                 }
                 LocList gone = inst.index.purgeAll(batch);
-                release(inst, gone);
+                release(inst, gone, deleteFiles);
                 locationsDeleted.addAndGet(gone.size());
             }
         } catch (RuntimeException e) {
@@ -562,6 +575,10 @@ public final class WritePath implements AutoCloseable {
      * evicting or failing big batches slow); deletes files that no block uses any more.
      */
     void release(Instance inst, LocList removed) {
+        release(inst, removed, true);
+    }
+
+    private void release(Instance inst, LocList removed, boolean deleteFiles) {
         Map<Integer, long[]> quota = new HashMap<>(); // storage number -> {key bytes, type bytes}
         Map<Integer, long[]> slots = new HashMap<>(); // storage number -> {count, addresses...}
         for (int i = 0; i < removed.size(); i++) {
@@ -587,18 +604,22 @@ public final class WritePath implements AutoCloseable {
         slots.forEach((number, list) -> {
             Storage st = registry.storageByNumber(number);
             if (st != null) {
-                freeSlots(inst, st, Arrays.copyOfRange(list, 1, 1 + (int) list[0]));
+                freeSlots(inst, st, Arrays.copyOfRange(list, 1, 1 + (int) list[0]), deleteFiles);
             }
         });
     }
 
     private void freeSlots(Instance inst, Storage st, long[] addresses) {
+        freeSlots(inst, st, addresses, true);
+    }
+
+    private void freeSlots(Instance inst, Storage st, long[] addresses, boolean deleteFiles) {
         dev.kvpool.meta.storage.Slots alloc = inst.allocatorIfAny(st.number);
         if (alloc == null || addresses.length == 0) {
             return;
         }
         long[] emptied = alloc.freeAll(addresses);
-        if (emptied.length == 0) {
+        if (emptied.length == 0 || !deleteFiles) {
             return;
         }
         List<Path> files = new ArrayList<>();

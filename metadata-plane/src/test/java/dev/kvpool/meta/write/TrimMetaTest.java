@@ -1,19 +1,24 @@
 package dev.kvpool.meta.write;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import dev.kvpool.api.proto.meta.BlockMask;
 import dev.kvpool.api.proto.meta.TrimStrategy;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.ForwardingIndex;
+import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.kvcm.Mask;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
+import dev.kvpool.meta.storage.Storage;
 import dev.kvpool.meta.storage.StorageKind;
 import dev.kvpool.meta.support.RedisGroup;
 import java.nio.file.Path;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
@@ -21,7 +26,10 @@ import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** TrimCache TS_REMOVE_ALL_META on a real Redis index: only this instance's usage leaves, only its index is read. */
+/**
+ * TrimCache TS_REMOVE_ALL_META on a real Redis index: only this instance's usage leaves, only its index is read, and a
+ * write in flight is left to its session.
+ */
 class TrimMetaTest {
     @TempDir
     Path dir;
@@ -47,11 +55,47 @@ class TrimMetaTest {
                 assertEquals(2_200 * 1000L, rg.ledger.usage("g").total());
 
                 w.trim(a, TrimStrategy.TS_REMOVE_ALL_META, 0, 0);
+                w.drain();
                 assertEquals(0, a.index.keyCount());
                 assertEquals(700 * 1000L, rg.ledger.usage("g").total(), "the other instance's usage stays");
                 assertEquals(700 * 1000L, rg.ledger.usage("g").byType(StorageKind.FILE));
                 assertEquals(null, reads.get("i2"), "the other instance's index is not read");
                 assertEquals(0, a.allocator(reg.storages().iterator().next()).usedSlots());
+            }
+        }
+    }
+
+    /**
+     * A write in flight (its session may be on another replica) keeps its locations, slots and reserved usage
+     * through a TS_REMOVE_ALL_META: clearing the index dropped them and freed every slot, so the next write was
+     * handed the slots the first one was still writing to, and the usage the session reserved stayed counted.
+     */
+    @Test
+    void aWriteInFlightKeepsItsSlotsAndUsageThroughTheTrim() throws Exception {
+        try (RedisGroup rg = new RedisGroup(dir, 100_000_000_000L, null, o -> o)) {
+            Instance a = rg.inst;
+            Storage st = rg.registry.storages().iterator().next();
+            try (WritePath w = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+                var served = w.start(a, LongStream.range(0, 100).toArray(), List.of(), 30, 1);
+                w.finish(a, served.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(100).build()), rg.store::sessionOwner);
+                var inFlight = w.start(a, LongStream.range(1_000, 1_010).toArray(), List.of(), 30, 1);
+                Set<String> writing = new HashSet<>(inFlight.locations().stream()
+                        .map(l -> l.getLocationSpecs(0).getUri()).toList());
+
+                w.trim(a, TrimStrategy.TS_REMOVE_ALL_META, 0, 0);
+                w.drain();
+                assertEquals(10, a.index.keyCount(), "only the blocks being written are left");
+                assertEquals(10, a.allocator(st).usedSlots(), "their slots are still theirs");
+                assertEquals(10 * 1000L, rg.ledger.usage("g").total(), "the usage their session reserved");
+
+                var next = w.start(a, LongStream.range(2_000, 2_050).toArray(), List.of(), 30, 1);
+                for (var l : next.locations()) {
+                    assertFalse(writing.contains(l.getLocationSpecs(0).getUri()), "slot handed out twice: " + l);
+                }
+                w.finish(a, inFlight.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(10).build()), rg.store::sessionOwner);
+                assertEquals(10, LongStream.range(1_000, 1_010).mapToObj(a.index::get)
+                        .filter(b -> b != null && Loc.status(b.a(0)) == Loc.SERVING).count(), "the session finishes");
+                assertEquals(60 * 1000L, rg.ledger.usage("g").total());
             }
         }
     }

@@ -428,7 +428,7 @@ final class EmbeddedIndex implements InstanceIndex {
     }
 
     @Override
-    public LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition) {
+    public LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition, boolean writing) {
         LocList moved = new LocList();
         long[] set = shardSet(keys, off, len);
         lock(set, true);
@@ -448,7 +448,7 @@ final class EmbeddedIndex implements InstanceIndex {
                 long[] locs = t.locs(slot);
                 boolean changed = false;
                 for (int j = 0; j < locs.length; j += 2) {
-                    if (Loc.status(locs[j]) != Loc.DELETING) {
+                    if (Loc.status(locs[j]) != Loc.DELETING && (writing || Loc.status(locs[j]) != Loc.WRITING)) {
                         locs[j] = Loc.withStatus(locs[j], Loc.DELETING);
                         moved.add(key, locs[j], locs[j + 1], false);
                         changed = true;

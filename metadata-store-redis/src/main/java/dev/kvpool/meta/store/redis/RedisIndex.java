@@ -488,7 +488,7 @@ final class RedisIndex implements InstanceIndex {
     // ---- markDeleting, purge, clear ------------------------------------------------------------------------
 
     @Override
-    public LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition) {
+    public LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition, boolean writing) {
         long[] picked = new long[len];
         int m = 0;
         java.util.Set<Long> seen = new java.util.HashSet<>();
@@ -514,7 +514,7 @@ final class RedisIndex implements InstanceIndex {
                 byte[] expect = expectLocs(locs);
                 boolean changed = false;
                 for (int j = 0; j < locs.length; j += 2) {
-                    if (Loc.status(locs[j]) != Loc.DELETING) {
+                    if (Loc.status(locs[j]) != Loc.DELETING && (writing || Loc.status(locs[j]) != Loc.WRITING)) {
                         locs[j] = Loc.withStatus(locs[j], Loc.DELETING);
                         moved.add(picked[i], locs[j], locs[j + 1], false);
                         changed = true;
