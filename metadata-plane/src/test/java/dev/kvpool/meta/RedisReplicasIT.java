@@ -257,10 +257,12 @@ class RedisReplicasIT {
         assertEquals(200, a.status("/q/health/live"));
         JsonNode started = a.get("/q/health/started");
         assertEquals("DOWN", started.path("status").asText(), started.toString());
-        JsonNode data = check(started, "kvpool-metadata-plane-start").path("data");
-        assertEquals("waiting for another replica's rebuild", data.path("start_phase").asText(), started.toString());
-        await("the awaited replica named", 5_000, () -> check(a.get("/q/health/started"), "kvpool-metadata-plane-start")
-                .path("data").path("rebuilt_by").asText().equals("ghost-rebuilder"));
+        // the ports open before the plane is built ("opening"), then it waits for the rebuild
+        await("waiting, the awaited replica named", 10_000, () -> {
+            JsonNode d = check(a.get("/q/health/started"), "kvpool-metadata-plane-start").path("data");
+            return d.path("start_phase").asText().equals("waiting for another replica's rebuild")
+                    && d.path("rebuilt_by").asText().equals("ghost-rebuilder");
+        });
         JsonNode ready = a.get("/q/health/ready");
         assertEquals("DOWN", ready.path("status").asText());
         assertEquals("waiting for another replica's rebuild",
@@ -272,7 +274,16 @@ class RedisReplicasIT {
         assertEquals("SERVER_NOT_LEADER", code(a.rpc("registerInstance", reg.toString())));
         assertEquals("SERVER_NOT_LEADER", code(query(a, INST, "QT_PREFIX_MATCH", new long[] {1, 2}, "")));
         assertEquals(503, a.status("/api/v1/groups"));
-        assertTrue(Files.readString(a.log).contains("still recovering"), a.tail());
+        io.grpc.ManagedChannel ch = io.grpc.ManagedChannelBuilder.forAddress("127.0.0.1", a.grpcPort()).usePlaintext().build();
+        try { // the same over gRPC: a response of the call's type, its header saying why
+            var g = dev.kvpool.api.proto.meta.MetaServiceGrpc.newBlockingStub(ch).withDeadlineAfter(10, TimeUnit.SECONDS)
+                    .getCacheLocation(dev.kvpool.api.proto.meta.GetCacheLocationRequest.newBuilder().setTraceId("g")
+                            .setInstanceId(INST).addBlockKeys(1).build());
+            assertEquals(dev.kvpool.api.proto.meta.ErrorCode.SERVER_NOT_LEADER, g.getHeader().getStatus().getCode(), g.toString());
+        } finally {
+            ch.shutdownNow();
+        }
+        assertTrue(Files.readString(a.log).contains("still starting"), a.tail());
 
         // a second replica waiting too, stopped meanwhile: it leaves at once, and the claim is untouched
         MetaProcess b = replica("b", false, "kvpool.meta.start.ports-wait=0s");

@@ -34,7 +34,15 @@ public final class MetaAuth {
     }
 
     /** A refusal: {@code unauthenticated} (no or a bad token) or not (a token without the right). */
-    public record Refusal(boolean unauthenticated, String message) {
+    public record Refusal(boolean unauthenticated, String message, ErrorCode code) {
+        public Refusal(boolean unauthenticated, String message) {
+            this(unauthenticated, message, REFUSED);
+        }
+    }
+
+    /** Every call while the plane starts: what a KVCM leader answers until it has recovered (§1.8). */
+    public static Refusal starting(String phase) {
+        return new Refusal(false, "Server is not leader (starting: " + phase + ")", ErrorCode.SERVER_NOT_LEADER);
     }
 
     private final Registry registry;
@@ -202,7 +210,7 @@ public final class MetaAuth {
     /** The KVCM header of a refused call. */
     public static CommonResponseHeader header(String traceId, Refusal r) {
         return CommonResponseHeader.newBuilder()
-                .setStatus(Status.newBuilder().setCode(REFUSED).setMessage(r.message()))
+                .setStatus(Status.newBuilder().setCode(r.code()).setMessage(r.message()))
                 .setRequestId((traceId == null ? "" : traceId) + "_" + System.currentTimeMillis() * 1000)
                 .build();
     }

@@ -112,6 +112,10 @@ public class KvcmHttpRoutes {
                     .putHeader("X-KVPool-Error", sanitize(e.getMessage())).end(EMPTY_JSON);
             return;
         }
+        if (!runtime.ready()) { // nothing is built yet, or usage and slots are being rebuilt
+            refuse(ctx, request, dev.kvpool.meta.auth.MetaAuth.starting(runtime.phase().label));
+            return;
+        }
         dev.kvpool.meta.auth.MetaAuth auth = runtime.auth();
         String authorization = ctx.request().getHeader("Authorization");
         if (runtime.remoteStore()) {

@@ -27,8 +27,9 @@ public class MetaAuthInterceptor implements ServerInterceptor {
     @Override
     public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
                                                        ServerCallHandler<Q, R> next) {
+        boolean starting = !runtime.ready(); // refused as the HTTP routes refuse it: nothing is built yet
         MetaAuth auth = runtime.auth();
-        if (auth == null) {
+        if (auth == null && !starting) {
             return next.startCall(call, headers);
         }
         String authorization = headers.get(AUTHORIZATION);
@@ -39,7 +40,8 @@ public class MetaAuthInterceptor implements ServerInterceptor {
             @Override
             public void onMessage(Q message) {
                 if (message instanceof Message m) {
-                    MetaAuth.Refusal r = auth.checkMeta(authorization, m);
+                    MetaAuth.Refusal r = starting ? MetaAuth.starting(runtime.phase().label)
+                            : auth.checkMeta(authorization, m);
                     if (r != null) {
                         refused = true;
                         respond(call, m, r);

@@ -86,10 +86,65 @@ public class MetaRuntime {
         } catch (java.io.IOException e) {
             throw new IllegalStateException("cannot create data directory " + dataDir, e);
         }
+        // opening and recovery can take minutes (a large embedded journal, a rebuild over a large shared index): past
+        // the wait, the ports open so that probes and clients get answers (not connection refused, which makes
+        // Kubernetes restart the pod midway); calls are refused until the plane is ready
+        starter = Thread.ofPlatform().name("kvpool-meta-start").start(() -> openAndServe(t0, dataDir));
+        boolean done;
+        try {
+            done = recovered.await(cfg.portsWait().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while starting", e);
+        }
+        synchronized (startLock) {
+            if (startFailure != null) { // failed before the ports opened: the start fails, as it always did
+                throw startFailure instanceof RuntimeException re ? re : new IllegalStateException(startFailure);
+            }
+            detached = true;
+        }
+        if (!done) {
+            LOG.infof("still starting after %d ms (%s): HTTP :%d and gRPC :%d open now; /q/health/started stays DOWN "
+                    + "and KVCM calls answer SERVER_NOT_LEADER until recovery ends", cfg.portsWait().toMillis(),
+                    phase.label, httpPort(), grpcPort());
+        }
+    }
+
+    /** Where start-up stands; the startup and readiness checks show it. */
+    public enum Phase {
+        OPENING("opening"), LOADING("loading the index from its snapshot and journal"),
+        WAITING_FOR_REBUILD("waiting for another replica's rebuild"),
+        REBUILDING("rebuilding usage and slots from the index"), JOINING("joining running replicas"),
+        READY("ready"), FAILED("failed");
+
+        public final String label;
+
+        Phase(String label) {
+            this.label = label;
+        }
+    }
+
+    private volatile Phase phase = Phase.OPENING;
+    private volatile long startedAtMs = System.currentTimeMillis();
+    private Thread starter;
+    private final java.util.concurrent.CountDownLatch recovered = new java.util.concurrent.CountDownLatch(1);
+    private final Object startLock = new Object();
+    private Throwable startFailure;
+    private boolean detached;
+    private volatile boolean stopping;
+
+    /**
+     * Builds the plane — index store, registry, quota ledger, read and write paths, auth — and returns the Redis
+     * leadership when the store is Redis (its start waits on the other replicas).
+     */
+    private RedisLeadership open(Path dataDir) {
         StartupConfig startup = cfg.startupConfig().filter(s -> !s.isBlank())
                 .map(s -> StartupConfig.load(Path.of(s))).orElseGet(() -> StartupConfig.defaults(dataDir));
         String nodeId = cfg.nodeId().filter(s -> !s.isBlank()).orElse(defaultNodeId());
         RedisLeadership redisLead = null;
+        if (cfg.store().equals("embedded")) {
+            phase = Phase.LOADING; // the snapshot and journal are read into memory: ~8 s per million keys here
+        }
         WritePath.Settings ws = new WritePath.Settings(cfg.write().defaultTimeoutSeconds(), cfg.write().maxTimeoutSeconds());
         switch (cfg.store()) {
             case "embedded" -> {
@@ -154,60 +209,18 @@ public class MetaRuntime {
                         remoteStore() ? cfg.write().maxTimeoutSeconds() + cfg.redis().sessionGrace().toSeconds() + 60 : 0,
                         cfg.reclaim().queueLimit(), cfg.reclaim().passPage()));
         reclaimer.sweepAfterLostReplicas(leadership);
-        setUpAuth(); // before any port opens: a call must never pass unchecked
+        setUpAuth(); // before ready: a call must never pass unchecked
         registerGauges();
-        // recovery can take minutes over a large shared index: past the wait, the ports open so that probes and
-        // clients get answers (not connection refused, which makes Kubernetes restart the pod mid-rebuild)
-        var lead = redisLead;
-        starter = Thread.ofPlatform().name("kvpool-meta-start").start(() -> recoverAndServe(lead, t0, dataDir));
-        boolean done;
-        try {
-            done = recovered.await(cfg.portsWait().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while starting", e);
-        }
-        synchronized (startLock) {
-            if (startFailure != null) { // failed before the ports opened: the start fails, as it always did
-                throw startFailure instanceof RuntimeException re ? re : new IllegalStateException(startFailure);
-            }
-            detached = true;
-        }
-        if (!done) {
-            LOG.infof("still recovering after %d ms (%s): HTTP :%d and gRPC :%d open now; /q/health/started stays DOWN "
-                    + "and KVCM calls answer SERVER_NOT_LEADER until recovery ends", cfg.portsWait().toMillis(),
-                    phase.label, httpPort(), grpcPort());
-        }
+        return redisLead;
     }
-
-    /** Where start-up stands; the startup and readiness checks show it. */
-    public enum Phase {
-        OPENING("opening"), WAITING_FOR_REBUILD("waiting for another replica's rebuild"),
-        REBUILDING("rebuilding usage and slots from the index"), JOINING("joining running replicas"),
-        READY("ready"), FAILED("failed");
-
-        public final String label;
-
-        Phase(String label) {
-            this.label = label;
-        }
-    }
-
-    private volatile Phase phase = Phase.OPENING;
-    private volatile long startedAtMs = System.currentTimeMillis();
-    private Thread starter;
-    private final java.util.concurrent.CountDownLatch recovered = new java.util.concurrent.CountDownLatch(1);
-    private final Object startLock = new Object();
-    private Throwable startFailure;
-    private boolean detached;
-    private volatile boolean stopping;
 
     /**
-     * The part of start-up that reads the shared store at length: this replica's place in a cold start (rebuild,
-     * or wait for the replica that does), the rebuild, membership; then background work starts and calls are served.
+     * Start-up off the Quarkus start: opens the plane, then finds this replica's place in a cold start (rebuild, or
+     * wait for the replica that does), rebuilds, joins; then background work starts and calls are served.
      */
-    private void recoverAndServe(RedisLeadership lead, long t0, Path dataDir) {
+    private void openAndServe(long t0, Path dataDir) {
         try {
+            RedisLeadership lead = open(dataDir);
             boolean rebuild = true;
             RedisLeadership.Startup begun = null;
             if (lead != null) {
