@@ -431,10 +431,37 @@ public final class WritePath implements AutoCloseable {
 
     // ---- remove, trim, delete ------------------------------------------------------------------------------
 
-    /** RemoveCache: unmasked keys leave service at once; bytes and metadata go asynchronously. */
+    /**
+     * RemoveCache: unmasked keys leave service at once; bytes and metadata go asynchronously. A location still being
+     * written goes too (KVCM: any status → DELETING; its session's finish then fails it), but its slot is freed only
+     * after the session's deadline: its writer may still be writing to it, and a slot given to the next write at
+     * once would take those late bytes over the new block's.
+     */
     public void remove(Instance inst, long[] keys, Mask mask) {
-        LocList moved = inst.index.markDeleting(keys, 0, keys.length, mask::masked);
-        submitDelete(inst, moved);
+        submitDelete(inst, inst.index.markDeleting(keys, 0, keys.length, mask::masked, false));
+        // what is left to move was WRITING (or served by a finish in between: waiting is then merely late)
+        LocList writing = inst.index.markDeleting(keys, 0, keys.length, mask::masked, true);
+        if (writing.size() > 0) {
+            submitDelete(inst, writing, untilWritersAreDone(inst, writing));
+        }
+    }
+
+    /** Milliseconds until the sessions that opened these locations are past their deadline (a second's grace). */
+    private long untilWritersAreDone(Instance inst, LocList locs) {
+        java.util.Set<Long> ids = new java.util.HashSet<>();
+        for (int i = 0; i < locs.size(); i++) {
+            ids.add(Loc.id(locs.a(i)));
+        }
+        long now = clock.millis(), last = now;
+        for (var s : inst.index.sessions()) {
+            for (long id : s.locIds()) {
+                if (ids.contains(id)) {
+                    last = Math.max(last, s.deadlineMs());
+                    break;
+                }
+            }
+        }
+        return last > now ? last - now + 1_000 : 0;
     }
 
     public void trim(Instance inst, TrimStrategy strategy, int begin, int end) {
