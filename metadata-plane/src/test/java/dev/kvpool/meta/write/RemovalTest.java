@@ -1,7 +1,7 @@
 package dev.kvpool.meta.write;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.api.proto.meta.BlockMask;
 import dev.kvpool.api.proto.meta.TrimStrategy;
@@ -27,12 +27,22 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * TrimCache TS_REMOVE_ALL_META on a real Redis index: only this instance's usage leaves, only its index is read, and a
- * write in flight is left to its session.
+ * Removal on a real Redis index. TrimCache TS_REMOVE_ALL_META: only this instance's usage leaves, only its index is
+ * read, and a write in flight is left to its session. RemoveCache of keys still being written: they leave at once
+ * (KVCM: any status → DELETING; the session's finish then fails them), but their slots stay taken until the
+ * session's deadline, since the writer may still be writing to them.
  */
-class TrimMetaTest {
+class RemovalTest {
     @TempDir
     Path dir;
+
+    private static void finishAll(WritePath w, RedisGroup rg, Instance inst, WritePath.StartOutcome o, int n) {
+        w.finish(inst, o.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(n).build()), rg.store::sessionOwner);
+    }
+
+    private static Set<String> uris(WritePath.StartOutcome o) {
+        return new HashSet<>(o.locations().stream().map(l -> l.getLocationSpecs(0).getUri()).toList());
+    }
 
     @Test
     void removingOneInstancesMetadataReadsNoOtherInstanceAndReleasesExactlyItsUsage() throws Exception {
@@ -76,11 +86,9 @@ class TrimMetaTest {
             Instance a = rg.inst;
             Storage st = rg.registry.storages().iterator().next();
             try (WritePath w = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
-                var served = w.start(a, LongStream.range(0, 100).toArray(), List.of(), 30, 1);
-                w.finish(a, served.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(100).build()), rg.store::sessionOwner);
+                finishAll(w, rg, a, w.start(a, LongStream.range(0, 100).toArray(), List.of(), 30, 1), 100);
                 var inFlight = w.start(a, LongStream.range(1_000, 1_010).toArray(), List.of(), 30, 1);
-                Set<String> writing = new HashSet<>(inFlight.locations().stream()
-                        .map(l -> l.getLocationSpecs(0).getUri()).toList());
+                Set<String> writing = uris(inFlight);
 
                 w.trim(a, TrimStrategy.TS_REMOVE_ALL_META, 0, 0);
                 w.drain();
@@ -89,13 +97,52 @@ class TrimMetaTest {
                 assertEquals(10 * 1000L, rg.ledger.usage("g").total(), "the usage their session reserved");
 
                 var next = w.start(a, LongStream.range(2_000, 2_050).toArray(), List.of(), 30, 1);
-                for (var l : next.locations()) {
-                    assertFalse(writing.contains(l.getLocationSpecs(0).getUri()), "slot handed out twice: " + l);
-                }
-                w.finish(a, inFlight.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(10).build()), rg.store::sessionOwner);
+                assertTrue(java.util.Collections.disjoint(writing, uris(next)), "a slot handed out twice");
+                finishAll(w, rg, a, inFlight, 10);
                 assertEquals(10, LongStream.range(1_000, 1_010).mapToObj(a.index::get)
                         .filter(b -> b != null && Loc.status(b.a(0)) == Loc.SERVING).count(), "the session finishes");
                 assertEquals(60 * 1000L, rg.ledger.usage("g").total());
+            }
+        }
+    }
+
+    @Test
+    void aRemovedKeyBeingWrittenKeepsItsSlotUntilItsWriterIsDone() throws Exception {
+        try (RedisGroup rg = new RedisGroup(dir, 100_000_000_000L, null, o -> o)) {
+            Instance a = rg.inst;
+            Storage st = rg.registry.storages().iterator().next();
+            try (WritePath w = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+                long[] served = LongStream.range(0, 4).toArray();
+                finishAll(w, rg, a, w.start(a, served, List.of(), 30, 1), 4);
+                long[] keys = LongStream.range(100, 104).toArray();
+                var inFlight = w.start(a, keys, List.of(), 2, 1); // deadline in 2 s
+                Set<String> writing = uris(inFlight);
+                long deadline = System.currentTimeMillis() + 2_000;
+
+                w.remove(a, LongStream.concat(LongStream.of(served), LongStream.of(keys)).toArray(), Mask.EMPTY);
+                for (long k : keys) {
+                    assertEquals(Loc.DELETING, Loc.status(a.index.get(k).a(0)), "out of service at once");
+                }
+                // (no drain here: it would wait for the delayed purge)
+                while (a.allocator(st).usedSlots() > 4) {
+                    assertTrue(System.currentTimeMillis() < deadline - 1_000, "the served blocks' slots not freed at once");
+                    Thread.sleep(20);
+                }
+                assertEquals(4, a.allocator(st).usedSlots(), "the served blocks' slots are free, the writer's are not");
+                var next = w.start(a, LongStream.range(200, 208).toArray(), List.of(), 30, 1);
+                assertTrue(java.util.Collections.disjoint(writing, uris(next)), "a slot its writer may still write to was handed out");
+                finishAll(w, rg, a, inFlight, 4);
+                for (long k : keys) {
+                    assertEquals(Loc.DELETING, Loc.status(a.index.get(k).a(0)), "the finish does not serve it");
+                }
+
+                while (a.index.get(keys[0]) != null) { // purged after the deadline (and a second's grace)
+                    assertTrue(System.currentTimeMillis() < deadline + 10_000, "never purged");
+                    Thread.sleep(100);
+                }
+                assertTrue(System.currentTimeMillis() >= deadline, "purged before the writer's deadline");
+                w.drain();
+                assertEquals(8, a.allocator(st).usedSlots(), "only the next write's slots are taken");
             }
         }
     }
