@@ -239,6 +239,12 @@ class RedisReplicasIT {
         return fail("no check " + name + " in " + health);
     }
 
+    private static String metrics(MetaProcess p) throws Exception {
+        return java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+                java.net.URI.create("http://127.0.0.1:" + p.httpPort + "/q/metrics")).build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+    }
+
     private static String code(JsonNode r) {
         return r.path("header").path("status").path("code").asText();
     }
@@ -274,6 +280,7 @@ class RedisReplicasIT {
         assertEquals("SERVER_NOT_LEADER", code(a.rpc("registerInstance", reg.toString())));
         assertEquals("SERVER_NOT_LEADER", code(query(a, INST, "QT_PREFIX_MATCH", new long[] {1, 2}, "")));
         assertEquals(503, a.status("/api/v1/groups"));
+        assertTrue(metrics(a).contains("kvpool_meta_ready 0.0"), "ready gauge 0 while starting");
         io.grpc.ManagedChannel ch = io.grpc.ManagedChannelBuilder.forAddress("127.0.0.1", a.grpcPort()).usePlaintext().build();
         try { // the same over gRPC: a response of the call's type, its header saying why
             var g = dev.kvpool.api.proto.meta.MetaServiceGrpc.newBlockingStub(ch).withDeadlineAfter(10, TimeUnit.SECONDS)
@@ -302,6 +309,7 @@ class RedisReplicasIT {
         assertEquals(200, a.status("/q/health/ready"));
         register(a);
         assertEquals(200, a.status("/api/v1/groups"));
+        assertTrue(metrics(a).contains("kvpool_meta_ready 1.0"), "ready gauge 1");
         assertTrue(Files.readString(a.log).contains("first replica: rebuilding usage and slots"), a.tail());
     }
 

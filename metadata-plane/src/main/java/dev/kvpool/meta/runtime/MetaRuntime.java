@@ -89,6 +89,8 @@ public class MetaRuntime {
         // opening and recovery can take minutes (a large embedded journal, a rebuild over a large shared index): past
         // the wait, the ports open so that probes and clients get answers (not connection refused, which makes
         // Kubernetes restart the pod midway); calls are refused until the plane is ready
+        Gauge.builder("kvpool.meta.ready", this, r -> r.ready ? 1 : 0)
+                .description("1 once start-up has recovered and KVCM calls are served").register(meters);
         starter = Thread.ofPlatform().name("kvpool-meta-start").start(() -> openAndServe(t0, dataDir));
         boolean done;
         try {
