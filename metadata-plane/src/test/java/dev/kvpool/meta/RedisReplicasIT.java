@@ -281,12 +281,21 @@ class RedisReplicasIT {
         assertEquals("SERVER_NOT_LEADER", code(query(a, INST, "QT_PREFIX_MATCH", new long[] {1, 2}, "")));
         assertEquals(503, a.status("/api/v1/groups"));
         assertTrue(metrics(a).contains("kvpool_meta_ready 0.0"), "ready gauge 0 while starting");
+        // GetClusterInfo answers OK as soon as the server is up (§B.1), with no leader endpoint yet
+        JsonNode info = a.rpc("getClusterInfo", "{\"trace_id\":\"health-check\"}");
+        assertEquals("OK", code(info), info.toString());
+        assertFalse(info.path("self_node_id").asText().isEmpty(), info.toString());
+        assertTrue(info.path("leader_endpoint").isMissingNode(), info.toString());
         io.grpc.ManagedChannel ch = io.grpc.ManagedChannelBuilder.forAddress("127.0.0.1", a.grpcPort()).usePlaintext().build();
         try { // the same over gRPC: a response of the call's type, its header saying why
             var g = dev.kvpool.api.proto.meta.MetaServiceGrpc.newBlockingStub(ch).withDeadlineAfter(10, TimeUnit.SECONDS)
                     .getCacheLocation(dev.kvpool.api.proto.meta.GetCacheLocationRequest.newBuilder().setTraceId("g")
                             .setInstanceId(INST).addBlockKeys(1).build());
             assertEquals(dev.kvpool.api.proto.meta.ErrorCode.SERVER_NOT_LEADER, g.getHeader().getStatus().getCode(), g.toString());
+            var ci = dev.kvpool.api.proto.meta.MetaServiceGrpc.newBlockingStub(ch).withDeadlineAfter(10, TimeUnit.SECONDS)
+                    .getClusterInfo(dev.kvpool.api.proto.meta.GetClusterInfoRequest.newBuilder().setTraceId("health-check").build());
+            assertEquals(dev.kvpool.api.proto.meta.ErrorCode.OK, ci.getHeader().getStatus().getCode(), ci.toString());
+            assertFalse(ci.hasLeaderEndpoint(), ci.toString());
         } finally {
             ch.shutdownNow();
         }
@@ -310,6 +319,7 @@ class RedisReplicasIT {
         register(a);
         assertEquals(200, a.status("/api/v1/groups"));
         assertTrue(metrics(a).contains("kvpool_meta_ready 1.0"), "ready gauge 1");
+        assertTrue(a.rpc("getClusterInfo", "{\"trace_id\":\"t\"}").path("leader_endpoint").path("meta_rpc_port").asInt() > 0);
         assertTrue(Files.readString(a.log).contains("first replica: rebuilding usage and slots"), a.tail());
     }
 

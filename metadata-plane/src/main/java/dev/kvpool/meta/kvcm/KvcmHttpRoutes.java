@@ -113,7 +113,11 @@ public class KvcmHttpRoutes {
             return;
         }
         if (!runtime.ready()) { // nothing is built yet, or usage and slots are being rebuilt
-            refuse(ctx, request, dev.kvpool.meta.auth.MetaAuth.starting(runtime.phase().label));
+            if (request instanceof GetClusterInfoRequest q) {
+                respond(ctx, ProtoJson.print(KvcmMeta.clusterInfoWhileStarting(runtime.nodeId(), q)));
+            } else {
+                refuse(ctx, request, dev.kvpool.meta.auth.MetaAuth.starting(runtime.phase().label));
+            }
             return;
         }
         dev.kvpool.meta.auth.MetaAuth auth = runtime.auth();

@@ -470,6 +470,15 @@ public final class KvcmMeta {
         }, h -> CommonResponse.newBuilder().setHeader(h).build());
     }
 
+    /**
+     * GetClusterInfo while the plane starts: OK with no leader endpoint (§B.1: any node answers OK as soon as its
+     * server is up; clients retry until an endpoint is known).
+     */
+    public static GetClusterInfoResponse clusterInfoWhileStarting(String nodeId, GetClusterInfoRequest r) {
+        return GetClusterInfoResponse.newBuilder().setHeader(ok(r.getTraceId(), "Cluster info retrieved (starting)"))
+                .setSelfNodeId(nodeId == null ? "" : nodeId).build();
+    }
+
     public GetClusterInfoResponse getClusterInfo(GetClusterInfoRequest r) {
         // any node answers, leader or not, with no instance pre-check (§B.1)
         return call("GetClusterInfo", r.getTraceId(), false, () -> {

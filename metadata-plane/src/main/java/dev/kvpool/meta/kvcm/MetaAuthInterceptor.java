@@ -39,6 +39,11 @@ public class MetaAuthInterceptor implements ServerInterceptor {
 
             @Override
             public void onMessage(Q message) {
+                if (starting && message instanceof dev.kvpool.api.proto.meta.GetClusterInfoRequest q) {
+                    refused = true; // answered here: OK with no leader endpoint yet (§B.1)
+                    send(call, KvcmMeta.clusterInfoWhileStarting(runtime.nodeId(), q));
+                    return;
+                }
                 if (message instanceof Message m) {
                     MetaAuth.Refusal r = starting ? MetaAuth.starting(runtime.phase().label)
                             : auth.checkMeta(authorization, m);
@@ -61,12 +66,17 @@ public class MetaAuthInterceptor implements ServerInterceptor {
     }
 
     @SuppressWarnings("unchecked")
+    private static <Q, R> void send(ServerCall<Q, R> call, Message response) {
+        call.sendHeaders(new Metadata());
+        call.sendMessage((R) response);
+        call.close(io.grpc.Status.OK, new Metadata());
+    }
+
+    @SuppressWarnings("unchecked")
     private static <Q, R> void respond(ServerCall<Q, R> call, Message req, MetaAuth.Refusal r) {
         MethodDescriptor.Marshaller<R> m = call.getMethodDescriptor().getResponseMarshaller();
         if (m instanceof MethodDescriptor.PrototypeMarshaller<R> pm && pm.getMessagePrototype() instanceof Message proto) {
-            call.sendHeaders(new Metadata());
-            call.sendMessage((R) MetaAuth.refusedResponse(proto, req, r));
-            call.close(io.grpc.Status.OK, new Metadata());
+            send(call, MetaAuth.refusedResponse(proto, req, r));
         } else {
             call.close((r.unauthenticated() ? io.grpc.Status.UNAUTHENTICATED : io.grpc.Status.PERMISSION_DENIED)
                     .withDescription(r.message()), new Metadata());

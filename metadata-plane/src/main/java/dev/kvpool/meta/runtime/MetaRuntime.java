@@ -89,6 +89,7 @@ public class MetaRuntime {
         // opening and recovery can take minutes (a large embedded journal, a rebuild over a large shared index): past
         // the wait, the ports open so that probes and clients get answers (not connection refused, which makes
         // Kubernetes restart the pod midway); calls are refused until the plane is ready
+        nodeId = cfg.nodeId().filter(s -> !s.isBlank()).orElse(defaultNodeId());
         Gauge.builder("kvpool.meta.ready", this, r -> r.ready ? 1 : 0)
                 .description("1 once start-up has recovered and KVCM calls are served").register(meters);
         starter = Thread.ofPlatform().name("kvpool-meta-start").start(() -> openAndServe(t0, dataDir));
@@ -134,6 +135,12 @@ public class MetaRuntime {
     private Throwable startFailure;
     private boolean detached;
     private volatile boolean stopping;
+    private volatile String nodeId;
+
+    /** This replica's node id (GetClusterInfo's self_node_id; the leader lease's holder). */
+    public String nodeId() {
+        return nodeId;
+    }
 
     /**
      * Builds the plane — index store, registry, quota ledger, read and write paths, auth — and returns the Redis
@@ -142,7 +149,6 @@ public class MetaRuntime {
     private RedisLeadership open(Path dataDir) {
         StartupConfig startup = cfg.startupConfig().filter(s -> !s.isBlank())
                 .map(s -> StartupConfig.load(Path.of(s))).orElseGet(() -> StartupConfig.defaults(dataDir));
-        String nodeId = cfg.nodeId().filter(s -> !s.isBlank()).orElse(defaultNodeId());
         RedisLeadership redisLead = null;
         if (cfg.store().equals("embedded")) {
             phase = Phase.LOADING; // the snapshot and journal are read into memory: ~8 s per million keys here
