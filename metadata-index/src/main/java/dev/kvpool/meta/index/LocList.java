@@ -9,6 +9,11 @@ public final class LocList {
     private int n;
 
     public void add(long key, long a, long b, boolean keyGone) {
+        add(key, a, b, keyGone, false);
+    }
+
+    /** @param wasWriting the location was WRITING when this operation took it (see {@link #wasWriting}) */
+    public void add(long key, long a, long b, boolean keyGone, boolean wasWriting) {
         if ((n + 1) * 4 > v.length) {
             v = java.util.Arrays.copyOf(v, v.length * 2);
         }
@@ -16,13 +21,13 @@ public final class LocList {
         v[o] = key;
         v[o + 1] = a;
         v[o + 2] = b;
-        v[o + 3] = keyGone ? 1 : 0;
+        v[o + 3] = (keyGone ? 1 : 0) | (wasWriting ? 2 : 0);
         n++;
     }
 
     public void addAll(LocList other) {
         for (int i = 0; i < other.n; i++) {
-            add(other.key(i), other.a(i), other.b(i), other.keyGone(i));
+            add(other.key(i), other.a(i), other.b(i), other.keyGone(i), other.wasWriting(i));
         }
     }
 
@@ -44,11 +49,19 @@ public final class LocList {
 
     /** Sets key-gone on entry i (a batch learns only after its last removal of a key that the key went too). */
     public void markKeyGone(int i) {
-        v[i * 4 + 3] = 1;
+        v[i * 4 + 3] |= 1;
     }
 
     /** True when this removal took the key's last location, so the key itself left the index. */
     public boolean keyGone(int i) {
-        return v[i * 4 + 3] != 0;
+        return (v[i * 4 + 3] & 1) != 0;
+    }
+
+    /**
+     * True when {@link InstanceIndex#markDeleting} took the location from WRITING: a session may still be writing
+     * its bytes, so its storage must not be handed out again before the session's deadline.
+     */
+    public boolean wasWriting(int i) {
+        return (v[i * 4 + 3] & 2) != 0;
     }
 }

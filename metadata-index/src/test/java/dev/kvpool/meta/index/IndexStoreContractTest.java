@@ -609,6 +609,12 @@ public abstract class IndexStoreContractTest {
             assertFalse(moved.keyGone(i));
         }
         assertEquals(Map.of(1L, 1, 2L, 2), perKey);
+        int writing = 0;
+        for (int i = 0; i < moved.size(); i++) {
+            writing += moved.wasWriting(i) ? 1 : 0;
+            assertTrue(!moved.wasWriting(i) || moved.key(i) == 2, "only key 2's second replica was WRITING");
+        }
+        assertEquals(1, writing, "the replica taken from WRITING says so");
         assertEquals(Loc.DELETING, Loc.status(onlyA(idx.get(1))));
         Block b2 = idx.get(2);
         assertEquals(2, b2.size());

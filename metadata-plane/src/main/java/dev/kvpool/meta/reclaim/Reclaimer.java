@@ -29,10 +29,9 @@ import org.jboss.logging.Logger;
  * Evicts blocks when a group crosses a water level. Runs on the leader only. Each group is checked every
  * {@link ReclaimConfig#periodMs()}; a triggered group loses up to one step of blocks per round (no more than brings
  * it under the level by 1 % of the level), shared among its instances in proportion to their usage, each instance's
- * share chosen by the group's policy. Eviction is
- * SERVING → DELETING at once (readers stop seeing the block), then after the reader lease the bytes and slots
- * are freed and the metadata removed if still DELETING ({@link WritePath#submitDelete}). WRITING locations are
- * never evicted.
+ * share chosen by the group's policy. Eviction is SERVING → DELETING at once (readers stop seeing the block), then
+ * after the reader lease the bytes and slots are freed and the metadata removed if still DELETING
+ * ({@link WritePath#submitDelete}). WRITING locations are never evicted.
  *
  * <p>Selection is exact up to {@code exactLimit} keys, and sampled above that (like Redis' approximated LRU).
  * PREFIX_LRU is always exact: its guarantee — never a cached block without its prefix — rests on prefix touches (a
@@ -234,9 +233,8 @@ public final class Reclaimer implements AutoCloseable {
         return any || sweeping;
     }
 
-    /** The water-level check of one group (§3.10.1 with every field honoured). */
     /**
-     * Why a group is over a water level, and by how much: {@code excessBytes} (total or, for TYPE_WATER_LEVEL, the
+     * The water-level check of one group (§3.10.1 with every field honoured): why it is over, and by how much: {@code excessBytes} (total or, for TYPE_WATER_LEVEL, the
      * largest over its type's level) or {@code excessKeys} (KEY_COUNT) is what must go to bring it strictly under.
      */
     public record Trigger(Reason reason, Set<StorageKind> exceededTypes, long excessBytes, long excessKeys) {

@@ -128,7 +128,7 @@ public class MetaRuntime {
     }
 
     private volatile Phase phase = Phase.OPENING;
-    private volatile long startedAtMs = System.currentTimeMillis();
+    private final long startedAtMs = System.currentTimeMillis();
     private Thread starter;
     private final java.util.concurrent.CountDownLatch recovered = new java.util.concurrent.CountDownLatch(1);
     private final Object startLock = new Object();

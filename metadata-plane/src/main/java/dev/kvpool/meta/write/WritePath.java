@@ -438,9 +438,12 @@ public final class WritePath implements AutoCloseable {
      * once would take those late bytes over the new block's.
      */
     public void remove(Instance inst, long[] keys, Mask mask) {
-        submitDelete(inst, inst.index.markDeleting(keys, 0, keys.length, mask::masked, false));
-        // what is left to move was WRITING (or served by a finish in between: waiting is then merely late)
-        LocList writing = inst.index.markDeleting(keys, 0, keys.length, mask::masked, true);
+        LocList moved = inst.index.markDeleting(keys, 0, keys.length, mask::masked, true);
+        LocList served = new LocList(), writing = new LocList();
+        for (int i = 0; i < moved.size(); i++) {
+            (moved.wasWriting(i) ? writing : served).add(moved.key(i), moved.a(i), moved.b(i), false);
+        }
+        submitDelete(inst, served);
         if (writing.size() > 0) {
             submitDelete(inst, writing, untilWritersAreDone(inst, writing));
         }

@@ -448,9 +448,10 @@ final class EmbeddedIndex implements InstanceIndex {
                 long[] locs = t.locs(slot);
                 boolean changed = false;
                 for (int j = 0; j < locs.length; j += 2) {
-                    if (Loc.status(locs[j]) != Loc.DELETING && (writing || Loc.status(locs[j]) != Loc.WRITING)) {
+                    int was = Loc.status(locs[j]);
+                    if (was != Loc.DELETING && (writing || was != Loc.WRITING)) {
                         locs[j] = Loc.withStatus(locs[j], Loc.DELETING);
-                        moved.add(key, locs[j], locs[j + 1], false);
+                        moved.add(key, locs[j], locs[j + 1], false, was == Loc.WRITING);
                         changed = true;
                     }
                 }
