@@ -9,8 +9,9 @@ import jakarta.ws.rs.core.Response;
 import jakarta.ws.rs.ext.Provider;
 
 /**
- * Until start-up has recovered, KVPool's REST routes under /api/v1 answer 503. With tokens on (control-plane sync or kvpool.meta.auth.public-key), KVPool's REST routes under /api/v1 need an
- * admin or operator token: 401 without a valid one, 403 for another role. /q/health and /q/metrics stay open.
+ * KVPool's REST routes under /api/v1 answer 503 until start-up has recovered. With tokens on (control-plane sync or
+ * kvpool.meta.auth.public-key) they need an admin or operator token: 401 without a valid one, 403 for another role.
+ * /q/health and /q/metrics stay open.
  */
 @Provider
 public class RestAuthFilter implements ContainerRequestFilter {
