@@ -73,7 +73,6 @@ public class MetaRuntime {
     private CacheEvents events = CacheEvents.OFF;
     private DeferredTouchIndex.Toucher toucher;
     private final java.util.Map<String, Counter> evictionCounters = new java.util.concurrent.ConcurrentHashMap<>();
-    private volatile boolean ready;
     private volatile ControlPlaneSync controlPlane;
     private volatile MetaAuth auth;
     private final Set<String> gauged = new HashSet<>();
@@ -90,7 +89,7 @@ public class MetaRuntime {
         // the wait, the ports open so that probes and clients get answers (not connection refused, which makes
         // Kubernetes restart the pod midway); calls are refused until the plane is ready
         nodeId = cfg.nodeId().filter(s -> !s.isBlank()).orElse(defaultNodeId());
-        Gauge.builder("kvpool.meta.ready", this, r -> r.ready ? 1 : 0)
+        Gauge.builder("kvpool.meta.ready", this, r -> r.ready() ? 1 : 0)
                 .description("1 once start-up has recovered and KVCM calls are served").register(meters);
         starter = Thread.ofPlatform().name("kvpool-meta-start").start(() -> openAndServe(t0, dataDir));
         boolean done;
@@ -118,7 +117,7 @@ public class MetaRuntime {
         OPENING("opening"), LOADING("loading the index from its snapshot and journal"),
         WAITING_FOR_REBUILD("waiting for another replica's rebuild"),
         REBUILDING("rebuilding usage and slots from the index"), JOINING("joining running replicas"),
-        READY("ready"), FAILED("failed");
+        READY("ready"), FAILED("failed"), STOPPING("stopping");
 
         public final String label;
 
@@ -202,7 +201,7 @@ public class MetaRuntime {
         write = new WritePath(registry, ledger, ws);
         query = new QueryPath(registry);
         // every KVCM call answers SERVER_NOT_LEADER until recovery ends (a KVCM leader does the same, §1.8)
-        kvcm = new KvcmMeta(registry, query, write, store::sessionOwner, () -> ready,
+        kvcm = new KvcmMeta(registry, query, write, store::sessionOwner, this::ready,
                 new KvcmMeta.Node(nodeId, advertisedHost(), grpcPort(), httpPort()), meters);
         if (cfg.events().bootstrapServers().filter(b -> !b.isBlank()).isPresent()) {
             events = new CacheEvents(cfg.events().bootstrapServers().get(), nodeId, cfg.events().queueCapacity(),
@@ -257,8 +256,7 @@ public class MetaRuntime {
                 controlPlane.start(registry, ledger, leadership::isLeader, this::dropInstance);
             }
             registerGauges();
-            ready = true;
-            phase = Phase.READY;
+            phase = Phase.READY; // calls are served from here on
             serveBackgroundWork();
             LOG.infof("KVPool metadata plane ready in %d ms: data %s, %d storages, %d groups, %d instances; KVCM meta "
                     + "HTTP :%d, gRPC :%d", (System.nanoTime() - t0) / 1_000_000, dataDir, registry.storages().size(),
@@ -426,7 +424,7 @@ public class MetaRuntime {
 
     void stop(@Observes ShutdownEvent ev) {
         stopping = true;
-        ready = false;
+        phase = Phase.STOPPING;
         Thread st = starter;
         if (st != null && st.isAlive()) { // stopped mid-recovery: its claim goes, so another replica can rebuild
             st.interrupt();
@@ -436,6 +434,7 @@ public class MetaRuntime {
                 Thread.currentThread().interrupt();
             }
         }
+        phase = Phase.STOPPING; // again: a start that ended meanwhile may have set READY
         if (controlPlane != null) {
             controlPlane.close();
         }
@@ -474,7 +473,7 @@ public class MetaRuntime {
 
     /** True when this replica ran the expiry (it is the leader). */
     boolean expireSessions() {
-        if (ready && leadership.isLeader()) {
+        if (ready() && leadership.isLeader()) {
             int n = write.expire(System.currentTimeMillis());
             if (n > 0) {
                 LOG.debugf("expired %d write sessions", n);
@@ -662,6 +661,6 @@ public class MetaRuntime {
     }
 
     public boolean ready() {
-        return ready;
+        return phase == Phase.READY;
     }
 }

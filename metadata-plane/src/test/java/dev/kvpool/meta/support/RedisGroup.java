@@ -62,6 +62,20 @@ public final class RedisGroup implements AutoCloseable {
                 .instance();
     }
 
+    /** Finishes a session with every block written (an offset mask over all its new keys). */
+    public void finishAll(dev.kvpool.meta.write.WritePath w, Instance inst, dev.kvpool.meta.write.WritePath.StartOutcome o) {
+        w.finish(inst, o.sessionId(), dev.kvpool.meta.kvcm.Mask.of(dev.kvpool.api.proto.meta.BlockMask.newBuilder()
+                .setOffset(o.locations().size()).build()), store::sessionOwner);
+    }
+
+    /** Writes keys [from, to) in sessions of {@code batch} keys, each finished in full. */
+    public void save(dev.kvpool.meta.write.WritePath w, Instance inst, long from, long to, int batch) {
+        for (long k = from; k < to; k += batch) {
+            finishAll(w, inst, w.start(inst, java.util.stream.LongStream.range(k, Math.min(to, k + batch)).toArray(),
+                    java.util.List.of(), 30, 1));
+        }
+    }
+
     /** A registry over a new connection to the same keys: a replica started afresh (closed with the group). */
     public Registry restarted() {
         return registry(connect());

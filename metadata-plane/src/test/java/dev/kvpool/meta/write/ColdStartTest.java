@@ -3,10 +3,8 @@ package dev.kvpool.meta.write;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.kvpool.api.proto.meta.BlockMask;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.ForwardingIndex;
-import dev.kvpool.meta.kvcm.Mask;
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
@@ -32,11 +30,7 @@ class ColdStartTest {
             List<Instance> before = List.of(rg.inst, RedisGroup.register(rg.registry, "i2"));
             try (WritePath w = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
                 for (Instance inst : before) {
-                    for (int k = 0; k < blocks; k += 500) {
-                        var o = w.start(inst, LongStream.range(k, k + 500).toArray(), List.of(), 30, 1);
-                        w.finish(inst, o.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(500).build()),
-                                rg.store::sessionOwner);
-                    }
+                    rg.save(w, inst, 0, blocks, 500);
                     // the cluster dies while evicting some of them: DELETING in the index, their purge never ran
                     long[] evicting = LongStream.range(0, deleting).toArray();
                     assertEquals(deleting, inst.index.markDeleting(evicting, 0, deleting, null).size());
@@ -99,9 +93,7 @@ class ColdStartTest {
                     RedisGroup.register(rg.registry, "i3"), RedisGroup.register(rg.registry, "i4"));
             try (WritePath w = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
                 for (Instance inst : insts) {
-                    var o = w.start(inst, LongStream.range(0, blocks).toArray(), List.of(), 30, 1);
-                    w.finish(inst, o.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(blocks).build()),
-                            rg.store::sessionOwner);
+                    rg.save(w, inst, 0, blocks, blocks);
                 }
             }
             AtomicInteger reading = new AtomicInteger(), most = new AtomicInteger();

@@ -6,11 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.kvpool.api.proto.meta.BlockMask;
 import dev.kvpool.meta.ha.LostReplicas;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.Loc;
-import dev.kvpool.meta.kvcm.Mask;
 import dev.kvpool.meta.reclaim.ReclaimConfig;
 import dev.kvpool.meta.reclaim.ReclaimPolicy;
 import dev.kvpool.meta.reclaim.Reclaimer;
@@ -18,7 +16,6 @@ import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.support.RedisGroup;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -32,13 +29,6 @@ class LostReplicaTest {
 
     @TempDir
     Path dir;
-
-    private static void write(WritePath w, RedisGroup rg, Instance inst, int n) {
-        for (int k = 0; k < n; k += 500) {
-            var o = w.start(inst, LongStream.range(k, k + 500).toArray(), List.of(), 30, 1);
-            w.finish(inst, o.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(500).build()), rg.store::sessionOwner);
-        }
-    }
 
     private static RedisGroup group(Path dir) throws Exception {
         return new RedisGroup(dir, 100_000_000_000L, new ReclaimConfig(ReclaimPolicy.LRU, 0, 0, 0, 0, 0, LEASE_MS, 0, 60),
@@ -70,7 +60,7 @@ class LostReplicaTest {
         try (RedisGroup rg = group(dir);
              WritePath a = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
             Instance inst = rg.inst;
-            write(a, rg, inst, 2_000);
+            rg.save(a, inst, 0, 2_000, 500);
             // replica A, alive, evicts keys 0..99: readers may hold them until its lease ends
             a.submitDelete(inst, inst.index.markDeleting(LongStream.range(0, 100).toArray(), 0, 100, null), LEASE_MS);
             // a replica that died had marked keys 100..199; its purges died with it
@@ -112,7 +102,7 @@ class LostReplicaTest {
         try (RedisGroup rg = group(dir);
              WritePath a = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
             Instance inst = rg.inst;
-            write(a, rg, inst, 1_000);
+            rg.save(a, inst, 0, 1_000, 500);
             a.submitDelete(inst, inst.index.markDeleting(LongStream.range(0, 100).toArray(), 0, 100, null), 300);
             assertTrue(a.finishDeletions(10_000));
             assertNull(inst.index.get(0), "purged before the stop returned");

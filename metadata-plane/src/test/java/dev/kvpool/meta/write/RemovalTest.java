@@ -3,7 +3,6 @@ package dev.kvpool.meta.write;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.kvpool.api.proto.meta.BlockMask;
 import dev.kvpool.api.proto.meta.TrimStrategy;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.ForwardingIndex;
@@ -36,10 +35,6 @@ class RemovalTest {
     @TempDir
     Path dir;
 
-    private static void finishAll(WritePath w, RedisGroup rg, Instance inst, WritePath.StartOutcome o, int n) {
-        w.finish(inst, o.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(n).build()), rg.store::sessionOwner);
-    }
-
     private static Set<String> uris(WritePath.StartOutcome o) {
         return new HashSet<>(o.locations().stream().map(l -> l.getLocationSpecs(0).getUri()).toList());
     }
@@ -59,8 +54,7 @@ class RemovalTest {
             try (WritePath w = new WritePath(reg, rg.ledger, new WritePath.Settings(30, 3600))) {
                 for (Instance inst : List.of(a, b)) {
                     int n = inst == a ? 1_500 : 700;
-                    var o = w.start(inst, LongStream.range(0, n).toArray(), List.of(), 30, 1);
-                    w.finish(inst, o.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(n).build()), rg.store::sessionOwner);
+                    rg.save(w, inst, 0, n, n);
                 }
                 assertEquals(2_200 * 1000L, rg.ledger.usage("g").total());
 
@@ -86,7 +80,7 @@ class RemovalTest {
             Instance a = rg.inst;
             Storage st = rg.registry.storages().iterator().next();
             try (WritePath w = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
-                finishAll(w, rg, a, w.start(a, LongStream.range(0, 100).toArray(), List.of(), 30, 1), 100);
+                rg.save(w, a, 0, 100, 100);
                 var inFlight = w.start(a, LongStream.range(1_000, 1_010).toArray(), List.of(), 30, 1);
                 Set<String> writing = uris(inFlight);
 
@@ -98,7 +92,7 @@ class RemovalTest {
 
                 var next = w.start(a, LongStream.range(2_000, 2_050).toArray(), List.of(), 30, 1);
                 assertTrue(java.util.Collections.disjoint(writing, uris(next)), "a slot handed out twice");
-                finishAll(w, rg, a, inFlight, 10);
+                rg.finishAll(w, a, inFlight);
                 assertEquals(10, LongStream.range(1_000, 1_010).mapToObj(a.index::get)
                         .filter(b -> b != null && Loc.status(b.a(0)) == Loc.SERVING).count(), "the session finishes");
                 assertEquals(60 * 1000L, rg.ledger.usage("g").total());
@@ -113,7 +107,7 @@ class RemovalTest {
             Storage st = rg.registry.storages().iterator().next();
             try (WritePath w = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
                 long[] served = LongStream.range(0, 4).toArray();
-                finishAll(w, rg, a, w.start(a, served, List.of(), 30, 1), 4);
+                rg.save(w, a, 0, 4, 4);
                 long[] keys = LongStream.range(100, 104).toArray();
                 var inFlight = w.start(a, keys, List.of(), 2, 1); // deadline in 2 s
                 Set<String> writing = uris(inFlight);
@@ -131,7 +125,7 @@ class RemovalTest {
                 assertEquals(4, a.allocator(st).usedSlots(), "the served blocks' slots are free, the writer's are not");
                 var next = w.start(a, LongStream.range(200, 208).toArray(), List.of(), 30, 1);
                 assertTrue(java.util.Collections.disjoint(writing, uris(next)), "a slot its writer may still write to was handed out");
-                finishAll(w, rg, a, inFlight, 4);
+                rg.finishAll(w, a, inFlight);
                 for (long k : keys) {
                     assertEquals(Loc.DELETING, Loc.status(a.index.get(k).a(0)), "the finish does not serve it");
                 }
