@@ -59,31 +59,44 @@ public final class AgentBench {
     public static void run(Map<String, String> opt, String what) throws Exception {
         Path dir = Path.of(opt.getOrDefault("dir", "target/agent-bench"));
         fioPath = opt.getOrDefault("fio", fioPath);
+        if ((what.equals("all") || what.equals("disk")) && !Files.isExecutable(Path.of(fioPath))) {
+            // the baseline: say so before minutes of agent runs, not with a stack trace after them
+            throw new IllegalArgumentException("fio not found at " + fioPath
+                    + ": install it (apt-get install fio) or pass --fio PATH");
+        }
         Files.createDirectories(dir);
         int pairs = Integer.parseInt(opt.getOrDefault("pairs", "5"));
         boolean keep = Boolean.parseBoolean(opt.getOrDefault("keep", "true"));
         int secs = Integer.parseInt(opt.getOrDefault("seconds", "5"));
         int qd = Integer.parseInt(opt.getOrDefault("qd", "8"));
-        int perRequest = Integer.parseInt(opt.getOrDefault("per-request", "" + 16 * qd));
+        // blocks per request of each of the two callers. qd/2: their buffers add up to fio's own (iodepth x bs), the
+        // like-for-like comparison; 16 x qd: an engine loading a long prompt (64 MiB at 256 KiB). On a virtual disk
+        // the host copies each block to or from guest memory, and that copy slows as the buffers outgrow the
+        // caches: our engine alone loses as much as the agent there, so the second row measures the VM, not us.
+        int[] perRequests = Arrays.stream(opt.getOrDefault("per-request", Math.max(1, qd / 2) + "," + 16 * qd).split(","))
+                .mapToInt(Integer::parseInt).toArray();
         long fileBytes = Long.parseLong(opt.getOrDefault("file-mib", "1024")) << 20;
         List<String> table = new ArrayList<>();
         if (what.equals("all") || what.equals("disk")) {
             // --bs 256,2048 (KiB) and --rw read,write narrow the disk matrix (profiling one case)
             int[] sizes = Arrays.stream(opt.getOrDefault("bs", "256,2048").split(",")).mapToInt(x -> Integer.parseInt(x) << 10).toArray();
             String rw = opt.getOrDefault("rw", "read,write");
-            for (int bs : sizes) {
-                for (boolean write : new boolean[] {false, true}) {
-                    if (!rw.contains(write ? "write" : "read")) {
-                        continue;
+            for (int perRequest : perRequests) {
+                for (int bs : sizes) {
+                    for (boolean write : new boolean[] {false, true}) {
+                        if (!rw.contains(write ? "write" : "read")) {
+                            continue;
+                        }
+                        table.add(disk(dir, bs, write, qd, perRequest, fileBytes, secs, pairs, keep));
                     }
-                    table.add(disk(dir, bs, write, qd, perRequest, fileBytes, secs, pairs, keep));
                 }
             }
         }
         if (what.equals("footprint")) {
             // not part of "all": a diagnosis of a virtual disk, not a target
             footprint(dir, Integer.parseInt(opt.getOrDefault("bs", "256")) << 10, qd,
-                    opt.getOrDefault("buf-mib", "2,64,512"), fileBytes, secs, pairs, opt.containsKey("huge"));
+                    opt.getOrDefault("buf-mib", "2,64,512"), fileBytes, secs, pairs, opt.containsKey("huge"),
+                    opt.getOrDefault("rw", "read").equals("write"));
             return;
         }
         if (what.equals("startup")) {
@@ -116,8 +129,8 @@ public final class AgentBench {
         Files.deleteIfExists(devDir.resolve("kvpool-slots.idx"));
         FileDevice dev = new FileDevice("bench", devDir, slots, bs, io, keep ? "bench block_bytes=" + bs : null);
         Path file = dev.path();
-        // two callers, each with perRequest blocks per request (default 16 x qd: an engine loads hundreds of blocks at
-        // once); they read into / write from that many distinct buffers, fio into iodepth x bs of its own
+        // two callers, each with perRequest blocks per request; they read into / write from that many distinct
+        // buffers, fio into iodepth x bs of its own
         int batch = 2 * perRequest;
         double[] ratio = new double[pairs], agentBw = new double[pairs], fioBw = new double[pairs];
         double[] agentCpu = new double[pairs], fioCpu = new double[pairs], engineRatio = new double[pairs];
@@ -147,9 +160,9 @@ public final class AgentBench {
                 if (p % 2 == 0) {
                     f = fio(file, bs, write, qd, fileBytes, secs);
                     a = write ? agentWrite(tier, keys, bufs, secs) : agentRead(tier, keys, bufs, secs);
-                    r = engineOnly(io, dev, bs, write, bufs, secs);
+                    r = engineOnly(qd, dev, bs, write, bufs, secs);
                 } else {
-                    r = engineOnly(io, dev, bs, write, bufs, secs);
+                    r = engineOnly(qd, dev, bs, write, bufs, secs);
                     a = write ? agentWrite(tier, keys, bufs, secs) : agentRead(tier, keys, bufs, secs);
                     f = fio(file, bs, write, qd, fileBytes, secs);
                 }
@@ -159,13 +172,13 @@ public final class AgentBench {
                 agentBw[p] = a[0];
                 agentCpu[p] = a[1];
                 ratio[p] = a[0] / f[0];
-                System.out.printf(Locale.ROOT, "disk %s %d KiB qd%d pair %d: agent %.0f MB/s (%.2f CPU s/GB), fio %.0f MB/s (%.2f CPU s/GB), ratio %.2f; io_uring engine alone %.0f MB/s, ratio %.2f%n",
-                        write ? "write" : "read", bs >> 10, qd, p + 1, a[0] / 1e6, a[1], f[0] / 1e6, f[1], ratio[p], r[0] / 1e6, engineRatio[p]);
+                System.out.printf(Locale.ROOT, "disk %s %d KiB qd%d, %d blocks/request, pair %d: agent %.0f MB/s (%.2f CPU s/GB), fio %.0f MB/s (%.2f CPU s/GB), ratio %.2f; io_uring engine alone %.0f MB/s, ratio %.2f%n",
+                        write ? "write" : "read", bs >> 10, qd, perRequest, p + 1, a[0] / 1e6, a[1], f[0] / 1e6, f[1], ratio[p], r[0] / 1e6, engineRatio[p]);
             }
             tier.close();
         }
-        return String.format(Locale.ROOT, "| NVMe %s %d KiB qd%d, %d blocks/request (io_uring, O_DIRECT) | %.0f MB/s | fio %.0f MB/s | %.2f (%.2f–%.2f); io_uring engine alone %.2f (%.2f–%.2f) | %.2f vs %.2f |",
-                write ? "write" : "read", bs >> 10, qd, batch / 2, median(agentBw) / 1e6, median(fioBw) / 1e6, median(ratio),
+        return String.format(Locale.ROOT, "| NVMe %s %d KiB qd%d, %d blocks/request, buffers %d MiB (fio: %d MiB) (io_uring, O_DIRECT) | %.0f MB/s | fio %.0f MB/s | %.2f (%.2f–%.2f); io_uring engine alone %.2f (%.2f–%.2f) | %.2f vs %.2f |",
+                write ? "write" : "read", bs >> 10, qd, batch / 2, ((long) batch * bs) >> 20, ((long) qd * bs) >> 20, median(agentBw) / 1e6, median(fioBw) / 1e6, median(ratio),
                 min(ratio), max(ratio), median(engineRatio), min(engineRatio), max(engineRatio), median(agentCpu), median(fioCpu));
     }
 
@@ -261,9 +274,9 @@ public final class AgentBench {
     }
 
     /** Our io_uring BlockIo alone (no worker, index or checksum), sequential over the file, same qd: {bytes/s}. */
-    static double[] engineOnly(BlockIo io, FileDevice dev, int bs, boolean write, MemorySegment[] bufs, int secs) {
-        int batch = bufs.length / 2;
-        return engineOnly(dev, bs, write, Arrays.copyOf(bufs, batch), batch, secs);
+    static double[] engineOnly(int qd, FileDevice dev, int bs, boolean write, MemorySegment[] bufs, int secs) {
+        // at least qd ops per call, so that small requests do not run the bare engine below the queue depth
+        return engineOnly(dev, bs, write, bufs, Math.max(qd, bufs.length / 2), secs);
     }
 
     /** The same, {@code batch} ops per call, cycling through {@code bufs} (their total size is the footprint). */
@@ -296,12 +309,13 @@ public final class AgentBench {
 
     /** One fio run: {bytes/s, CPU s per GB}. */
     /**
-     * Sequential O_DIRECT reads by our engine alone into {@code bufMibs} MiB of registered buffers (used round
+     * Sequential O_DIRECT reads (or, with {@code write}, writes) by our engine alone into (from) {@code bufMibs} MiB of registered buffers (used round
      * robin), alternating with fio, which reads into iodepth × bs of its own. On a virtual disk the destination's
      * footprint changes read speed (the host copies into guest memory); this tells that apart from the submission
      * path.
      */
-    static void footprint(Path dir, int bs, int qd, String bufMibs, long fileBytes, int secs, int pairs, boolean huge)
+    static void footprint(Path dir, int bs, int qd, String bufMibs, long fileBytes, int secs, int pairs, boolean huge,
+                          boolean write)
             throws Exception {
         long[] mibs = Arrays.stream(bufMibs.split(",")).mapToLong(Long::parseLong).toArray();
         BlockIo io = AgentSetup.blockIo("io_uring", qd);
@@ -329,12 +343,12 @@ public final class AgentBench {
                 dev.io(true, sl, b);
             }
             for (int p = 0; p < pairs; p++) {
-                System.out.printf(Locale.ROOT, "footprint round %d: fio %.0f MB/s", p + 1,
-                        fio(dev.path(), bs, false, qd, fileBytes, secs)[0] / 1e6);
+                System.out.printf(Locale.ROOT, "footprint %s round %d: fio %.0f MB/s", write ? "write" : "read", p + 1,
+                        fio(dev.path(), bs, write, qd, fileBytes, secs)[0] / 1e6);
                 for (long mib : mibs) {
                     MemorySegment[] bufs = Arrays.copyOf(all, (int) Math.max(1, (mib << 20) / bs));
-                    System.out.printf(Locale.ROOT, ", engine into %d MiB %.0f MB/s", mib,
-                            engineOnly(dev, bs, false, bufs, qd, secs)[0] / 1e6);
+                    System.out.printf(Locale.ROOT, ", engine %s %d MiB %.0f MB/s", write ? "from" : "into", mib,
+                            engineOnly(dev, bs, write, bufs, qd, secs)[0] / 1e6);
                 }
                 System.out.println();
             }
