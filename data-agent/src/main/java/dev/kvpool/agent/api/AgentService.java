@@ -8,6 +8,7 @@ import dev.kvpool.agent.pool.PooledTier;
 import dev.kvpool.agent.sched.DeviceWorker;
 import dev.kvpool.agent.store.AgentSetup;
 import dev.kvpool.agent.store.BlockStore;
+import dev.kvpool.agent.tier.GlobalPoolTier;
 import dev.kvpool.agent.tier.GpuDevice;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -121,6 +122,13 @@ public class AgentService {
             gauge("kvpool_agent_pool_backlog_written_total", store, BlockStore::poolBacklogWritten);
             gauge("kvpool_agent_pool_backlog_dropped_total", store, BlockStore::poolBacklogDropped);
             gauge("kvpool_agent_pool_backlog_gone_total", store, BlockStore::poolBacklogGone);
+            GlobalPoolTier pool = store.pool();
+            Gauge.builder("kvpool_agent_checksum_failures_total", pool, GlobalPoolTier::checksumFailures)
+                    .tag("tier", "pool").register(registry);
+            gauge("kvpool_agent_pool_write_failures_total", pool, GlobalPoolTier::writeFailures);
+            Gauge.builder("kvpool_agent_pool_late_skips_total", pool, GlobalPoolTier::lateSkips)
+                    .description("blocks not written to the pool because their session neared its deadline")
+                    .register(registry);
         }
         for (PooledTier t : new PooledTier[] {store.host(), store.nvme()}) {
             if (t == null) {

@@ -8,6 +8,18 @@ public final class Checksums {
     private Checksums() {
     }
 
+    /**
+     * CRC32C of the block's key (8 bytes, little-endian) followed by its bytes: the checksum then also says which
+     * block the bytes are, so a slot that holds another block's bytes and checksum (a writer that went on past its
+     * session's deadline into a slot handed out again, a reader slower than its lease) fails the check.
+     */
+    public static int crc32c(long key, MemorySegment s) {
+        CRC32C c = new CRC32C();
+        c.update(java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(key).flip());
+        c.update(s.asByteBuffer());
+        return (int) c.getValue();
+    }
+
     public static int crc32c(MemorySegment s) {
         CRC32C c = new CRC32C();
         c.update(s.asByteBuffer());

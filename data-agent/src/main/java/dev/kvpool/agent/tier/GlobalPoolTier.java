@@ -35,6 +35,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.logging.Logger;
 
@@ -42,13 +43,16 @@ import java.util.logging.Logger;
  * G4: the global pool through the metadata plane's two-phase write. {@code startWriteCache} hands out
  * {@code file://<storage><path>/slab_<n>?blkid=<slot>&size=<bytes>} locations for the keys it does not have yet;
  * the agent writes each block at {@code blkid × size} in that slab file, writes its CRC32C beside it (a sidecar
- * {@code <slab>.crc}, 8 bytes per slot: magic + CRC), forces both to disk, and finishes with the TRUE success mask:
- * a location whose write failed (even midway) is reported false, so the metadata plane never serves it. Loads
- * ask {@code getCacheLocation} (BATCH_GET), read the slot and check the CRC; a mismatch is a miss.
+ * {@code <slab>.crc}, 8 bytes per slot: magic + CRC of the key and the bytes), forces both to disk, and finishes with
+ * the TRUE success mask: a location whose write failed (even midway) is reported false, so the metadata plane never
+ * serves it. Loads ask {@code getCacheLocation} (BATCH_GET), read the slot and check the CRC against the key they
+ * asked for; a mismatch is a miss. Blocks not yet written when the session nears its deadline are not written at
+ * all: past it the plane may hand their slots to another writer.
  */
 public final class GlobalPoolTier implements Tier {
     private static final Logger LOG = Logger.getLogger(GlobalPoolTier.class.getName());
-    static final int CRC_MAGIC = 0x4B564332; // "KVC2"
+    static final int CRC_MAGIC = 0x4B564333; // "KVC3": CRC32C of key + bytes
+    static final int CRC_MAGIC_UNKEYED = 0x4B564332; // "KVC2": bytes only, written by agents before KVC3
 
     /** A hook to fail a block's write after part of it reached the file (tests of partial writes). */
     public interface FaultInjector {
@@ -101,7 +105,8 @@ public final class GlobalPoolTier implements Tier {
     private final boolean requireChecksum;
     private final ExecutorService io;
     private volatile FaultInjector faults = k -> false;
-    private final AtomicLong checksumFailures = new AtomicLong(), writeFailures = new AtomicLong();
+    private final AtomicLong checksumFailures = new AtomicLong(), writeFailures = new AtomicLong(),
+            lateSkips = new AtomicLong();
 
     public GlobalPoolTier(KvcmHttpClient meta, String instanceId, String instanceGroup, int blockTokens,
                           int blockBytes, String spec, int writeTimeoutSeconds, boolean requireChecksum, int threads) {
@@ -184,6 +189,11 @@ public final class GlobalPoolTier implements Tier {
 
     public long writeFailures() {
         return writeFailures.get();
+    }
+
+    /** Blocks left unwritten (reported failed) because their session was about to reach its deadline. */
+    public long lateSkips() {
+        return lateSkips.get();
     }
 
     @Override
@@ -281,6 +291,10 @@ public final class GlobalPoolTier implements Tier {
 
     boolean[] putNow(long[] keys, MemorySegment[] src) {
         ensureRegistered();
+        // the session's deadline counts from the plane's start, after this; a tenth (at least 1 s) kept in hand for
+        // the writes in progress and the forces
+        long budgetNs = TimeUnit.SECONDS.toNanos(writeTimeoutSeconds);
+        long stopWritingAt = System.nanoTime() + budgetNs - Math.max(budgetNs / 10, TimeUnit.SECONDS.toNanos(1));
         StartWriteCacheRequest.Builder sb = StartWriteCacheRequest.newBuilder().setTraceId("agent-put")
                 .setInstanceId(instanceId).setWriteTimeoutSeconds(writeTimeoutSeconds);
         for (long k : keys) {
@@ -327,6 +341,10 @@ public final class GlobalPoolTier implements Tier {
                 }
                 FileLocation fl = FileLocation.parse(u);
                 if (fl.size() != blockBytes && fl.size() >= 0) {
+                    continue;
+                }
+                if (System.nanoTime() - stopWritingAt > 0) {
+                    lateSkips.incrementAndGet();
                     continue;
                 }
                 writeBlock(open, keys[i], fl, src[i]);
@@ -381,7 +399,7 @@ public final class GlobalPoolTier implements Tier {
         }
         writeFully(ch, bb, fl.offset());
         ByteBuffer crc = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(CRC_MAGIC)
-                .putInt(Checksums.crc32c(src)).flip();
+                .putInt(Checksums.crc32c(key, src)).flip();
         writeFully(channel(open, crcPath(fl.path())), crc, fl.blkid() * 8);
     }
 
@@ -392,7 +410,7 @@ public final class GlobalPoolTier implements Tier {
     }
 
     static Path crcPath(Path slab) {
-        return slab.resolveSibling(slab.getFileName() + ".crc");
+        return dev.kvpool.api.storage.SlabFiles.checksums(slab);
     }
 
     private static FileChannel channel(Map<Path, FileChannel> open, Path p) throws IOException {
@@ -445,7 +463,7 @@ public final class GlobalPoolTier implements Tier {
                 if (bb.hasRemaining()) {
                     continue;
                 }
-                hit[i] = verify(open, fl, d);
+                hit[i] = verify(open, keys[i], fl, d);
             } catch (NoSuchFileException e) {
                 // slab removed since the lookup: a miss
             } catch (IOException | RuntimeException e) {
@@ -458,7 +476,8 @@ public final class GlobalPoolTier implements Tier {
         return hit;
     }
 
-    private boolean verify(Map<Path, FileChannel> open, FileLocation fl, MemorySegment block) throws IOException {
+    private boolean verify(Map<Path, FileChannel> open, long key, FileLocation fl, MemorySegment block)
+            throws IOException {
         ByteBuffer crc = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
         Path cp = crcPath(fl.path());
         if (!Files.exists(cp)) {
@@ -466,10 +485,11 @@ public final class GlobalPoolTier implements Tier {
         }
         reader(open, cp).read(crc, fl.blkid() * 8);
         crc.flip();
-        if (crc.remaining() < 8 || crc.getInt() != CRC_MAGIC) {
+        int magic = crc.remaining() < 8 ? 0 : crc.getInt();
+        if (magic != CRC_MAGIC && magic != CRC_MAGIC_UNKEYED) {
             return !requireChecksum;
         }
-        if (crc.getInt() != Checksums.crc32c(block)) {
+        if (crc.getInt() != (magic == CRC_MAGIC ? Checksums.crc32c(key, block) : Checksums.crc32c(block))) {
             checksumFailures.incrementAndGet();
             return false;
         }

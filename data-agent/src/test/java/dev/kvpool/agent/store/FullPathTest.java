@@ -315,6 +315,162 @@ class FullPathTest {
         }
     }
 
+    /**
+     * A slot can end up holding another block's bytes and checksum: a writer that went on past its session's deadline
+     * into a slot the plane had handed out again, or a reader slower than its lease. The checksum covers the key, so
+     * the reader asking for the slot's rightful block gets a miss, not the other block's bytes.
+     */
+    @Test
+    void aSlotHoldingAnotherBlocksBytesIsAMiss() throws Exception {
+        long mine = 9_100, other = 9_101;
+        try (Arena a = Arena.ofShared()) {
+            MemorySegment[] src = TestBlocks.random(a, 2, BLOCK, 14);
+            try (BlockStore writer = agent("w5", "misplaced").store()) {
+                writer.save(new long[] {mine, other}, src, null);
+                writer.awaitWriteBehind();
+            }
+            var client = new KvcmHttpClient(URI.create(meta.uri()), Duration.ofSeconds(5));
+            var locs = client.getCacheLocation(GetCacheLocationRequest.newBuilder().setTraceId("t")
+                    .setInstanceId("misplaced").setQueryType(QueryType.QT_BATCH_GET).addBlockKeys(mine)
+                    .addBlockKeys(other).build()).getLocationsList();
+            GlobalPoolTier.FileLocation at = GlobalPoolTier.FileLocation.parse(locs.get(0).getLocationSpecs(0).getUri());
+            GlobalPoolTier.FileLocation from = GlobalPoolTier.FileLocation.parse(locs.get(1).getLocationSpecs(0).getUri());
+            // the other block's bytes and checksum record, as a late writer would leave them, in my slot
+            copy(from.path(), from.offset(), at.path(), at.offset(), BLOCK);
+            copy(sidecar(from.path()), from.blkid() * 8, sidecar(at.path()), at.blkid() * 8, 8);
+            try (BlockStore reader = agent("r5", "misplaced").store()) {
+                MemorySegment[] dst = TestBlocks.empty(a, 2, BLOCK);
+                BlockStore.LoadResult r = reader.load(new long[] {mine, other}, dst);
+                assertFalse(r.found()[0], "my slot holds the other block: a miss");
+                assertEquals(1, reader.pool().checksumFailures());
+                assertTrue(r.found()[1]);
+                assertEquals(-1, dst[1].mismatch(src[1]));
+            }
+        }
+    }
+
+    /** Slots checked by an agent from before the key joined the checksum ("KVC2": bytes only) still load. */
+    @Test
+    void aBlockWithAnOlderAgentsChecksumRecordStillLoads() throws Exception {
+        long key = 9_200;
+        try (Arena a = Arena.ofShared()) {
+            MemorySegment[] src = TestBlocks.random(a, 1, BLOCK, 15);
+            try (BlockStore writer = agent("w6", "older").store()) {
+                writer.save(new long[] {key}, src, null);
+                writer.awaitWriteBehind();
+            }
+            var client = new KvcmHttpClient(URI.create(meta.uri()), Duration.ofSeconds(5));
+            GlobalPoolTier.FileLocation fl = GlobalPoolTier.FileLocation.parse(client.getCacheLocation(
+                    GetCacheLocationRequest.newBuilder().setTraceId("t").setInstanceId("older")
+                            .setQueryType(QueryType.QT_BATCH_GET).addBlockKeys(key).build())
+                    .getLocations(0).getLocationSpecs(0).getUri());
+            ByteBuffer record = ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(0x4B564332)
+                    .putInt(dev.kvpool.agent.tier.Checksums.crc32c(src[0])).flip();
+            try (FileChannel ch = FileChannel.open(sidecar(fl.path()), StandardOpenOption.WRITE)) {
+                ch.write(record, fl.blkid() * 8);
+            }
+            try (BlockStore reader = agent("r6", "older").store()) {
+                MemorySegment[] dst = TestBlocks.empty(a, 1, BLOCK);
+                assertTrue(reader.load(new long[] {key}, dst).found()[0]);
+                assertEquals(-1, dst[0].mismatch(src[0]));
+                assertEquals(0, reader.pool().checksumFailures());
+            }
+        }
+    }
+
+    /** When the plane frees a slab's last slot it deletes the slab, and the agents' checksum records with it. */
+    @Test
+    void aSlabAndItsChecksumRecordsGoWhenItsBlocksAreRemoved() throws Exception {
+        long[] keys = TestBlocks.keys(9_300, 8); // one slab of 8 slots
+        try (Arena a = Arena.ofShared()) {
+            try (BlockStore writer = agent("w7", "swept").store()) {
+                writer.save(keys, TestBlocks.random(a, 8, BLOCK, 16), null);
+                writer.awaitWriteBehind();
+            }
+            Path inst = meta.storageRoot.resolve("swept");
+            List<String> before = filesUnder(inst);
+            assertTrue(before.contains("slab_00000000") && before.contains("slab_00000000.crc"), "files: " + before);
+            var client = new KvcmHttpClient(URI.create(meta.uri()), Duration.ofSeconds(5));
+            var removed = client.removeCache(dev.kvpool.api.proto.meta.RemoveCacheRequest.newBuilder().setTraceId("t")
+                    .setInstanceId("swept").addAllBlockKeys(Arrays.stream(keys).boxed().toList()).build());
+            assertEquals(dev.kvpool.api.proto.meta.ErrorCode.OK, removed.getHeader().getStatus().getCode());
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30); // after the group's reader lease
+            while (!filesUnder(inst).isEmpty() && System.nanoTime() < end) {
+                Thread.sleep(100);
+            }
+            assertEquals(List.of(), filesUnder(inst), "slab and checksum records deleted");
+        }
+    }
+
+    static List<String> filesUnder(Path dir) throws Exception {
+        if (!Files.isDirectory(dir)) {
+            return List.of();
+        }
+        try (Stream<Path> files = Files.walk(dir)) {
+            return files.filter(Files::isRegularFile).map(f -> f.getFileName().toString()).sorted().toList();
+        }
+    }
+
+    static Path sidecar(Path slab) {
+        return dev.kvpool.api.storage.SlabFiles.checksums(slab);
+    }
+
+    static void copy(Path from, long fromPos, Path to, long toPos, int n) throws Exception {
+        ByteBuffer b = ByteBuffer.allocate(n);
+        try (FileChannel in = FileChannel.open(from, StandardOpenOption.READ);
+             FileChannel out = FileChannel.open(to, StandardOpenOption.WRITE)) {
+            while (b.hasRemaining() && in.read(b, fromPos + b.position()) >= 0) {
+                // until the n bytes are in
+            }
+            b.flip();
+            while (b.hasRemaining()) {
+                out.write(b, toPos + b.position());
+            }
+        }
+    }
+
+    /**
+     * Past its session's deadline the plane may hand a slot to another writer, so blocks the agent has not started
+     * writing when the deadline nears are not written at all, and reported failed.
+     */
+    @Test
+    void blocksNotYetWrittenWhenTheSessionNearsItsDeadlineAreLeftOut() throws Exception {
+        // a 5-s session: writing stops 1 s before its end; the first block's write stalls past that
+        GlobalPoolTier pool = new GlobalPoolTier(new KvcmHttpClient(URI.create(meta.uri()), Duration.ofSeconds(10)),
+                "fullpath-late", "default", 16, BLOCK, "tp0", 5, true, 1);
+        pool.register("m");
+        pool.faults(k -> {
+            if (k == 8_000) {
+                try {
+                    Thread.sleep(4_300);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return false;
+        });
+        try (Arena a = Arena.ofShared()) {
+            long[] keys = {8_000, 8_001, 8_002, 8_003};
+            boolean[] ok = pool.put(keys, TestBlocks.random(a, 4, BLOCK, 3), false).join();
+            assertTrue(ok[0], "the block whose write had begun is finished in time");
+            for (int i = 1; i < 4; i++) {
+                assertFalse(ok[i], "block " + keys[i] + " not written after the cut-off");
+            }
+            assertEquals(3, pool.lateSkips());
+            assertEquals(List.of(true, false, false, false), toList(pool.present(keys)));
+        } finally {
+            pool.close();
+        }
+    }
+
+    static List<Boolean> toList(boolean[] b) {
+        List<Boolean> l = new ArrayList<>();
+        for (boolean x : b) {
+            l.add(x);
+        }
+        return l;
+    }
+
     @Test
     void aBlockRemovedWhileItsPoolWriteIsQueuedStaysRemoved() throws Exception {
         GlobalPoolTier pool = new GlobalPoolTier(new KvcmHttpClient(URI.create(meta.uri()), Duration.ofSeconds(10)),

@@ -3,6 +3,7 @@ package dev.kvpool.meta.write;
 import dev.kvpool.api.proto.meta.BlockMask;
 import dev.kvpool.api.proto.meta.CacheLocation;
 import dev.kvpool.api.proto.meta.TrimStrategy;
+import dev.kvpool.api.storage.SlabFiles;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.InstanceIndex;
 import dev.kvpool.meta.index.Loc;
@@ -662,6 +663,7 @@ public final class WritePath implements AutoCloseable {
                     if (Files.deleteIfExists(p)) {
                         filesDeleted.incrementAndGet();
                     }
+                    Files.deleteIfExists(SlabFiles.checksums(p)); // the agents' checksum records of that slab
                 } catch (IOException e) {
                     LOG.warnf("cannot delete %s: %s", p, e.getMessage());
                 }
