@@ -78,9 +78,11 @@ public final class Main {
                       reclaim  [--blocks 1000000] [--step 1000] [--keep 0.5] [--fill-seconds 200] [--policy PREFIX_LRU]
                                (PREFIX_LRU eviction vs one HSCAN pass per round; a plane of its own)
                       heap     [--blocks 10000000]   (run with a large -Xmx; ./kvpool bench uses -Xmx4g)
-                      policies [--trace conversation|synthetic|both|<file.jsonl>] [--capacities 1M,3M,10M,30M]
+                      policies [--trace conversation|synthetic|both|<file.jsonl>|kafka:<bootstrap>] [--capacities 1M,3M,10M,30M]
                                [--policies LRU,LFU,TTL,PREFIX_LRU] [--water 0.9] [--step-percentage 5]
                                [--lfu-decay 60] [--limit N] [--svg-dir docs/img|none]
+                               kafka:<bootstrap> replays the traffic recorded on kvpool.cache: [--instance ID]
+                               (default: all) [--block-tokens 16] (the instance's block size, for token capacities)
                       agent    [disk|pool|events|all] (data agent vs fio / summed bandwidth / Kafka's producer tool;
                                see data-agent/README.md)
                       gpu      [--blocks 256K,2M] [--batch-mib 256] [--rounds 7] (GPU tier vs PyTorch's copies and

@@ -2,6 +2,7 @@ package dev.kvpool.bench;
 
 import dev.kvpool.meta.reclaim.ReclaimConfig;
 import dev.kvpool.meta.reclaim.ReclaimPolicy;
+import dev.kvpool.meta.sim.CacheEventTrace;
 import dev.kvpool.meta.sim.MooncakeTrace;
 import dev.kvpool.meta.sim.TraceSimulation;
 import java.io.IOException;
@@ -38,7 +39,7 @@ final class PolicyBench {
 
     /** @param parent hash id → the id before it in a request (ids are prefix-chained) */
     record Trace(String name, Path file, List<MooncakeTrace.Request> requests, long blocks, long distinct,
-                 Map<Long, Long> parent) {
+                 Map<Long, Long> parent, int blockTokens) {
     }
 
     /** Cached blocks whose parent is not cached are sampled every this many requests. */
@@ -76,14 +77,35 @@ final class PolicyBench {
         List<Trace> traces = new ArrayList<>();
         String which = opt.getOrDefault("trace", "both");
         for (String t : which.equals("both") ? new String[] {"conversation", "synthetic"} : which.split(",")) {
-            Path file = switch (t) {
-                case "conversation" -> MooncakeTrace.conversation();
-                case "synthetic" -> MooncakeTrace.synthetic();
-                default -> Path.of(t);
-            };
-            String name = t.equals("conversation") || t.equals("synthetic") ? t
-                    : file.getFileName().toString().replaceFirst("(_trace)?\\.jsonl$", "");
-            List<MooncakeTrace.Request> reqs = MooncakeTrace.read(file, limit);
+            List<MooncakeTrace.Request> reqs;
+            Path file;
+            String name;
+            int blockTokens = MooncakeTrace.BLOCK_SIZE;
+            if (t.startsWith("kafka:")) {
+                // the traffic a running pool recorded on kvpool.cache: what another policy or quota would have done
+                String bootstrap = t.substring("kafka:".length());
+                String instance = opt.get("instance");
+                blockTokens = o.integer("block-tokens", 16);
+                System.out.printf(Locale.ROOT, "reading kvpool.cache from %s (%s)%n", bootstrap,
+                        instance == null ? "every instance" : "instance " + instance);
+                reqs = CacheEventTrace.read(bootstrap, instance, limit, java.time.Duration.ofSeconds(30),
+                        n -> System.out.printf(Locale.ROOT, "  %,d records read%n", n));
+                if (reqs.isEmpty()) {
+                    throw new IllegalArgumentException("no GetCacheLocation records" + (instance == null ? ""
+                            : " of instance " + instance) + " on kvpool.cache at " + bootstrap);
+                }
+                file = null;
+                name = "kafka" + (instance == null ? "" : "-" + instance.replaceAll("[^A-Za-z0-9_.-]", "_"));
+            } else {
+                file = switch (t) {
+                    case "conversation" -> MooncakeTrace.conversation();
+                    case "synthetic" -> MooncakeTrace.synthetic();
+                    default -> Path.of(t);
+                };
+                name = t.equals("conversation") || t.equals("synthetic") ? t
+                        : file.getFileName().toString().replaceFirst("(_trace)?\\.jsonl$", "");
+                reqs = MooncakeTrace.read(file, limit);
+            }
             long blocks = 0;
             Set<Long> distinct = new HashSet<>();
             Map<Long, Long> parent = new java.util.HashMap<>();
@@ -97,17 +119,17 @@ final class PolicyBench {
                     }
                 }
             }
-            traces.add(new Trace(name, file, reqs, blocks, distinct.size(), parent));
+            traces.add(new Trace(name, file, reqs, blocks, distinct.size(), parent, blockTokens));
         }
 
         System.out.printf(Locale.ROOT, "eviction policies: water level %.0f %% of the quota, step %d %% of the blocks per round, "
-                + "LFU decay %d s, block %d tokens; %s, %d cores, Java %s, %s%n", water * 100, stepPct, lfuDecay,
-                MooncakeTrace.BLOCK_SIZE, System.getProperty("os.name") + " " + System.getProperty("os.arch"),
+                + "LFU decay %d s; %s, %d cores, Java %s, %s%n", water * 100, stepPct, lfuDecay,
+                System.getProperty("os.name") + " " + System.getProperty("os.arch"),
                 Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"),
                 LocalDate.now(ZoneOffset.UTC));
         for (Trace t : traces) {
-            System.out.printf(Locale.ROOT, "  %s: %,d requests, %,d blocks asked, %,d distinct (%.1f M tokens)%n",
-                    t.name, t.requests.size(), t.blocks, t.distinct, t.distinct * MooncakeTrace.BLOCK_SIZE / 1e6);
+            System.out.printf(Locale.ROOT, "  %s: %,d requests, %,d blocks asked, %,d distinct (%.1f M tokens in blocks of %d)%n",
+                    t.name, t.requests.size(), t.blocks, t.distinct, t.distinct * (double) t.blockTokens / 1e6, t.blockTokens);
         }
         List<Result> results = new ArrayList<>();
         long all0 = System.nanoTime();
@@ -121,7 +143,7 @@ final class PolicyBench {
             results.add(u);
             progress(u);
             for (long tok : capacities) {
-                long cap = tok / MooncakeTrace.BLOCK_SIZE;
+                long cap = tok / t.blockTokens;
                 for (ReclaimPolicy p : policies) {
                     Result r = replay(t, p, tok, cap, water, stepPct, lfuDecay);
                     results.add(r);
@@ -150,7 +172,7 @@ final class PolicyBench {
         // reader lease 0: the simulation's clock is the trace's, not the wall clock the lease would wait on
         ReclaimConfig cfg = new ReclaimConfig(p, water, 0, 0, 0, stepPct, 0, 0, lfuDecay);
         long t0 = System.nanoTime();
-        try (TraceSimulation sim = new TraceSimulation(cfg, capBlocks, MooncakeTrace.BLOCK_SIZE)) {
+        try (TraceSimulation sim = new TraceSimulation(cfg, capBlocks, t.blockTokens)) {
             long orphans = 0, sampled = 0, sampleNanos = 0;
             for (var r : t.requests) {
                 sim.request(T0 + r.timestampMs(), r.hashIds());
@@ -333,10 +355,11 @@ final class PolicyBench {
         s.append(String.format(Locale.ROOT, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                 + "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">%n",
                 width, height, width, height));
-        s.append(String.format(Locale.ROOT, "<title>Block hit rate versus capacity by eviction policy, Mooncake %s trace</title>%n", esc(t.name)));
+        String what = t.file == null ? "recorded " + t.name + " traffic" : "Mooncake " + t.name + " trace";
+        s.append(String.format(Locale.ROOT, "<title>Block hit rate versus capacity by eviction policy, %s</title>%n", esc(what)));
         s.append(String.format(Locale.ROOT, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>%n", width, height));
         s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">"
-                + "Block hit rate vs capacity: Mooncake %s trace</text>%n", left, esc(t.name)));
+                + "Block hit rate vs capacity: %s</text>%n", left, esc(what)));
         s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"40\" fill=\"#555\">%,d requests, %,d blocks asked, "
                 + "%,d distinct; water level %.0f %%, step %d %%</text>%n", left, t.requests.size(), t.blocks,
                 t.distinct, water * 100, stepPct));
@@ -360,10 +383,10 @@ final class PolicyBench {
             s.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>%n",
                     xx, top + ph + 19, human(c)));
             s.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#777\" "
-                    + "font-size=\"10\">%,d blocks</text>%n", xx, top + ph + 32, c / MooncakeTrace.BLOCK_SIZE));
+                    + "font-size=\"10\">%,d blocks</text>%n", xx, top + ph + 32, c / t.blockTokens));
         }
         s.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">capacity (tokens, log scale; "
-                + "%d tokens per block)</text>%n", left + pw / 2.0, height - 12, MooncakeTrace.BLOCK_SIZE));
+                + "%d tokens per block)</text>%n", left + pw / 2.0, height - 12, t.blockTokens));
         s.append(String.format(Locale.ROOT, "<text transform=\"translate(18 %.1f) rotate(-90)\" text-anchor=\"middle\">"
                 + "block hit rate (prefix hits / blocks asked)</text>%n", top + ph / 2.0));
         // ceiling

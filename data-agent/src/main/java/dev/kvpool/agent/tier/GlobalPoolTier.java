@@ -291,10 +291,12 @@ public final class GlobalPoolTier implements Tier {
 
     boolean[] putNow(long[] keys, MemorySegment[] src) {
         ensureRegistered();
-        // the session's deadline counts from the plane's start, after this; a tenth (at least 1 s) kept in hand for
-        // the writes in progress and the forces
-        long budgetNs = TimeUnit.SECONDS.toNanos(writeTimeoutSeconds);
-        long stopWritingAt = System.nanoTime() + budgetNs - Math.max(budgetNs / 10, TimeUnit.SECONDS.toNanos(1));
+        // the session's deadline counts from the plane's start, after this; a tenth (at least 1 s, or half of a
+        // shorter session) kept in hand for the writes in progress and the forces. A timeout ≤ 0 gets the plane's
+        // default, KVCM's 30 s unless configured otherwise
+        long budgetNs = TimeUnit.SECONDS.toNanos(writeTimeoutSeconds > 0 ? writeTimeoutSeconds : 30);
+        long stopWritingAt = System.nanoTime() + budgetNs
+                - Math.max(budgetNs / 10, Math.min(TimeUnit.SECONDS.toNanos(1), budgetNs / 2));
         StartWriteCacheRequest.Builder sb = StartWriteCacheRequest.newBuilder().setTraceId("agent-put")
                 .setInstanceId(instanceId).setWriteTimeoutSeconds(writeTimeoutSeconds);
         for (long k : keys) {

@@ -10,6 +10,11 @@ import dev.kvpool.api.events.CacheEvent;
 import dev.kvpool.api.events.EventCodec;
 import dev.kvpool.api.events.Topics;
 import dev.kvpool.api.proto.meta.StartWriteCacheResponse;
+import dev.kvpool.meta.reclaim.ReclaimConfig;
+import dev.kvpool.meta.reclaim.ReclaimPolicy;
+import dev.kvpool.meta.sim.CacheEventTrace;
+import dev.kvpool.meta.sim.MooncakeTrace;
+import dev.kvpool.meta.sim.TraceSimulation;
 import dev.kvpool.meta.support.EventsTestProfile;
 import dev.kvpool.meta.support.KafkaResource;
 import dev.kvpool.meta.support.KvcmTestBase;
@@ -94,6 +99,48 @@ class CacheEventsTest extends KvcmTestBase {
             assertEquals(i, parts.get(i).part());
             assertEquals(4, parts.get(i).parts());
             assertEquals("QT_PREFIX_MATCH", parts.get(i).queryType());
+        }
+        // read back as a workload, the four parts are one query again
+        List<MooncakeTrace.Request> recorded = CacheEventTrace.read(KafkaResource.broker().bootstrapServers(), id,
+                Integer.MAX_VALUE, Duration.ofSeconds(10), null);
+        assertEquals(1, recorded.size());
+        assertArrayEquals(keys, recorded.get(0).hashIds());
+    }
+
+    /**
+     * "Enough to replay the workload": a connector's cycles (prefix query, then a write of what missed) over the first
+     * requests of Mooncake's conversation trace, read back from kvpool.cache and replayed in a TraceSimulation with
+     * room for everything, give the same hits, request by request, as the plane answered.
+     */
+    @Test
+    void theRecordedWorkloadReplaysToThePlanesOwnHits() {
+        MetaApi a = api(Transport.HTTP);
+        String id = registered(a, reg(uid("rec"), 16, "tp0", 1000).setInstanceGroup("replay"));
+        List<MooncakeTrace.Request> trace = MooncakeTrace.read(MooncakeTrace.conversation(), 150);
+        List<Integer> planeHits = new ArrayList<>();
+        for (var r : trace) {
+            long[] keys = r.hashIds();
+            int hits = prefix(a, id, keys).size();
+            planeHits.add(hits);
+            if (hits < keys.length) {
+                write(a, id, java.util.Arrays.copyOfRange(keys, hits, keys.length));
+            }
+        }
+        assertTrue(planeHits.stream().mapToInt(Integer::intValue).sum() > 0, "the trace shares prefixes");
+        List<MooncakeTrace.Request> recorded = List.of();
+        long end = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (recorded.size() < trace.size() && System.nanoTime() < end) { // publishing is asynchronous
+            recorded = CacheEventTrace.read(KafkaResource.broker().bootstrapServers(), id, Integer.MAX_VALUE,
+                    Duration.ofSeconds(10), null);
+        }
+        assertEquals(trace.size(), recorded.size(), "one request per query");
+        ReclaimConfig keepAll = new ReclaimConfig(ReclaimPolicy.LRU, 0.9, 0, 0, 0, 5, 0, 0, 60);
+        try (TraceSimulation sim = new TraceSimulation(keepAll, 10_000_000, 16)) {
+            for (int i = 0; i < trace.size(); i++) {
+                assertArrayEquals(trace.get(i).hashIds(), recorded.get(i).hashIds(), "request " + i);
+                assertEquals(planeHits.get(i), sim.request(1_763_800_000_000L + recorded.get(i).timestampMs(),
+                        recorded.get(i).hashIds()), "hits of request " + i);
+            }
         }
     }
 
