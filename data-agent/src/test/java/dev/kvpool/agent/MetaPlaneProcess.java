@@ -52,11 +52,12 @@ public final class MetaPlaneProcess implements AutoCloseable {
     /** Starts the plane (again, after {@link #kill}: same ports, same data directory) and waits until it serves. */
     public void start() throws Exception {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        process = new ProcessBuilder(java, "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+        process = dev.kvpool.testing.ChildProcesses.killOnExit(new ProcessBuilder(java, "-Xmx384m",
+                "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 "-Dkvpool.data-dir=" + dir.resolve("data"), "-Dkvpool.meta.http-port=" + httpPort,
                 "-Dkvpool.meta.grpc-port=" + grpcPort, "-Dkvpool.meta.startup-config=" + config,
                 "-Dkvpool.meta.write.expiry-period=100ms", "-jar", runnerJar().toString())
-                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start());
         HttpClient http = HttpClient.newHttpClient();
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
         while (true) {

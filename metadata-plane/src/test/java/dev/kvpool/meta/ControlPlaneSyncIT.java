@@ -140,12 +140,13 @@ class ControlPlaneSyncIT {
         cp = "http://127.0.0.1:" + http;
         Path log = dir.resolve("control-plane.log");
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        controlPlane = new ProcessBuilder(java, "-Xmx384m", "-XX:+UseSerialGC",
+        controlPlane = dev.kvpool.testing.ChildProcesses.killOnExit(new ProcessBuilder(java, "-Xmx384m",
+                "-XX:+UseSerialGC",
                 "-Dkvpool.data-dir=" + dir.resolve("cp-data"), "-Dkvpool.control.bootstrap-admin.password=" + ADMIN_PW,
                 "-Dkafka.bootstrap.servers=" + kafka.bootstrapServers(), "-Dkvpool.control.http-port=" + http,
                 "-Dkvpool.control.grpc-port=" + grpc, "-Dkvpool.control.outbox.interval=100ms",
                 "-Dkvpool.control.outbox.send-timeout=PT3S", "-jar", jar)
-                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+                .redirectErrorStream(true).redirectOutput(log.toFile()).start());
         long t0 = System.nanoTime();
         await("control plane ready (log " + log + ")", 90_000, () -> {
             if (!controlPlane.isAlive()) {

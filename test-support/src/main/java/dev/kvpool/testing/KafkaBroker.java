@@ -30,8 +30,7 @@ public final class KafkaBroker implements AutoCloseable {
     private final Path dir;
     private final int port;
     private final int controllerPort;
-    private volatile Process process;
-    private boolean exitHookAdded;
+    private Process process;
 
     /** Formats a fresh log directory under {@code dir} and picks two free ports; call {@link #start()}. */
     public KafkaBroker(Path dir) {
@@ -92,19 +91,8 @@ public final class KafkaBroker implements AutoCloseable {
         }
         try {
             List<String> cmd = javaCommand("-Xmx512m", "kafka.Kafka", dir.resolve("server.properties").toString());
-            process = new ProcessBuilder(cmd).redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("broker.log").toFile())).start();
-            if (!exitHookAdded) {
-                // a JVM that ends without close() (a test forgetting it, a fork stopped on a timeout) takes its
-                // broker along instead of leaving a JVM with open ports behind
-                Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-                    Process p = process;
-                    if (p != null) {
-                        p.destroyForcibly();
-                    }
-                }, "kafka-broker-exit"));
-                exitHookAdded = true;
-            }
+            process = ChildProcesses.killOnExit(new ProcessBuilder(cmd).redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("broker.log").toFile())).start());
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

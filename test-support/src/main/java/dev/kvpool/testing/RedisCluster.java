@@ -67,10 +67,10 @@ public final class RedisCluster implements AutoCloseable {
         for (int i = 0; i < n; i++) {
             int port = freePort();
             Path d = Files.createDirectories(dir.resolve(Integer.toString(port)));
-            Process p = new ProcessBuilder("redis-server", "--port", Integer.toString(port), "--bind", "127.0.0.1",
-                    "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--dir", d.toString(),
-                    "--save", "", "--appendonly", "no").redirectErrorStream(true)
-                    .redirectOutput(d.resolve("redis.log").toFile()).start();
+            Process p = ChildProcesses.killOnExit(new ProcessBuilder("redis-server", "--port", Integer.toString(port),
+                    "--bind", "127.0.0.1", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                    "--dir", d.toString(), "--save", "", "--appendonly", "no").redirectErrorStream(true)
+                    .redirectOutput(d.resolve("redis.log").toFile()).start());
             nodes.add(p);
             ports.add(port);
         }

@@ -58,9 +58,10 @@ public final class RedisServer implements AutoCloseable {
     /** Starts an empty server on the same port. */
     public void startAgain() {
         try {
-            process = new ProcessBuilder("redis-server", "--port", Integer.toString(port), "--bind", "127.0.0.1",
-                    "--dir", dir.toString(), "--save", "", "--appendonly", "no").redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("redis.log").toFile())).start();
+            process = ChildProcesses.killOnExit(new ProcessBuilder("redis-server", "--port", Integer.toString(port),
+                    "--bind", "127.0.0.1", "--dir", dir.toString(), "--save", "", "--appendonly", "no")
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("redis.log").toFile())).start());
             long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
             while (true) {
                 try (Socket s = new Socket()) {

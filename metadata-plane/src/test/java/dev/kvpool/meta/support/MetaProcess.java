@@ -75,7 +75,8 @@ public final class MetaProcess implements AutoCloseable {
         props.forEach(p -> cmd.add("-D" + p));
         cmd.addAll(List.of("-jar", jar));
         long t0 = System.nanoTime();
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile()).start();
+        Process p = dev.kvpool.testing.ChildProcesses.killOnExit(
+                new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile()).start());
         MetaProcess mp = new MetaProcess(name, out, http, p);
         mp.grpcPort = grpc;
         long end = System.nanoTime() + Duration.ofSeconds(90).toNanos();
