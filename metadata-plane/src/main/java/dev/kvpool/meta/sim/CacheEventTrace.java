@@ -37,12 +37,18 @@ public final class CacheEventTrace {
                                                    LongConsumer progress) {
         Map<String, Object> cfg = Map.of(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
                 ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 5000,
-                ConsumerConfig.CLIENT_ID_CONFIG, "kvpool-trace-reader");
+                ConsumerConfig.CLIENT_ID_CONFIG, "kvpool-trace-reader",
+                ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, false); // a reader creates nothing
         record Query(long tsUs, int partition, long offset, long[] keys) {
         }
         List<Query> queries = new ArrayList<>();
         try (var c = new KafkaConsumer<String, byte[]>(cfg, new StringDeserializer(), new ByteArrayDeserializer())) {
-            var infos = c.partitionsFor(Topics.CACHE, timeout);
+            List<org.apache.kafka.common.PartitionInfo> infos;
+            try {
+                infos = c.partitionsFor(Topics.CACHE, timeout);
+            } catch (org.apache.kafka.common.errors.TimeoutException e) {
+                throw new IllegalArgumentException("no answer from Kafka at " + bootstrap + " within " + timeout);
+            }
             if (infos == null || infos.isEmpty()) {
                 throw new IllegalArgumentException("topic " + Topics.CACHE + " not found at " + bootstrap);
             }
