@@ -1,8 +1,10 @@
 package dev.kvpool.meta.sim;
 
 import dev.kvpool.api.events.CacheEvent;
+import dev.kvpool.api.events.CloudEventHeaders;
 import dev.kvpool.api.events.EventCodec;
 import dev.kvpool.api.events.Topics;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -25,6 +27,8 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * retained record to the end offsets of that moment), without a consumer group: nothing is committed.
  */
 public final class CacheEventTrace {
+    private static final String QUERY_TYPE = CloudEventHeaders.TYPE_CACHE_PREFIX + CacheEvent.GET_CACHE_LOCATION;
+
     private CacheEventTrace() {
     }
 
@@ -73,6 +77,10 @@ public final class CacheEventTrace {
                     if (r.offset() >= end.getOrDefault(new TopicPartition(r.topic(), r.partition()), Long.MAX_VALUE)
                             || instance != null && !instance.equals(r.key())) {
                         continue;
+                    }
+                    var type = r.headers().lastHeader(CloudEventHeaders.TYPE);
+                    if (type != null && !QUERY_TYPE.equals(new String(type.value(), StandardCharsets.UTF_8))) {
+                        continue; // writes, removals and evictions: not parsed (about half of the topic)
                     }
                     CacheEvent e = EventCodec.fromJson(r.value(), CacheEvent.class);
                     if (!CacheEvent.GET_CACHE_LOCATION.equals(e.type()) || e.keys() == null) {
