@@ -88,8 +88,14 @@ final class PolicyBench {
                 blockTokens = o.integer("block-tokens", 16);
                 System.out.printf(Locale.ROOT, "reading kvpool.cache from %s (%s)%n", bootstrap,
                         instance == null ? "every instance" : "instance " + instance);
-                reqs = CacheEventTrace.read(bootstrap, instance, limit, java.time.Duration.ofSeconds(30),
-                        n -> System.out.printf(Locale.ROOT, "  %,d records read%n", n));
+                CacheEventTrace.Recorded rec = CacheEventTrace.read(bootstrap, instance, limit,
+                        java.time.Duration.ofSeconds(30), n -> System.out.printf(Locale.ROOT, "  %,d records read%n", n));
+                reqs = rec.requests();
+                if (rec.missing() > 0) {
+                    System.out.printf(Locale.ROOT, "  warning: the metadata planes reported %,d operations missing from "
+                            + "the topic (dropped while Kafka was slow or down, or undelivered): the replay is partial%n",
+                            rec.missing());
+                }
                 if (reqs.isEmpty()) {
                     throw new IllegalArgumentException("no GetCacheLocation records" + (instance == null ? ""
                             : " of instance " + instance) + " on kvpool.cache at " + bootstrap);

@@ -16,6 +16,12 @@ public final class CloudEventHeaders {
     public static final String TIME = "ce_time";
     public static final String SPEC_VERSION = "ce_specversion";
     public static final String CONTENT_TYPE = "content-type";
+    /**
+     * Extension attribute of {@code kvpool.cache} records: how many of its operations the publishing node dropped
+     * (queue full while Kafka was slow or down) or could not deliver since its previous record; absent when none.
+     * Summed over a topic, it says how much of the recorded workload is missing.
+     */
+    public static final String MISSING_BEFORE = "ce_missingbefore";
 
     public static final String TYPE_BLOCKS = "dev.kvpool.blocks.batch";
     public static final String TYPE_CACHE_PREFIX = "dev.kvpool.cache.";

@@ -4,6 +4,7 @@ import dev.kvpool.api.events.CacheEvent;
 import dev.kvpool.api.events.CloudEventHeaders;
 import dev.kvpool.api.events.EventCodec;
 import dev.kvpool.api.events.Topics;
+import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,6 +42,8 @@ public final class CacheEvents implements AutoCloseable {
     public final AtomicLong published = new AtomicLong();
     public final AtomicLong dropped = new AtomicLong();
     public final AtomicLong failed = new AtomicLong();
+    /** Dropped or undelivered since the last record sent: told to consumers on the next one (ce_missingbefore). */
+    private final AtomicLong missingSinceLast = new AtomicLong();
     private volatile boolean closed;
 
     private CacheEvents() {
@@ -73,6 +76,7 @@ public final class CacheEvents implements AutoCloseable {
     public void offer(CacheEvent e) {
         if (producer != null && !queue.offer(e)) {
             dropped.incrementAndGet();
+            missingSinceLast.incrementAndGet();
         }
     }
 
@@ -101,6 +105,7 @@ public final class CacheEvents implements AutoCloseable {
                 }
             } catch (RuntimeException ex) {
                 failed.addAndGet(batch.size());
+                missingSinceLast.addAndGet(batch.size());
                 batch.clear();
                 LOG.warnf("kvpool.cache publish failed: %s", ex.toString());
             }
@@ -119,11 +124,17 @@ public final class CacheEvents implements AutoCloseable {
         CloudEventHeaders.of(id, source, CloudEventHeaders.TYPE_CACHE_PREFIX + e.type(),
                 Instant.ofEpochSecond(e.triggerTimeUs() / 1_000_000, (e.triggerTimeUs() % 1_000_000) * 1000))
                 .forEach((k, v) -> rec.headers().add(k, v));
+        long missing = missingSinceLast.getAndSet(0);
+        if (missing > 0) {
+            rec.headers().add(CloudEventHeaders.MISSING_BEFORE, Long.toString(missing).getBytes(StandardCharsets.UTF_8));
+        }
         producer.send(rec, (md, ex) -> {
             if (ex == null) {
                 published.incrementAndGet();
             } else {
                 failed.incrementAndGet();
+                // this record's own count, and the record itself, are missing now: the next record says so
+                missingSinceLast.addAndGet(1 + missing);
                 LOG.debugf("kvpool.cache record not delivered: %s", ex.toString()); // counted, in the metrics
             }
         });

@@ -37,8 +37,15 @@ public final class CacheEventTrace {
      * @param limit    at most this many requests
      * @param progress called with the number of records read so far, every 100,000 records
      */
-    public static List<MooncakeTrace.Request> read(String bootstrap, String instance, int limit, Duration timeout,
-                                                   LongConsumer progress) {
+    /**
+     * The queries read, and how many operations the publishing planes reported missing from the topic (dropped
+     * while Kafka was slow or down, or undelivered; of any instance): when that is not 0 the replay is partial.
+     */
+    public record Recorded(List<MooncakeTrace.Request> requests, long missing) {
+    }
+
+    public static Recorded read(String bootstrap, String instance, int limit, Duration timeout,
+                                LongConsumer progress) {
         Map<String, Object> cfg = Map.of(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
                 ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 5000,
                 ConsumerConfig.CLIENT_ID_CONFIG, "kvpool-trace-reader",
@@ -46,6 +53,7 @@ public final class CacheEventTrace {
         record Query(long tsUs, int partition, long offset, long[] keys) {
         }
         List<Query> queries = new ArrayList<>();
+        long missing = 0;
         try (var c = new KafkaConsumer<String, byte[]>(cfg, new StringDeserializer(), new ByteArrayDeserializer())) {
             List<org.apache.kafka.common.PartitionInfo> infos;
             try {
@@ -74,8 +82,14 @@ public final class CacheEventTrace {
                     if (++read % 100_000 == 0 && progress != null) {
                         progress.accept(read);
                     }
-                    if (r.offset() >= end.getOrDefault(new TopicPartition(r.topic(), r.partition()), Long.MAX_VALUE)
-                            || instance != null && !instance.equals(r.key())) {
+                    if (r.offset() >= end.getOrDefault(new TopicPartition(r.topic(), r.partition()), Long.MAX_VALUE)) {
+                        continue;
+                    }
+                    var gap = r.headers().lastHeader(CloudEventHeaders.MISSING_BEFORE);
+                    if (gap != null) {
+                        missing += Long.parseLong(new String(gap.value(), StandardCharsets.UTF_8));
+                    }
+                    if (instance != null && !instance.equals(r.key())) {
                         continue;
                     }
                     var type = r.headers().lastHeader(CloudEventHeaders.TYPE);
@@ -111,7 +125,7 @@ public final class CacheEventTrace {
             // input_length in tokens: unknown here (events carry keys, not the instance's block size)
             out.add(new MooncakeTrace.Request((q.tsUs() - t0) / 1000, 0, q.keys()));
         }
-        return out;
+        return new Recorded(out, missing);
     }
 
     private static boolean reachedEnd(KafkaConsumer<?, ?> c, Map<TopicPartition, Long> end) {

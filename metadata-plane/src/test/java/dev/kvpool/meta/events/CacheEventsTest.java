@@ -102,7 +102,7 @@ class CacheEventsTest extends KvcmTestBase {
         }
         // read back as a workload, the four parts are one query again
         List<MooncakeTrace.Request> recorded = CacheEventTrace.read(KafkaResource.broker().bootstrapServers(), id,
-                Integer.MAX_VALUE, Duration.ofSeconds(10), null);
+                Integer.MAX_VALUE, Duration.ofSeconds(10), null).requests();
         assertEquals(1, recorded.size());
         assertArrayEquals(keys, recorded.get(0).hashIds());
     }
@@ -131,7 +131,7 @@ class CacheEventsTest extends KvcmTestBase {
         long end = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (recorded.size() < trace.size() && System.nanoTime() < end) { // publishing is asynchronous
             recorded = CacheEventTrace.read(KafkaResource.broker().bootstrapServers(), id, Integer.MAX_VALUE,
-                    Duration.ofSeconds(10), null);
+                    Duration.ofSeconds(10), null).requests();
         }
         assertEquals(trace.size(), recorded.size(), "one request per query");
         ReclaimConfig keepAll = new ReclaimConfig(ReclaimPolicy.LRU, 0.9, 0, 0, 0, 5, 0, 0, 60);
@@ -142,6 +142,42 @@ class CacheEventsTest extends KvcmTestBase {
                         recorded.get(i).hashIds()), "hits of request " + i);
             }
         }
+    }
+
+    /**
+     * Operations a plane drops (its queue full while Kafka lags) are not silently missing from the recorded
+     * workload: the next record it sends carries their count (ce_missingbefore), and a reader adds them up.
+     */
+    @Test
+    void operationsDroppedByAFullQueueAreCountedOnTheTopic() throws Exception {
+        String id = uid("drops");
+        CacheEvents events = new CacheEvents(KafkaResource.broker().bootstrapServers(), "drop-test", 1, Map.of());
+        int offered = 0;
+        try {
+            while (events.dropped.get() == 0 && offered < 1_000_000) { // a queue of 1 cannot keep up with this loop
+                events.offer(query(id, offered++));
+            }
+            long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            while (events.published.get() + events.failed.get() < offered - events.dropped.get()
+                    && System.nanoTime() < until) {
+                Thread.sleep(20);
+            }
+            events.offer(query(id, offered++)); // carries whatever was dropped after the last record sent
+        } finally {
+            events.close();
+        }
+        long dropped = events.dropped.get();
+        assertTrue(dropped > 0);
+        assertEquals(0, events.failed.get());
+        CacheEventTrace.Recorded r = CacheEventTrace.read(KafkaResource.broker().bootstrapServers(), id,
+                Integer.MAX_VALUE, Duration.ofSeconds(10), null);
+        assertEquals(offered - dropped, r.requests().size(), "every operation not dropped is on the topic");
+        assertEquals(dropped, r.missing(), "and the dropped ones are counted there");
+    }
+
+    private static CacheEvent query(String id, int n) {
+        return new CacheEvent(CacheEvent.GET_CACHE_LOCATION, id, CacheEvents.nowMicros(), "QT_PREFIX_MATCH",
+                new long[] {n, n + 1L}, 0, null, 0, null, null, null);
     }
 
     /** This instance's records up to the first of type {@code until} (30 s at most). */
