@@ -83,6 +83,7 @@ public final class Main {
                                [--lfu-decay 60] [--limit N] [--svg-dir docs/img|none]
                                kafka:<bootstrap> replays the traffic recorded on kvpool.cache: [--instance ID]
                                (default: all) [--block-tokens 16] (the instance's block size, for token capacities)
+                               [--writes recorded|misses] (as recorded, or each query writing what it missed)
                       agent    [disk|pool|events|all] (data agent vs fio / summed bandwidth / Kafka's producer tool;
                                see data-agent/README.md)
                       gpu      [--blocks 256K,2M] [--batch-mib 256] [--rounds 7] (GPU tier vs PyTorch's copies and

@@ -39,7 +39,7 @@ final class PolicyBench {
 
     /** @param parent hash id → the id before it in a request (ids are prefix-chained) */
     record Trace(String name, Path file, List<MooncakeTrace.Request> requests, long blocks, long distinct,
-                 Map<Long, Long> parent, int blockTokens) {
+                 Map<Long, Long> parent, int blockTokens, List<CacheEventTrace.Op> ops) {
     }
 
     /** Cached blocks whose parent is not cached are sampled every this many requests. */
@@ -81,6 +81,7 @@ final class PolicyBench {
             Path file;
             String name;
             int blockTokens = MooncakeTrace.BLOCK_SIZE;
+            List<CacheEventTrace.Op> ops = null;
             if (t.startsWith("kafka:")) {
                 // the traffic a running pool recorded on kvpool.cache: what another policy or quota would have done
                 String bootstrap = t.substring("kafka:".length());
@@ -91,6 +92,10 @@ final class PolicyBench {
                 CacheEventTrace.Recorded rec = CacheEventTrace.read(bootstrap, instance, limit,
                         java.time.Duration.ofSeconds(30), n -> System.out.printf(Locale.ROOT, "  %,d records read%n", n));
                 reqs = rec.requests();
+                // writes as recorded (default), or as a connector's: each query writes what it missed
+                if (!opt.getOrDefault("writes", "recorded").equals("misses")) {
+                    ops = rec.ops();
+                }
                 if (rec.missing() > 0) {
                     System.out.printf(Locale.ROOT, "  warning: the metadata planes reported %,d operations missing from "
                             + "the topic (dropped while Kafka was slow or down, or undelivered): the replay is partial%n",
@@ -125,7 +130,7 @@ final class PolicyBench {
                     }
                 }
             }
-            traces.add(new Trace(name, file, reqs, blocks, distinct.size(), parent, blockTokens));
+            traces.add(new Trace(name, file, reqs, blocks, distinct.size(), parent, blockTokens, ops));
         }
 
         System.out.printf(Locale.ROOT, "eviction policies: water level %.0f %% of the quota, step %d %% of the blocks per round, "
@@ -141,7 +146,9 @@ final class PolicyBench {
         long all0 = System.nanoTime();
         for (Trace t : traces) {
             // ceiling: a quota the trace cannot fill (even at the water level), so nothing is ever evicted
-            long big = (long) Math.ceil(t.blocks / Math.max(0.01, water)) + 1024;
+            long writes = t.ops == null ? 0 : t.ops.stream().filter(CacheEventTrace.Op::write)
+                    .mapToLong(op -> op.keys().length).sum(); // recorded saves of blocks never asked for
+            long big = (long) Math.ceil((t.blocks + writes) / Math.max(0.01, water)) + 1024;
             Result u = replay(t, ReclaimPolicy.LRU, -1, big, water, stepPct, lfuDecay);
             if (u.evicted != 0 || u.refused != 0) {
                 throw new IllegalStateException("unbounded run evicted or refused blocks: " + u);
@@ -180,9 +187,18 @@ final class PolicyBench {
         long t0 = System.nanoTime();
         try (TraceSimulation sim = new TraceSimulation(cfg, capBlocks, t.blockTokens)) {
             long orphans = 0, sampled = 0, sampleNanos = 0;
-            for (var r : t.requests) {
-                sim.request(T0 + r.timestampMs(), r.hashIds());
-                if (sim.requests % ORPHAN_SAMPLE_EVERY == 0) {
+            int n = t.ops != null ? t.ops.size() : t.requests.size();
+            for (int i = 0; i < n; i++) {
+                long before = sim.requests;
+                if (t.ops == null) {
+                    var r = t.requests.get(i);
+                    sim.request(T0 + r.timestampMs(), r.hashIds());
+                } else if (t.ops.get(i).write()) {
+                    sim.write(T0 + t.ops.get(i).tsMs(), t.ops.get(i).keys());
+                } else {
+                    sim.query(T0 + t.ops.get(i).tsMs(), t.ops.get(i).keys());
+                }
+                if (sim.requests != before && sim.requests % ORPHAN_SAMPLE_EVERY == 0) {
                     long s0 = System.nanoTime();
                     Set<Long> cached = sim.cached();
                     for (long k : cached) {

@@ -125,30 +125,60 @@ public final class TraceSimulation implements AutoCloseable {
 
     public int request(Instance inst, long tsMs, long[] keys) {
         clock.set(tsMs);
+        int hits = prefixQuery(inst, keys);
+        if (hits < keys.length) {
+            save(inst, keys, keys.length - hits);
+        }
+        reclaim(tsMs);
+        return hits;
+    }
+
+    /** A query alone (a recorded workload replays its writes as they happened): the prefix hit length. */
+    public int query(long tsMs, long[] keys) {
+        clock.set(tsMs);
+        int hits = prefixQuery(inst, keys);
+        reclaim(tsMs);
+        return hits;
+    }
+
+    /** A write alone, of whichever of {@code keys} are not cached, each one written successfully. */
+    public void write(long tsMs, long[] keys) {
+        clock.set(tsMs);
+        save(inst, keys, keys.length);
+        reclaim(tsMs);
+    }
+
+    private int prefixQuery(Instance inst, long[] keys) {
         requests++;
         int hits = query.prefix(inst, keys, Mask.EMPTY, new Counting()).count();
         queriedBlocks += keys.length;
         hitBlocks += hits;
-        if (hits < keys.length) {
-            try {
-                WritePath.StartOutcome o = write.start(inst, keys, List.of(), 30, 1);
-                int n = o.locations().size();
-                boolean[] ok = new boolean[n];
-                java.util.Arrays.fill(ok, true);
-                var mask = dev.kvpool.api.proto.meta.BlockMask.newBuilder()
-                        .setBoolMasks(dev.kvpool.api.proto.meta.BoolMasksType.newBuilder()
-                                .addAllValues(java.util.Collections.nCopies(n, true))).build();
-                write.finish(inst, o.sessionId(), Mask.of(mask), store::sessionOwner);
-                writtenBlocks += n;
-            } catch (KvcmError e) {
-                refusedBlocks += keys.length - hits; // hard quota reached: the blocks are simply not cached
+        return hits;
+    }
+
+    /** @param missing how many blocks count as refused when the hard quota refuses the write */
+    private void save(Instance inst, long[] keys, int missing) {
+        try {
+            WritePath.StartOutcome o = write.start(inst, keys, List.of(), 30, 1);
+            int n = o.locations().size();
+            if (o.sessionId() == null || o.sessionId().isEmpty()) {
+                return; // nothing new to write
             }
+            var mask = dev.kvpool.api.proto.meta.BlockMask.newBuilder()
+                    .setBoolMasks(dev.kvpool.api.proto.meta.BoolMasksType.newBuilder()
+                            .addAllValues(java.util.Collections.nCopies(n, true))).build();
+            write.finish(inst, o.sessionId(), Mask.of(mask), store::sessionOwner);
+            writtenBlocks += n;
+        } catch (KvcmError e) {
+            refusedBlocks += missing; // hard quota reached: the blocks are simply not cached
         }
+    }
+
+    private void reclaim(long tsMs) {
         GroupConfig g = registry.group(GROUP);
         for (int round = 0; round < 64 && reclaimer.runGroup(g, tsMs) > 0; round++) {
             write.drain();
         }
-        return hits;
     }
 
     public double hitRate() {

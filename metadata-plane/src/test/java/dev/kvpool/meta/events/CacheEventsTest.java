@@ -127,20 +127,41 @@ class CacheEventsTest extends KvcmTestBase {
             }
         }
         assertTrue(planeHits.stream().mapToInt(Integer::intValue).sum() > 0, "the trace shares prefixes");
-        List<MooncakeTrace.Request> recorded = List.of();
+        CacheEventTrace.Recorded rec = null;
         long end = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (recorded.size() < trace.size() && System.nanoTime() < end) { // publishing is asynchronous
-            recorded = CacheEventTrace.read(KafkaResource.broker().bootstrapServers(), id, Integer.MAX_VALUE,
-                    Duration.ofSeconds(10), null).requests();
+        while ((rec == null || rec.requests().size() < trace.size()) && System.nanoTime() < end) { // sent async
+            rec = CacheEventTrace.read(KafkaResource.broker().bootstrapServers(), id, Integer.MAX_VALUE,
+                    Duration.ofSeconds(10), null);
         }
+        List<MooncakeTrace.Request> recorded = rec.requests();
         assertEquals(trace.size(), recorded.size(), "one request per query");
         ReclaimConfig keepAll = new ReclaimConfig(ReclaimPolicy.LRU, 0.9, 0, 0, 0, 5, 0, 0, 60);
+        // as a connector: each query writes what it missed
         try (TraceSimulation sim = new TraceSimulation(keepAll, 10_000_000, 16)) {
             for (int i = 0; i < trace.size(); i++) {
                 assertArrayEquals(trace.get(i).hashIds(), recorded.get(i).hashIds(), "request " + i);
                 assertEquals(planeHits.get(i), sim.request(1_763_800_000_000L + recorded.get(i).timestampMs(),
                         recorded.get(i).hashIds()), "hits of request " + i);
             }
+        }
+        // the writes as recorded, in between
+        try (TraceSimulation sim = new TraceSimulation(keepAll, 10_000_000, 16)) {
+            int q = 0;
+            for (CacheEventTrace.Op op : rec.ops()) {
+                if (op.write()) {
+                    sim.write(1_763_800_000_000L + op.tsMs(), op.keys());
+                } else {
+                    assertEquals(planeHits.get(q), sim.query(1_763_800_000_000L + op.tsMs(), op.keys()),
+                            "hits of request " + q + " with the recorded writes");
+                    q++;
+                }
+            }
+            assertEquals(trace.size(), q);
+            long missed = 0;
+            for (int i = 0; i < trace.size(); i++) {
+                missed += planeHits.get(i) < trace.get(i).hashIds().length ? 1 : 0;
+            }
+            assertEquals(missed, rec.ops().stream().filter(CacheEventTrace.Op::write).count(), "one write per miss");
         }
     }
 
