@@ -12,8 +12,11 @@ public final class SlabFiles {
     private SlabFiles() {
     }
 
+    /** What the checksum records' file name adds to its slab's. */
+    public static final String SUFFIX = ".crc";
+
     /** The checksum records of {@code slab}: 8 bytes per slot, at {@code blkid × 8}. */
     public static Path checksums(Path slab) {
-        return slab.resolveSibling(slab.getFileName() + ".crc");
+        return slab.resolveSibling(slab.getFileName() + SUFFIX);
     }
 }

@@ -4,6 +4,7 @@ import dev.kvpool.api.hash.KvcmHash;
 import dev.kvpool.api.proto.meta.CacheLocation;
 import dev.kvpool.api.proto.meta.LocationSpec;
 import dev.kvpool.api.proto.meta.StorageType;
+import dev.kvpool.api.storage.SlabFiles;
 import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.storage.SlotAllocator;
 import dev.kvpool.meta.storage.Storage;
@@ -58,14 +59,49 @@ public final class Locations {
     /** Local paths holding a location's bytes, for storages this process can reach (file, hf3fs mounts). */
     public static List<Path> localFiles(Instance inst, Storage st, long key, long b, int specGroup) {
         List<Path> out = new ArrayList<>();
-        if (st.kind == StorageKind.MOONCAKE || st.kind == StorageKind.PACE) {
+        if (!st.usesFiles()) {
             return out;
         }
-        String base = st.kind == StorageKind.FILE ? st.basePath : st.basePath + "/";
         String file = fileName(st, key, b);
         for (int i : inst.specGroups[specGroup]) {
-            out.add(Path.of(base + inst.id + "/" + inst.specNames[i] + "/" + file));
+            out.add(specDir(inst, st, i).resolve(file));
         }
         return out;
+    }
+
+    /** The directories of an instance's files on a file-type storage, one per spec name. */
+    public static List<Path> fileDirs(Instance inst, Storage st) {
+        List<Path> out = new ArrayList<>();
+        if (st.usesFiles()) {
+            for (int i = 0; i < inst.specNames.length; i++) {
+                out.add(specDir(inst, st, i));
+            }
+        }
+        return out;
+    }
+
+    private static Path specDir(Instance inst, Storage st, int spec) {
+        String base = st.kind == StorageKind.FILE ? st.basePath : st.basePath + "/";
+        return Path.of(base + inst.id + "/" + inst.specNames[spec]);
+    }
+
+    /**
+     * The file number in a name {@link #fileName} gives (or in the agents' checksum sidecar of such a file);
+     * -1 for any other name, which no sweep may touch.
+     */
+    public static long fileNumber(String name) {
+        String n = name.endsWith(SlabFiles.SUFFIX) ? name.substring(0, name.length() - SlabFiles.SUFFIX.length()) : name;
+        if (!n.startsWith("slab_") || n.length() < 13 || n.length() > 15) { // 8 to 10 hex digits: file << 24 fits a long
+            return -1;
+        }
+        long v = 0;
+        for (int i = 5; i < n.length(); i++) {
+            int d = Character.digit(n.charAt(i), 16);
+            if (d < 0 || Character.isUpperCase(n.charAt(i))) {
+                return -1;
+            }
+            v = v << 4 | d;
+        }
+        return v;
     }
 }

@@ -70,6 +70,7 @@ public class MetaRuntime {
     private KvcmMeta kvcm;
     private Leadership leadership;
     private Reclaimer reclaimer;
+    private dev.kvpool.meta.reclaim.FileSweep fileSweep;
     private CacheEvents events = CacheEvents.OFF;
     private DeferredTouchIndex.Toucher toucher;
     private final java.util.Map<String, Counter> evictionCounters = new java.util.concurrent.ConcurrentHashMap<>();
@@ -216,6 +217,15 @@ public class MetaRuntime {
                         remoteStore() ? cfg.write().maxTimeoutSeconds() + cfg.redis().sessionGrace().toSeconds() + 60 : 0,
                         cfg.reclaim().queueLimit(), cfg.reclaim().passPage()));
         reclaimer.sweepAfterLostReplicas(leadership);
+        java.time.Duration orphanAge = cfg.files().orphanAge();
+        java.time.Duration floor = java.time.Duration.ofSeconds(cfg.write().maxTimeoutSeconds() + 60L);
+        if (orphanAge.compareTo(floor) < 0) {
+            LOG.warnf("kvpool.meta.files.orphan-age %s is shorter than the longest write timeout plus a minute; "
+                    + "using %s", orphanAge, floor);
+            orphanAge = floor;
+        }
+        fileSweep = new dev.kvpool.meta.reclaim.FileSweep(registry, leadership::isLeader,
+                new dev.kvpool.meta.reclaim.FileSweep.Settings(cfg.files().sweepInterval(), orphanAge));
         setUpAuth(); // before ready: a call must never pass unchecked
         registerGauges();
         return redisLead;
@@ -284,6 +294,7 @@ public class MetaRuntime {
         if (cfg.reclaim().enabled()) {
             reclaimer.start();
         }
+        fileSweep.start();
         long period = cfg.write().expiryPeriod().toMillis();
         var expiryFailures = new FailureLog(LOG, "session expiry", java.time.Duration.ofSeconds(30),
                 StoreException.class::isInstance);
@@ -442,6 +453,9 @@ public class MetaRuntime {
         if (reclaimer != null) {
             reclaimer.close();
         }
+        if (fileSweep != null) {
+            fileSweep.close();
+        }
         events.close();
         // purges whose reader lease is running finish here rather than lapse with the process; any left are
         // reported before this replica leaves, so the leader sweeps for them
@@ -540,6 +554,14 @@ public class MetaRuntime {
                     .description("write sessions failed by timeout since start").register(meters);
             Gauge.builder("kvpool.meta.locations.deleted", write, w -> w.locationsDeleted.get()).register(meters);
             Gauge.builder("kvpool.meta.files.deleted", write, w -> w.filesDeleted.get()).register(meters);
+            Gauge.builder("kvpool.meta.files.orphans.deleted", fileSweep, f -> f.filesDeleted.get())
+                    .description("files of file-type storages that held no block, deleted by the storage sweep")
+                    .register(meters);
+            Gauge.builder("kvpool.meta.files.orphans.deleted.bytes", fileSweep, f -> f.bytesDeleted.get())
+                    .description("bytes of those files").register(meters);
+            Gauge.builder("kvpool.meta.files.sweeps", fileSweep, f -> f.sweeps.get())
+                    .description("storage sweeps run to their end on this replica (dry runs included)")
+                    .register(meters);
         }
         for (var g : registry.groups()) {
             if (gauged.add("g:" + g.name())) {
@@ -626,6 +648,10 @@ public class MetaRuntime {
      */
     public boolean locatesAsync(String instanceId) {
         return remoteStore() && registry.instance(instanceId) != null;
+    }
+
+    public dev.kvpool.meta.reclaim.FileSweep fileSweep() {
+        return fileSweep;
     }
 
     public Reclaimer reclaimer() {

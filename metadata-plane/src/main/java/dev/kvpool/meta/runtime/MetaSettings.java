@@ -48,6 +48,23 @@ public interface MetaSettings {
     @WithName("meta.reclaim")
     Reclaim reclaim();
 
+    @WithName("meta.files")
+    FileStorage files();
+
+    /** Files of file-type storages (file, hf3fs) that hold no block. */
+    interface FileStorage {
+        /** How often the leader sweeps them away (0: only on request, POST /api/v1/storage/sweeps). */
+        @WithDefault("1h")
+        Duration sweepInterval();
+
+        /**
+         * Such a file is kept until it has not been written for this long (a writer past its deadline may still
+         * be at work); at least the longest write timeout plus a minute.
+         */
+        @WithDefault("1h")
+        Duration orphanAge();
+    }
+
     /** "embedded" or "redis". */
     @WithName("meta.store")
     @WithDefault("embedded")

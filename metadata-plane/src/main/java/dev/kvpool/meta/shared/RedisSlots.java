@@ -84,6 +84,12 @@ public final class RedisSlots implements Slots {
               end
             end
             return emptied""");
+    // fresh slots start at file ARGV[1] or later (ARGV[2]: slots per file); the frontier never moves back
+    private static final Lua.Script OPEN_FROM = Lua.Script.of("open_from", """
+            local want = tonumber(ARGV[1]) * tonumber(ARGV[2])
+            local nxt = tonumber(redis.call('HGET', KEYS[1], 'next') or '0')
+            if nxt < want then redis.call('HSET', KEYS[1], 'next', string.format('%.0f', want)) end
+            return 0""");
     /** Addresses per free script call (Lua's unpack and argument limits stay far away). */
     private static final int FREE_BATCH = 4000;
 
@@ -195,19 +201,24 @@ public final class RedisSlots implements Slots {
         }
         Request free = Request.cmd(Command.SADD).arg(kFree);
         int members = 0;
-        int u = 0;
-        for (long i = 0; i < next; i++) { // every index below next that is not in use
-            while (u < used.length && used[u] < i) {
-                u++;
-            }
-            if (u < used.length && used[u] == i) {
-                continue;
-            }
-            free.arg(Long.toString(SlotAllocator.address(i / slotsPerFile, (int) (i % slotsPerFile))));
-            if (++members == 4096) {
-                redis.send(free, "rebuild free slots");
-                free = Request.cmd(Command.SADD).arg(kFree);
-                members = 0;
+        // the unused slots of files that hold a block; a file without one was emptied, and its number is never
+        // handed out again (the in-process allocator does the same; the storage sweep relies on it)
+        for (int u = 0; u < used.length; ) {
+            long file = used[u] / slotsPerFile;
+            long end = Math.min(next, (file + 1) * slotsPerFile);
+            for (long i = file * slotsPerFile; i < end; i++) {
+                if (u < used.length && used[u] == i) {
+                    while (u < used.length && used[u] == i) {
+                        u++;
+                    }
+                    continue;
+                }
+                free.arg(Long.toString(SlotAllocator.address(file, (int) (i % slotsPerFile))));
+                if (++members == 4096) {
+                    redis.send(free, "rebuild free slots");
+                    free = Request.cmd(Command.SADD).arg(kFree);
+                    members = 0;
+                }
             }
         }
         if (members > 0) {
@@ -231,5 +242,28 @@ public final class RedisSlots implements Slots {
     public int files() {
         Response r = redis.send(Request.cmd(Command.HLEN).arg(kFiles), "slot files");
         return r == null ? 0 : r.toInteger();
+    }
+
+    @Override
+    public boolean[] live(long[] files) {
+        boolean[] out = new boolean[files.length];
+        if (files.length == 0) {
+            return out;
+        }
+        Request r = Request.cmd(Command.HMGET).arg(kFiles);
+        for (long f : files) {
+            r.arg(f);
+        }
+        Response counts = redis.send(r, "slot counts of " + files.length + " files");
+        for (int i = 0; i < files.length; i++) {
+            Response c = counts.get(i);
+            out[i] = c != null && c.toLong() > 0;
+        }
+        return out;
+    }
+
+    @Override
+    public void openFilesFrom(long file) {
+        redis.eval(OPEN_FROM, keys(), List.of(file, slotsPerFile), "open files from " + file);
     }
 }

@@ -1,8 +1,6 @@
 package dev.kvpool.meta.storage;
 
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
 
@@ -135,7 +133,17 @@ public final class SlotAllocator implements Slots {
         return used.size();
     }
 
-    public synchronized List<Long> fileNumbers() {
-        return new ArrayList<>(used.keySet());
+    @Override
+    public synchronized boolean[] live(long[] files) {
+        boolean[] out = new boolean[files.length];
+        for (int i = 0; i < files.length; i++) {
+            out[i] = used.containsKey(files[i]);
+        }
+        return out;
+    }
+
+    @Override
+    public synchronized void openFilesFrom(long file) {
+        nextFile = Math.max(nextFile, file);
     }
 }

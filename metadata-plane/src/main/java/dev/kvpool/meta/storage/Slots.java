@@ -37,4 +37,14 @@ public interface Slots {
     int usedSlots();
 
     int files();
+
+    /** For each file number: whether the file holds a used slot (a block served, being written or deleted). */
+    boolean[] live(long[] files);
+
+    /**
+     * Never opens a file below {@code file} afresh from now on. A file below that number which {@link #live} does not
+     * call live then holds no block and never will again: the storage sweep's guarantee that a file it
+     * deletes is not handed out meanwhile (numbers restart low after a rebuild from an emptied index).
+     */
+    void openFilesFrom(long file);
 }

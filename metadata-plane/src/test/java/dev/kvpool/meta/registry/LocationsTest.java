@@ -122,6 +122,24 @@ class LocationsTest {
     }
 
     @Test
+    void fileNumbersAreReadBackOnlyFromNamesThePlaneGives() {
+        Instance inst = instance("inst", "tp0", 100, "tp1", 100);
+        Storage st = file("s", "/tmp/1", 4);
+        assertEquals(List.of(Path.of("/tmp/1/inst/tp0"), Path.of("/tmp/1/inst/tp1")), Locations.fileDirs(inst, st));
+        for (long f : new long[] {0, 7, 0xabcdef, 0x12345678L, 0xff_ffff_ffffL}) {
+            Path p = Locations.localFiles(inst, st, 1, SlotAllocator.address(f, 3), 0).get(0);
+            assertEquals(f, Locations.fileNumber(p.getFileName().toString()));
+            assertEquals(f, Locations.fileNumber(dev.kvpool.api.storage.SlabFiles.checksums(p).getFileName().toString()));
+        }
+        for (String other : new String[] {"slab_", "slab_0000000", "slab_0000000A", "slab_0000000g", "slab_00000001.tmp",
+                "slab_00000001.crc.bak", "xslab_00000001", "notes.txt", "slab_-0000001", "slab_000000000000000"}) {
+            assertEquals(-1, Locations.fileNumber(other), other);
+        }
+        assertTrue(Locations.fileDirs(inst, new Storage("mc1", StorageKind.MOONCAKE, 3, "", 1,
+                JSON.createObjectNode(), true)).isEmpty());
+    }
+
+    @Test
     void specGroupsAndFilters() {
         Instance inst = instance("i", "tp0", 10, "tp1", 20, "tp2", 30); // group "g" = {tp2}
         Storage st = file("n", "/r/", 8);

@@ -169,4 +169,33 @@ class RedisSlotsTest {
         assertEquals(3 * files, free.size());
         assertEquals(files, SlotAllocator.file(s.allocate(1)[0]), "then a new file");
     }
+
+    @Test
+    void liveFilesAndAFrontierThatOnlyMovesForward() throws Exception {
+        RedisSlots s = slots(4);
+        long[] a = s.allocate(12); // files 0, 1, 2
+        assertArrayEquals(new boolean[] {true, true, true, false}, s.live(new long[] {0, 1, 2, 3}));
+        assertArrayEquals(new long[] {a[7]}, s.freeAll(Arrays.copyOfRange(a, 4, 8)));
+        assertArrayEquals(new boolean[] {true, false, true}, s.live(new long[] {0, 1, 2}));
+        assertArrayEquals(new boolean[0], s.live(new long[0]));
+        s.openFilesFrom(9);
+        s.openFilesFrom(5); // never back
+        for (long x : s.allocate(5)) {
+            assertTrue(SlotAllocator.file(x) >= 9, "file " + SlotAllocator.file(x));
+        }
+        assertArrayEquals(new boolean[] {false, true, true}, s.live(new long[] {1, 9, 10}));
+    }
+
+    /** A file with no used slot at a rebuild was emptied (and deleted, or left to the storage sweep). */
+    @Test
+    void rebuildHandsOutNoSlotOfAFileThatHoldsNothing() throws Exception {
+        RedisSlots s = slots(4);
+        s.rebuild(new long[] {at(0, 0), at(3, 1)}); // files 1 and 2 hold nothing
+        assertArrayEquals(new boolean[] {true, false, false, true}, s.live(new long[] {0, 1, 2, 3}));
+        Set<Long> files = new HashSet<>();
+        for (long x : s.allocate(8)) {
+            files.add(SlotAllocator.file(x));
+        }
+        assertEquals(Set.of(0L, 3L, 4L), files, "free slots of files 0 and 3 (3 + 1), then file 4");
+    }
 }

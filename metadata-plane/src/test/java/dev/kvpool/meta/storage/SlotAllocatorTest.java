@@ -35,6 +35,28 @@ class SlotAllocatorTest {
     }
 
     @Test
+    void filesBelowTheFrontierWithoutAUsedSlotNeverComeBack() {
+        SlotAllocator s = new SlotAllocator(4);
+        long[] a = s.allocate(12); // files 0, 1, 2
+        assertArrayEquals(new boolean[] {true, true, true, false}, s.live(new long[] {0, 1, 2, 3}));
+        for (int i = 4; i < 8; i++) {
+            s.free(a[i]); // file 1 empties
+        }
+        assertArrayEquals(new boolean[] {true, false, true}, s.live(new long[] {0, 1, 2}));
+        s.openFilesFrom(9);
+        s.openFilesFrom(5); // never back
+        long[] next = s.allocate(5);
+        for (long x : next) {
+            assertTrue(SlotAllocator.file(x) >= 9, "file " + SlotAllocator.file(x));
+        }
+        s.rebuild(new long[] {at(0, 0), at(4, 1)}); // files 1 to 3 hold nothing: not reopened
+        for (long x : s.allocate(10)) {
+            long f = SlotAllocator.file(x);
+            assertTrue(f == 0 || f == 4 || f >= 5, "file " + f);
+        }
+    }
+
+    @Test
     void freedSlotsAreReusedBeforeANewFileOpens() {
         SlotAllocator s = new SlotAllocator(4);
         s.allocate(8); // files 0 and 1 full
