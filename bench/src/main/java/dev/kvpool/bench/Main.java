@@ -65,18 +65,21 @@ public final class Main {
             case "writes" -> WriteBench.run(opt);
             case "deletes" -> DeleteBench.run(opt);
             case "reclaim" -> ReclaimBench.run(opt);
+            case "sweep" -> SweepBench.run(opt);
             case "agent" -> dev.kvpool.bench.agent.AgentBench.run(opt,
                     args.length > 1 && !args[1].startsWith("--") ? args[1] : "all");
             case "gpu" -> dev.kvpool.bench.agent.GpuBench.run(opt);
             case "heap" -> HeapPerBlock.main(opt.containsKey("blocks") ? new String[] {opt.get("blocks")} : new String[0]);
             default -> System.out.println("""
-                    usage: ./kvpool bench <replay|prefix|writes|deletes|reclaim|heap|policies|agent|gpu> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
+                    usage: ./kvpool bench <replay|prefix|writes|deletes|reclaim|sweep|heap|policies|agent|gpu> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
                       replay   [--trace ../shared/data/mooncake/conversation_trace.jsonl] [--limit N]
                       prefix   [--keys 1024] [--rounds 10] [--iters 200] [--warmup 3000] [--grpc 127.0.0.1:6381]
                       writes   [--threads 4] [--batch 64] [--batches 200] [--rounds 6]
                       deletes  [--blocks 32768] [--batch 1024] [--rounds 4]   (RemoveCache until purged vs pipelined HDEL)
                       reclaim  [--blocks 1000000] [--step 1000] [--keep 0.5] [--fill-seconds 200] [--policy PREFIX_LRU]
                                (PREFIX_LRU eviction vs one HSCAN pass per round; a plane of its own)
+                      sweep    [--blocks 100000] [--orphans 200000] [--rounds 3]   (storage sweep of files holding
+                               no block vs find -mmin +60 -delete; on the host of the plane's file storage)
                       heap     [--blocks 10000000]   (run with a large -Xmx; ./kvpool bench uses -Xmx4g)
                       policies [--trace conversation|synthetic|both|<file.jsonl>|kafka:<bootstrap>] [--capacities 1M,3M,10M,30M]
                                [--policies LRU,LFU,TTL,PREFIX_LRU] [--water 0.9] [--step-percentage 5]

@@ -61,7 +61,7 @@ public final class FileSweep implements AutoCloseable {
     public record Report(String state, boolean dry_run, String trigger, long started_at_ms, long took_ms,
                          long min_age_seconds, int dirs_done, int dirs_total, long scanned, long orphan_files,
                          long orphan_bytes, long recent_orphans, long deleted_files, long deleted_bytes,
-                         List<DirReport> dirs, String error) {
+                         List<DirReport> dirs, List<String> unreadable_dirs, String error) {
     }
 
     private final Registry registry;
@@ -136,7 +136,7 @@ public final class FileSweep implements AutoCloseable {
             }
             current = r;
         }
-        Report done;
+        Report done = null;
         try {
             r.sweep();
             done = r.report("done", null);
@@ -152,10 +152,10 @@ public final class FileSweep implements AutoCloseable {
         } finally {
             sweeps.incrementAndGet();
             synchronized (this) {
-                current = null;
+                last = done != null ? done : r.report("failed", "stopped");
+                current = null; // after last: status() never shows an older sweep in between
             }
         }
-        last = done;
         return done;
     }
 
@@ -172,6 +172,7 @@ public final class FileSweep implements AutoCloseable {
         final long minAgeMs = settings.minAge().toMillis();
         final AtomicLong scanned = new AtomicLong();
         final List<DirReport> dirs = java.util.Collections.synchronizedList(new ArrayList<>());
+        final List<String> unreadable = java.util.Collections.synchronizedList(new ArrayList<>());
         volatile int dirsTotal;
         volatile int dirsDone;
 
@@ -197,7 +198,13 @@ public final class FileSweep implements AutoCloseable {
             dirsTotal = work.size();
             for (Work w : work) {
                 if (registry.instance(w.inst().id) == w.inst()) { // removed meanwhile: its files went with it
-                    sweepDir(w.inst(), w.st(), w.dir());
+                    try {
+                        sweepDir(w.inst(), w.st(), w.dir());
+                    } catch (IOException | java.nio.file.DirectoryIteratorException e) {
+                        // one bad directory (permissions, a failing mount) does not stop the others
+                        unreadable.add(w.dir() + ": " + e.getMessage());
+                        LOG.warnf("storage sweep: cannot read %s: %s", w.dir(), e.toString());
+                    }
                 }
                 dirsDone++;
             }
@@ -294,6 +301,10 @@ public final class FileSweep implements AutoCloseable {
             synchronized (dirs) {
                 ds = List.copyOf(dirs);
             }
+            List<String> bad;
+            synchronized (unreadable) {
+                bad = List.copyOf(unreadable);
+            }
             long orphans = 0, bytes = 0, recent = 0, deleted = 0, deletedBytes = 0;
             for (DirReport d : ds) {
                 orphans += d.orphan_files();
@@ -304,7 +315,7 @@ public final class FileSweep implements AutoCloseable {
             }
             return new Report(state, dryRun, trigger, startedMs, System.currentTimeMillis() - startedMs,
                     minAgeMs / 1000, dirsDone, dirsTotal, scanned.get(), orphans, bytes, recent, deleted,
-                    deletedBytes, ds, error);
+                    deletedBytes, ds, bad, error);
         }
     }
 }

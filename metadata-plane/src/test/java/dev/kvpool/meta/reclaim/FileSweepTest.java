@@ -193,4 +193,27 @@ class FileSweepTest {
             }
         }
     }
+
+    /** A directory that cannot be read (here: a file where it should be) is reported; the others are swept. */
+    @ParameterizedTest
+    @EnumSource(Allocator.class)
+    void anUnreadableDirectoryIsReportedAndTheOthersAreStillSwept(Allocator alloc) throws Exception {
+        try (RedisGroup rg = group(dir, alloc)) {
+            Storage st = rg.registry.storages().iterator().next();
+            Instance other = RedisGroup.register(rg.registry, "i2");
+            Path good = Locations.fileDirs(rg.inst, st).getFirst();
+            Path bad = Locations.fileDirs(other, st).getFirst();
+            written(good, 3, OLD);
+            Files.createDirectories(bad.getParent());
+            Files.writeString(bad, "a file where a directory should be");
+            FileSweep sweep = new FileSweep(rg.registry, () -> true, new FileSweep.Settings(Duration.ZERO, MIN_AGE));
+            FileSweep.Report r = sweep.sweepNow(false);
+            assertEquals("done", r.state());
+            assertEquals(1, r.unreadable_dirs().size(), () -> "unreadable: " + r.unreadable_dirs());
+            assertTrue(r.unreadable_dirs().getFirst().startsWith(bad.toString()), r.unreadable_dirs().getFirst());
+            assertEquals(2, only(r).deleted_files());
+            assertEquals(r.dirs_total(), r.dirs_done());
+            assertTrue(Files.exists(bad), "left alone");
+        }
+    }
 }
