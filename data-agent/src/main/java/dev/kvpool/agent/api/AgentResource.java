@@ -162,7 +162,8 @@ public class AgentResource {
                     "dropped", s.poolBacklogDropped(), "gone", s.poolBacklogGone(),
                     "kept_from_last_run", s.poolBacklogKeptFromLastRun()));
             m.put("pool", Map.of("checksum_failures", s.pool().checksumFailures(),
-                    "write_failures", s.pool().writeFailures(), "late_skips", s.pool().lateSkips()));
+                    "write_failures", s.pool().writeFailures(), "late_skips", s.pool().lateSkips(),
+                    "late_retries", s.poolLateRetries()));
         }
         if (agent.publisher() != null) {
             m.put("events", Map.of("next_seq", agent.publisher().nextSeq(), "sent_batches", agent.publisher().sentBatches(),

@@ -122,6 +122,7 @@ public class AgentService {
             gauge("kvpool_agent_pool_backlog_written_total", store, BlockStore::poolBacklogWritten);
             gauge("kvpool_agent_pool_backlog_dropped_total", store, BlockStore::poolBacklogDropped);
             gauge("kvpool_agent_pool_backlog_gone_total", store, BlockStore::poolBacklogGone);
+            gauge("kvpool_agent_pool_late_retries_total", store, BlockStore::poolLateRetries);
             GlobalPoolTier pool = store.pool();
             Gauge.builder("kvpool_agent_checksum_failures_total", pool, GlobalPoolTier::checksumFailures)
                     .tag("tier", "pool").register(registry);

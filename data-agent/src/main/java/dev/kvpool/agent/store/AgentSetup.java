@@ -67,6 +67,14 @@ public final class AgentSetup {
                     requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep);
         }
 
+        /** The global pool's write sessions last this long (their deadline, as the metadata plane keeps it). */
+        public Settings withWriteTimeout(int seconds) {
+            return new Settings(agentId, blockBytes, blockTokens, hostRegions, hostRegionBytes, nvmeDirs,
+                    nvmeDeviceBytes, ioEngine, queueDepth, nvmeBandwidthMBps, nvmeThrottleMBps, probeBytes, gpuEnabled,
+                    gpuBytes, poolEnabled, metaUri, instanceId, instanceGroup, spec, seconds, model,
+                    requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep);
+        }
+
         /** The instance whose keys these are (its blocks go to the pool only where the pool is on). */
         public Settings withInstance(String instance) {
             return new Settings(agentId, blockBytes, blockTokens, hostRegions, hostRegionBytes, nvmeDirs,

@@ -45,7 +45,8 @@ public final class BlockStore implements AutoCloseable {
     private final List<Tier> loadOrder = new ArrayList<>();
     private final ConcurrentLinkedQueue<CompletableFuture<?>> background = new ConcurrentLinkedQueue<>();
     private final AtomicLong saved = new AtomicLong(), loadedHits = new AtomicLong(), loadedMisses = new AtomicLong(),
-            writeBehindFailures = new AtomicLong(), backlogWritten = new AtomicLong(), backlogGone = new AtomicLong();
+            writeBehindFailures = new AtomicLong(), backlogWritten = new AtomicLong(), backlogGone = new AtomicLong(),
+            lateRetries = new AtomicLong();
     private final PoolBacklog backlog;
     private final Thread backlogWriter;
     private final CompletableFuture<Void> keptAnnounced = new CompletableFuture<>();
@@ -237,25 +238,34 @@ public final class BlockStore implements AutoCloseable {
             return;
         }
         CompletableFuture<boolean[]> f;
+        int[] owedAgain = {0}; // blocks of this copy owed for another try: not failures
         if (tier instanceof PooledTier p) { // the host pool already has each block's CRC32C
             int[] crcs = new int[k.length];
             for (int j = 0; j < k.length; j++) {
                 crcs[j] = PooledTier.crcOf(handles[have.get(j)]);
             }
             f = p.put(k, m, true, crcs, par);
+        } else if (tier == pool) {
+            // blocks left out because the session neared its deadline (the plane or the storage was slow) are owed
+            // like those of an outage: the backlog writer tries them once more, in a session of their own
+            f = pool.putOutcome(k, m).thenApply(o -> {
+                owedAgain[0] = owe(k, par, o.late());
+                return o.stored();
+            });
         } else {
             f = tier.put(k, m, true);
         }
         CompletableFuture<?> done = f.whenComplete((res, err) -> {
             host.release(handles);
-            writeBehindDone(tier, k, par, where, res, err);
+            writeBehindDone(tier, k, par, where, res, err, owedAgain[0]);
         });
         background.add(done);
         done.whenComplete((r, e) -> background.remove(done));
     }
 
     /** The end of a background copy: events for what was stored; what the plane could not take yet is owed. */
-    private void writeBehindDone(Tier tier, long[] k, Long[] par, String where, boolean[] res, Throwable err) {
+    private void writeBehindDone(Tier tier, long[] k, Long[] par, String where, boolean[] res, Throwable err,
+                                 int owed) {
         if (err != null) {
             if (tier == pool && GlobalPoolTier.outOfReach(err)) {
                 backlog.add(k, par);
@@ -265,7 +275,7 @@ public final class BlockStore implements AutoCloseable {
             return;
         }
         long[] stored = select(k, res, true);
-        writeBehindFailures.addAndGet(k.length - stored.length);
+        writeBehindFailures.addAndGet(k.length - stored.length - owed);
         if (stored.length > 0) {
             Long[] storedParents = new Long[stored.length];
             for (int i = 0, j = 0; i < k.length; i++) {
@@ -275,6 +285,28 @@ public final class BlockStore implements AutoCloseable {
             }
             publishStored(stored, storedParents, tier.medium(), where);
         }
+    }
+
+    /** Puts the flagged blocks in the backlog (another try, in a session of their own); returns how many. */
+    private int owe(long[] k, Long[] par, boolean[] flagged) {
+        List<Integer> idx = new ArrayList<>();
+        for (int i = 0; i < k.length; i++) {
+            if (flagged[i]) {
+                idx.add(i);
+            }
+        }
+        if (idx.isEmpty()) {
+            return 0;
+        }
+        long[] ok = new long[idx.size()];
+        Long[] op = new Long[idx.size()];
+        for (int j = 0; j < ok.length; j++) {
+            ok[j] = k[idx.get(j)];
+            op[j] = par[idx.get(j)];
+        }
+        backlog.add(ok, op);
+        lateRetries.addAndGet(ok.length);
+        return ok.length;
     }
 
     /**
@@ -399,7 +431,7 @@ public final class BlockStore implements AutoCloseable {
                 return 0;
             }
             backlogWritten.addAndGet(k.length);
-            writeBehindDone(pool, k, par, "pool", res, null);
+            writeBehindDone(pool, k, par, "pool", res, null, 0);
             return k.length;
         } finally {
             host.release(handles);
@@ -583,6 +615,14 @@ public final class BlockStore implements AutoCloseable {
     /** Owed copies given up because the block had left the local tiers before the plane came back. */
     public long poolBacklogGone() {
         return backlogGone.get();
+    }
+
+    /**
+     * Pool copies left out because their session neared its deadline, and put in the backlog for one more try
+     * (the backlog writer's own late blocks are not tried again: a plane that slow is left to catch up).
+     */
+    public long poolLateRetries() {
+        return lateRetries.get();
     }
 
     static long[] select(long[] keys, boolean[] mask, boolean want) {

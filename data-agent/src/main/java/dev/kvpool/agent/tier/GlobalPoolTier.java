@@ -253,15 +253,27 @@ public final class GlobalPoolTier implements Tier {
 
     @Override
     public CompletableFuture<boolean[]> put(long[] keys, MemorySegment[] src, boolean deferred) {
+        return putOutcome(keys, src).thenApply(Outcome::stored);
+    }
+
+    /**
+     * What a put did per block: stored, or left out because its session neared its deadline before the block's
+     * write began ({@code late}: the plane was slow, not the block bad; another session may well take it).
+     */
+    public record Outcome(boolean[] stored, boolean[] late) {
+    }
+
+    /** {@link #put}, telling which blocks were left out late. */
+    public CompletableFuture<Outcome> putOutcome(long[] keys, MemorySegment[] src) {
         long stamp = inFlight.begin(keys);
         return CompletableFuture.supplyAsync(() -> {
-            boolean[] ok = new boolean[keys.length];
+            Outcome o = new Outcome(new boolean[keys.length], new boolean[keys.length]);
             try {
-                ok = putNow(keys, src);
+                o = putNow(keys, src);
             } finally {
-                undoRemoved(keys, ok, stamp);
+                undoRemoved(keys, o, stamp);
             }
-            return ok;
+            return o;
         }, io);
     }
 
@@ -269,12 +281,16 @@ public final class GlobalPoolTier implements Tier {
      * A put ended: blocks the engine removed while it was queued or running are removed from the pool again (a
      * removeCache that came before this put's startWriteCache found nothing to remove) and reported not stored.
      */
-    private void undoRemoved(long[] keys, boolean[] ok, long stamp) {
+    private void undoRemoved(long[] keys, Outcome o, long stamp) {
+        boolean[] ok = o.stored();
         List<Long> undo = new ArrayList<>();
         for (int i = 0; i < keys.length; i++) {
-            if (inFlight.end(keys[i], stamp) && ok[i]) {
-                undo.add(keys[i]);
-                ok[i] = false;
+            if (inFlight.end(keys[i], stamp)) {
+                o.late()[i] = false; // removed: not worth another try either
+                if (ok[i]) {
+                    undo.add(keys[i]);
+                    ok[i] = false;
+                }
             }
         }
         if (!undo.isEmpty()) {
@@ -289,7 +305,7 @@ public final class GlobalPoolTier implements Tier {
         }
     }
 
-    boolean[] putNow(long[] keys, MemorySegment[] src) {
+    Outcome putNow(long[] keys, MemorySegment[] src) {
         ensureRegistered();
         // the session's deadline counts from the plane's start, after this; a tenth (at least 1 s, or half of a
         // shorter session) kept in hand for the writes in progress and the forces. A timeout ≤ 0 gets the plane's
@@ -313,7 +329,7 @@ public final class GlobalPoolTier implements Tier {
         StartWriteCacheResponse s = started;
         if (s.getHeader().getStatus().getCode() != ErrorCode.OK) {
             LOG.warning("startWriteCache failed: " + s.getHeader().getStatus());
-            return new boolean[keys.length];
+            return new Outcome(new boolean[keys.length], new boolean[keys.length]);
         }
         boolean[] ok = new boolean[keys.length];
         BlockMask m = s.getBlockMask();
@@ -329,6 +345,7 @@ public final class GlobalPoolTier implements Tier {
         }
         List<CacheLocation> locs = s.getLocationsList();
         boolean[] success = new boolean[locs.size()];
+        boolean[] late = new boolean[keys.length];
         Map<Path, Boolean> touched = new HashMap<>();
         // channels live for one operation only: the metadata plane deletes a slab file when its last block goes,
         // and a later slab of the same name is a new file
@@ -347,6 +364,7 @@ public final class GlobalPoolTier implements Tier {
                 }
                 if (System.nanoTime() - stopWritingAt > 0) {
                     lateSkips.incrementAndGet();
+                    late[i] = true;
                     continue;
                 }
                 writeBlock(open, keys[i], fl, src[i]);
@@ -382,12 +400,12 @@ public final class GlobalPoolTier implements Tier {
                 .setSuccessBlocks(BlockMask.newBuilder().setBoolMasks(mask)).build()));
         if (f.getHeader().getStatus().getCode() != ErrorCode.OK) {
             LOG.warning("finishWriteCache failed: " + f.getHeader().getStatus());
-            return new boolean[keys.length];
+            return new Outcome(new boolean[keys.length], new boolean[keys.length]);
         }
         for (int j = 0; j < success.length && j < fresh.size(); j++) {
             ok[fresh.get(j)] = success[j];
         }
-        return ok;
+        return new Outcome(ok, late);
     }
 
     private void writeBlock(Map<Path, FileChannel> open, long key, FileLocation fl, MemorySegment src)

@@ -463,6 +463,49 @@ class FullPathTest {
         }
     }
 
+    /**
+     * Blocks left out of a pool write because its session neared its deadline are owed, not failed: the backlog
+     * writer tries them again in a session of their own, and a reader on another node gets them from the pool.
+     */
+    @Test
+    void poolBlocksLeftOutLateAreWrittenByALaterSession() throws Exception {
+        long[] keys = TestBlocks.keys(8_100, 4);
+        try (Arena a = Arena.ofShared(); BlockStore store = AgentSetup.build(settings(dir.resolve("late-retry-w"),
+                meta.uri(), "fullpath-late-retry").withWriteTimeout(5), events::add).store()) {
+            java.util.concurrent.atomic.AtomicBoolean stalled = new java.util.concurrent.atomic.AtomicBoolean();
+            store.pool().faults(k -> {
+                if (k == keys[0] && stalled.compareAndSet(false, true)) {
+                    try {
+                        Thread.sleep(4_150); // past the first session's cut-off (4 s), once
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+                return false;
+            });
+            MemorySegment[] src = TestBlocks.random(a, 4, BLOCK, 5);
+            assertTrue(store.save(keys, src, null)[3]);
+            store.awaitWriteBehind();
+            long end = System.currentTimeMillis() + 30_000;
+            while (store.poolBacklogWritten() < 3 && System.currentTimeMillis() < end) {
+                Thread.sleep(50);
+            }
+            assertEquals(3, store.pool().lateSkips(), "the first session left three blocks out");
+            assertEquals(3, store.poolLateRetries());
+            assertEquals(3, store.poolBacklogWritten(), "and a second one wrote them");
+            assertEquals(0, store.writeBehindFailures(), "owed, not failed");
+            assertEquals(List.of(true, true, true, true), toList(store.pool().present(keys)));
+            try (BlockStore reader = agent("late-retry-r", "fullpath-late-retry").store()) {
+                MemorySegment[] dst = TestBlocks.empty(a, 4, BLOCK);
+                BlockStore.LoadResult r = reader.load(keys, dst);
+                for (int i = 0; i < 4; i++) {
+                    assertEquals("pool", r.tier()[i], "block " + i);
+                    assertEquals(-1, dst[i].mismatch(src[i]), "bytes of block " + i);
+                }
+            }
+        }
+    }
+
     static List<Boolean> toList(boolean[] b) {
         List<Boolean> l = new ArrayList<>();
         for (boolean x : b) {

@@ -98,7 +98,8 @@ class FileSweepTest {
                 w.remove(inst, LongStream.range(8, 12).toArray(), Mask.EMPTY); // empties file 2: the plane deletes it
                 w.drain();
                 long until = System.currentTimeMillis() + 10_000;
-                while (Files.exists(file(d, 2, false)) && System.currentTimeMillis() < until) {
+                while ((Files.exists(file(d, 2, false)) || Files.exists(file(d, 2, true)))
+                        && System.currentTimeMillis() < until) { // the slab, then its records, on the deleter thread
                     Thread.sleep(20);
                 }
                 assertFalse(Files.exists(file(d, 2, false)), "the plane deletes an emptied slab");
@@ -214,6 +215,37 @@ class FileSweepTest {
             assertEquals(2, only(r).deleted_files());
             assertEquals(r.dirs_total(), r.dirs_done());
             assertTrue(Files.exists(bad), "left alone");
+        }
+    }
+
+    /** The schedule sweeps on the leader only, and deletes as a request does. */
+    @ParameterizedTest
+    @EnumSource(Allocator.class)
+    void theScheduleSweepsOnTheLeaderOnly(Allocator alloc) throws Exception {
+        try (RedisGroup rg = group(dir, alloc)) {
+            Storage st = rg.registry.storages().iterator().next();
+            Path d = Locations.fileDirs(rg.inst, st).getFirst();
+            written(d, 5, OLD);
+            java.util.concurrent.atomic.AtomicBoolean leader = new java.util.concurrent.atomic.AtomicBoolean();
+            try (FileSweep sweep = new FileSweep(rg.registry, leader::get,
+                    new FileSweep.Settings(Duration.ofMillis(100), MIN_AGE))) {
+                sweep.start();
+                Thread.sleep(500);
+                assertTrue(Files.exists(file(d, 5, false)), "not the leader: no sweep");
+                assertEquals(null, sweep.status());
+                leader.set(true);
+                long until = System.currentTimeMillis() + 10_000;
+                while (Files.exists(file(d, 5, true)) && System.currentTimeMillis() < until) {
+                    Thread.sleep(20);
+                }
+                assertFalse(Files.exists(file(d, 5, false)));
+                assertFalse(Files.exists(file(d, 5, true)));
+                until = System.currentTimeMillis() + 10_000;
+                while (sweep.status() == null && System.currentTimeMillis() < until) {
+                    Thread.sleep(20);
+                }
+                assertEquals("schedule", sweep.status().trigger());
+            }
         }
     }
 }

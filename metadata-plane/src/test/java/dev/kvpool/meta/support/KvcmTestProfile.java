@@ -10,7 +10,8 @@ import java.util.Map;
 public class KvcmTestProfile implements QuarkusTestProfile {
     @Override
     public Map<String, String> getConfigOverrides() {
+        // no scheduled storage sweep: StorageSweepApiTest runs its own and counts what they delete
         return Map.of("kvpool.meta.startup-config", TestDirs.repoFile("config/kvcm-default-startup.json"),
-                "kvpool.data-dir", TestDirs.freshDataDir("kvcm"));
+                "kvpool.data-dir", TestDirs.freshDataDir("kvcm"), "kvpool.meta.files.sweep-interval", "0");
     }
 }
