@@ -108,7 +108,12 @@ public final class FileSweep implements AutoCloseable {
         }
         Run r = new Run(dryRun, "request");
         current = r;
-        runner.execute(() -> run(r));
+        try {
+            runner.execute(() -> run(r));
+        } catch (java.util.concurrent.RejectedExecutionException e) { // stopping
+            current = null;
+            throw new IllegalStateException("the metadata plane is stopping", e);
+        }
         return r.report("running", null);
     }
 
@@ -118,7 +123,7 @@ public final class FileSweep implements AutoCloseable {
         return r != null ? r.report("running", null) : last;
     }
 
-    /** Runs a sweep on the calling thread (tests, and the runner). */
+    /** Runs a sweep on the calling thread and returns its report (tests). */
     public Report sweepNow(boolean dryRun) {
         synchronized (this) {
             if (current != null) {

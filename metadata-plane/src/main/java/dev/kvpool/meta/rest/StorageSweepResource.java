@@ -40,7 +40,12 @@ public class StorageSweepResource {
         } else {
             throw BlockKeysResource.problem(400, "dry_run must be true or false, got '" + dryRun + "'");
         }
-        FileSweep.Report r = runtime.fileSweep().request(dry);
+        FileSweep.Report r;
+        try {
+            r = runtime.fileSweep().request(dry);
+        } catch (IllegalStateException e) {
+            throw BlockKeysResource.problem(503, e.getMessage());
+        }
         if (r == null) {
             throw BlockKeysResource.problem(409, "a storage sweep is running; GET /api/v1/storage/sweeps/latest "
                     + "shows its progress");
