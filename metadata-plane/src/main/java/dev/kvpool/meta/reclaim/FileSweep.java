@@ -217,7 +217,8 @@ public final class FileSweep implements AutoCloseable {
 
         private void sweepDir(Instance inst, Storage st, Path dir) throws IOException {
             long[] c = new long[7]; // slab files, live, orphans, orphan bytes, recent, deleted, deleted bytes
-            Slots slots = inst.allocator(st);
+            // asked for at the first slab name: a storage the instance never wrote to gets no allocator from here
+            java.util.function.Supplier<Slots> slots = () -> inst.allocator(st);
             // no address could name a file at or above this (Redis counts slots in doubles): a stray name that
             // high is left alone, and does not move the frontier
             long limit = Math.min(1L << (63 - dev.kvpool.meta.storage.SlotAllocator.SLOT_BITS),
@@ -250,7 +251,8 @@ public final class FileSweep implements AutoCloseable {
             }
         }
 
-        private void batch(Slots slots, List<Path> names, long[] numbers, long[] frontier, long cutoff, long[] c) {
+        private void batch(java.util.function.Supplier<Slots> allocator, List<Path> names, long[] numbers, long[] frontier, long cutoff, long[] c) {
+            Slots slots = allocator.get();
             int n = names.size();
             long max = -1;
             for (int i = 0; i < n; i++) {
