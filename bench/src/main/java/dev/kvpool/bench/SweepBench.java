@@ -2,13 +2,8 @@ package dev.kvpool.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.kvpool.api.proto.meta.BlockMask;
-import dev.kvpool.api.proto.meta.BoolMasksType;
-import dev.kvpool.api.proto.meta.CommonResponse;
-import dev.kvpool.api.proto.meta.ErrorCode;
-import dev.kvpool.api.proto.meta.FinishWriteCacheRequest;
-import dev.kvpool.api.proto.meta.StartWriteCacheRequest;
-import dev.kvpool.api.proto.meta.StartWriteCacheResponse;
+import dev.kvpool.api.storage.SlabFiles;
+import dev.kvpool.meta.registry.Locations;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -61,7 +56,7 @@ final class SweepBench {
             Files.createDirectories(dir);
             for (Path p : live) { // what the writers left: written just now, so find keeps them too
                 Files.write(p, new byte[0]);
-                Files.write(dir.resolve(p.getFileName() + ".crc"), new byte[0]);
+                Files.write(SlabFiles.checksums(p), new byte[0]);
             }
             System.out.printf(Locale.ROOT, "sweep: %s holds %,d live slab files (%,d blocks, with their .crc) and gets "
                     + "%,d old files holding no block per run; vs find -name 'slab_*' -mmin +60 -delete%n", dir,
@@ -108,37 +103,20 @@ final class SweepBench {
                     idle.get(idle.size() / 2));
             for (Path p : live) {
                 Files.deleteIfExists(p);
-                Files.deleteIfExists(dir.resolve(p.getFileName() + ".crc"));
+                Files.deleteIfExists(SlabFiles.checksums(p));
             }
         }
     }
 
     /** Saves the keys and returns the slab files their locations name. */
     private static Set<Path> save(KvcmHttp kv, String instance, long[] keys) throws IOException {
-        StartWriteCacheRequest.Builder b = StartWriteCacheRequest.newBuilder().setTraceId("sweep")
-                .setInstanceId(instance).setWriteTimeoutSeconds(30);
-        for (long k : keys) {
-            b.addBlockKeys(k);
-        }
-        StartWriteCacheResponse sw = kv.call("startWriteCache", b.build(), StartWriteCacheResponse.newBuilder()).build();
-        if (sw.getHeader().getStatus().getCode() != ErrorCode.OK) {
-            throw new IOException("startWriteCache failed: " + sw.getHeader().getStatus());
-        }
         Set<Path> files = new LinkedHashSet<>();
-        BoolMasksType.Builder ok = BoolMasksType.newBuilder();
-        for (var loc : sw.getLocationsList()) {
-            ok.addValues(true);
+        for (var loc : WriteBench.save(kv, instance, keys).getLocationsList()) {
             String uri = loc.getLocationSpecs(0).getUri();
             if (!uri.startsWith("file://")) {
                 throw new IOException("the plane's storage is not a file storage: " + uri);
             }
             files.add(Path.of(URI.create(uri).getPath()));
-        }
-        CommonResponse f = kv.call("finishWriteCache", FinishWriteCacheRequest.newBuilder().setTraceId("sweep")
-                .setInstanceId(instance).setWriteSessionId(sw.getWriteSessionId())
-                .setSuccessBlocks(BlockMask.newBuilder().setBoolMasks(ok)).build(), CommonResponse.newBuilder()).build();
-        if (f.getHeader().getStatus().getCode() != ErrorCode.OK) {
-            throw new IOException("finishWriteCache failed: " + f.getHeader().getStatus());
         }
         return files;
     }
@@ -146,7 +124,7 @@ final class SweepBench {
     /** {@code n} empty slab files numbered from {@code first}, last written three hours ago (untimed). */
     private static void orphans(Path dir, long first, int n) throws IOException {
         for (long f = first; f < first + n; f++) {
-            Path p = dir.resolve(String.format("slab_%08x", f));
+            Path p = dir.resolve(Locations.slabName(f));
             Files.write(p, new byte[0]);
             Files.setLastModifiedTime(p, OLD);
         }

@@ -187,7 +187,8 @@ final class WriteBench {
         return (double) threads * perThread * batch / secs;
     }
 
-    static void save(KvcmHttp kv, String instance, long[] keys) throws IOException {
+    /** Start + finish of every new key, all written; returns the start's answer (its locations). */
+    static StartWriteCacheResponse save(KvcmHttp kv, String instance, long[] keys) throws IOException {
         StartWriteCacheRequest.Builder b = StartWriteCacheRequest.newBuilder().setTraceId("w").setInstanceId(instance)
                 .setWriteTimeoutSeconds(30);
         for (long k : keys) {
@@ -207,5 +208,6 @@ final class WriteBench {
         if (f.getHeader().getStatus().getCode() != ErrorCode.OK) {
             throw new IOException("finishWriteCache failed: " + f.getHeader().getStatus());
         }
+        return sw;
     }
 }

@@ -289,24 +289,19 @@ public final class BlockStore implements AutoCloseable {
 
     /** Puts the flagged blocks in the backlog (another try, in a session of their own); returns how many. */
     private int owe(long[] k, Long[] par, boolean[] flagged) {
-        List<Integer> idx = new ArrayList<>();
-        for (int i = 0; i < k.length; i++) {
-            if (flagged[i]) {
-                idx.add(i);
-            }
-        }
-        if (idx.isEmpty()) {
+        long[] keys = select(k, flagged, true);
+        if (keys.length == 0) {
             return 0;
         }
-        long[] ok = new long[idx.size()];
-        Long[] op = new Long[idx.size()];
-        for (int j = 0; j < ok.length; j++) {
-            ok[j] = k[idx.get(j)];
-            op[j] = par[idx.get(j)];
+        Long[] parents = new Long[keys.length];
+        for (int i = 0, j = 0; i < k.length; i++) {
+            if (flagged[i]) {
+                parents[j++] = par[i];
+            }
         }
-        backlog.add(ok, op);
-        lateRetries.addAndGet(ok.length);
-        return ok.length;
+        backlog.add(keys, parents);
+        lateRetries.addAndGet(keys.length);
+        return keys.length;
     }
 
     /**

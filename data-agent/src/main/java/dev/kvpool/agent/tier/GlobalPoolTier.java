@@ -261,13 +261,16 @@ public final class GlobalPoolTier implements Tier {
      * write began ({@code late}: the plane was slow, not the block bad; another session may well take it).
      */
     public record Outcome(boolean[] stored, boolean[] late) {
+        static Outcome none(int n) {
+            return new Outcome(new boolean[n], new boolean[n]);
+        }
     }
 
     /** {@link #put}, telling which blocks were left out late. */
     public CompletableFuture<Outcome> putOutcome(long[] keys, MemorySegment[] src) {
         long stamp = inFlight.begin(keys);
         return CompletableFuture.supplyAsync(() -> {
-            Outcome o = new Outcome(new boolean[keys.length], new boolean[keys.length]);
+            Outcome o = Outcome.none(keys.length);
             try {
                 o = putNow(keys, src);
             } finally {
@@ -329,7 +332,7 @@ public final class GlobalPoolTier implements Tier {
         StartWriteCacheResponse s = started;
         if (s.getHeader().getStatus().getCode() != ErrorCode.OK) {
             LOG.warning("startWriteCache failed: " + s.getHeader().getStatus());
-            return new Outcome(new boolean[keys.length], new boolean[keys.length]);
+            return Outcome.none(keys.length);
         }
         boolean[] ok = new boolean[keys.length];
         BlockMask m = s.getBlockMask();
@@ -400,7 +403,7 @@ public final class GlobalPoolTier implements Tier {
                 .setSuccessBlocks(BlockMask.newBuilder().setBoolMasks(mask)).build()));
         if (f.getHeader().getStatus().getCode() != ErrorCode.OK) {
             LOG.warning("finishWriteCache failed: " + f.getHeader().getStatus());
-            return new Outcome(new boolean[keys.length], new boolean[keys.length]);
+            return Outcome.none(keys.length);
         }
         for (int j = 0; j < success.length && j < fresh.size(); j++) {
             ok[fresh.get(j)] = success[j];

@@ -25,7 +25,12 @@ public final class Locations {
     }
 
     static String fileName(Storage st, long key, long b) {
-        return String.format("slab_%08x", SlotAllocator.file(b));
+        return slabName(SlotAllocator.file(b));
+    }
+
+    /** The name of slab file number {@code file} (the inverse of {@link #fileNumber}). */
+    public static String slabName(long file) {
+        return String.format("slab_%08x", file);
     }
 
     public static CacheLocation render(Instance inst, Storage st, long key, long a, long b, Set<String> specFilter) {
@@ -86,7 +91,7 @@ public final class Locations {
     }
 
     /**
-     * The file number in a name {@link #fileName} gives (or in the agents' checksum sidecar of such a file);
+     * The file number in a name {@link #slabName} gives (or in the agents' checksum sidecar of such a file);
      * -1 for any other name, which no sweep may touch.
      */
     public static long fileNumber(String name) {

@@ -9,16 +9,14 @@ import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Locations;
 import dev.kvpool.meta.shared.RedisSlots;
 import dev.kvpool.meta.storage.Storage;
+import dev.kvpool.meta.support.LocalRedis;
 import dev.kvpool.meta.support.RedisGroup;
 import dev.kvpool.meta.write.WritePath;
-import io.vertx.core.Vertx;
-import io.vertx.redis.client.Redis;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.LongStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -34,8 +32,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 class FileSweepTest {
     private static final Duration MIN_AGE = Duration.ofHours(1);
     private static final FileTime OLD = FileTime.fromMillis(System.currentTimeMillis() - 2 * 3_600_000L);
-    private static Vertx vertx;
-    private static Redis redis;
+    private static LocalRedis local;
 
     @TempDir
     Path dir;
@@ -44,27 +41,26 @@ class FileSweepTest {
 
     @BeforeAll
     static void connect() {
-        vertx = Vertx.vertx();
-        redis = Redis.createClient(vertx, "redis://127.0.0.1:6379/0");
+        local = new LocalRedis();
     }
 
     @AfterAll
     static void close() throws Exception {
-        redis.close();
-        vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        local.close();
     }
 
     private static RedisGroup group(Path dir, Allocator a) throws Exception {
         RedisGroup rg = new RedisGroup(dir, 100_000_000_000L, null, o -> o);
         if (a == Allocator.REDIS) {
-            rg.registry.slotsFactory((id, st) -> new RedisSlots(redis, rg.prefix + ":", id, st.number,
+            rg.registry.slotsFactory((id, st) -> new RedisSlots(local.redis, rg.prefix + ":", id, st.number,
                     st.keyCountPerFile, Duration.ofSeconds(5)));
         }
         return rg;
     }
 
     private static Path file(Path d, long number, boolean checksums) {
-        return d.resolve(String.format("slab_%08x", number) + (checksums ? ".crc" : ""));
+        Path slab = d.resolve(Locations.slabName(number));
+        return checksums ? dev.kvpool.api.storage.SlabFiles.checksums(slab) : slab;
     }
 
     /** What a writer leaves: the slab and its checksum records, last written at {@code mtime}. */

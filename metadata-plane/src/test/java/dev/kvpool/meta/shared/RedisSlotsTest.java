@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.meta.storage.SlotAllocator;
-import io.vertx.core.Vertx;
+import dev.kvpool.meta.support.LocalRedis;
 import io.vertx.redis.client.Command;
 import io.vertx.redis.client.Redis;
 import io.vertx.redis.client.Request;
@@ -24,20 +24,19 @@ import org.junit.jupiter.api.Test;
 
 /** File-slot allocation in a real Redis (127.0.0.1:6379) behaves as the in-process allocator does. */
 class RedisSlotsTest {
-    private static Vertx vertx;
+    private static LocalRedis local;
     private static Redis redis;
     private final String prefix = "kvp-slots-" + UUID.randomUUID().toString().substring(0, 8) + ":";
 
     @BeforeAll
     static void connect() {
-        vertx = Vertx.vertx();
-        redis = Redis.createClient(vertx, "redis://127.0.0.1:6379/0");
+        local = new LocalRedis();
+        redis = local.redis;
     }
 
     @AfterAll
     static void close() throws Exception {
-        redis.close();
-        vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        local.close();
     }
 
     private RedisSlots slots(int perFile) {
