@@ -19,7 +19,9 @@ import java.util.concurrent.ThreadLocalRandom;
  * them, and the time until the reclaimer has evicted the rest is measured, with how many full passes over the
  * index it made. The baseline, in the same run, is one raw HSCAN pass over the instance's own Redis hash: a
  * reclaimer that ranks the index afresh every round (KVPool before the access queue) cannot evict faster than one
- * step per such pass. Run it against a plane of its own (it changes the "default" group's strategy, and puts the
+ * step per such pass. While it evicts, another client's GET (one per millisecond, its own connection) measures how
+ * long eviction's Redis commands make everyone else wait, against the same probe before eviction starts. Run it
+ * against a plane of its own (it changes the "default" group's strategy, and puts the
  * old one back at the end): any other instance of that group is evicted too.
  */
 final class ReclaimBench {
@@ -84,6 +86,16 @@ final class ReclaimBench {
                 double ev0 = DeleteBench.gauge(url, "kvpool_meta_reclaim_evicted_blocks_total");
                 double scans0 = DeleteBench.gauge(url, "kvpool_meta_reclaim_scans");
                 double rounds0 = DeleteBench.gauge(url, "kvpool_meta_reclaim_rounds");
+                Stats idle = probe(o, 2_000_000_000L, () -> false);
+                var evicting = new java.util.concurrent.atomic.AtomicBoolean(true);
+                var during = new java.util.concurrent.CompletableFuture<Stats>();
+                Thread prober = Thread.ofPlatform().daemon().start(() -> {
+                    try {
+                        during.complete(probe(o, Long.MAX_VALUE, () -> !evicting.get()));
+                    } catch (Exception e) {
+                        during.completeExceptionally(e);
+                    }
+                });
                 long t1 = System.nanoTime();
                 http("PUT", group + "/reclaim", "{\"reclaim_policy\":\"POLICY_" + policy + "\",\"trigger_strategy\":"
                         + "{\"used_percentage\":0,\"used_size\":" + target + "},\"reclaim_step_size\":" + step
@@ -103,6 +115,9 @@ final class ReclaimBench {
                     }
                 }
                 double secs = (System.nanoTime() - t1) / 1e9;
+                evicting.set(false);
+                prober.join();
+                Stats busy = during.get();
                 double scans = DeleteBench.gauge(url, "kvpool_meta_reclaim_scans") - scans0;
                 double rounds = DeleteBench.gauge(url, "kvpool_meta_reclaim_rounds") - rounds0;
                 double rate = evicted / secs;
@@ -112,10 +127,33 @@ final class ReclaimBench {
                         + "the index%n", evicted, secs, rate, rounds, scans);
                 System.out.printf(Locale.ROOT, "reclaim: %,.0f blocks/s vs at most %,.0f blocks/s with one pass per round "
                         + "(blocks per round / HSCAN pass): %.1fx%n", rate, ceiling, rate / ceiling);
+                System.out.printf(Locale.ROOT, "another client's GET, one per ms on its own connection: idle p50 %.0f / p99 "
+                        + "%.0f / max %.0f us; while evicting p50 %.0f / p99 %.0f / p99.9 %.0f / max %.0f us (%,d GETs)%n",
+                        idle.pctMicros(50), idle.pctMicros(99), idle.pctMicros(100), busy.pctMicros(50),
+                        busy.pctMicros(99), busy.pctMicros(99.9), busy.pctMicros(100), busy.count());
             } finally {
                 http("PUT", group + "/reclaim", strategy); // the group's own strategy back
             }
         }
+    }
+
+    /**
+     * What eviction does to everyone else on the Redis: a GET of one key about every millisecond on a connection of
+     * its own (as an engine's lookup would wait behind a long command), for at most {@code nanos} or until
+     * {@code stop}.
+     */
+    private static Stats probe(Opts o, long nanos, java.util.function.BooleanSupplier stop) throws Exception {
+        Stats s = new Stats();
+        try (Resp r = o.redis()) {
+            long end = System.nanoTime() + Math.min(nanos, 1_800_000_000_000L);
+            while (System.nanoTime() < end && !stop.getAsBoolean()) {
+                long t = System.nanoTime();
+                r.call("GET", "kvpool-bench:probe");
+                s.add(System.nanoTime() - t);
+                java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+            }
+        }
+        return s;
     }
 
     /** The instance's block hash: the one hash whose name holds the instance id and ends in "b". */

@@ -171,7 +171,7 @@ public class MetaRuntime {
                 var rc = cfg.redis();
                 io.vertx.redis.client.Redis redis = redisClient.get();
                 store = new RedisStore(redis, RedisStore.Options.defaults().withPrefix(rc.prefix())
-                        .withSessionGrace(rc.sessionGrace()));
+                        .withSessionGrace(rc.sessionGrace()).withPageSize(rc.pageSize()));
                 var config = org.eclipse.microprofile.config.ConfigProvider.getConfig();
                 if (config.getOptionalValue("quarkus.redis.client-type", String.class).orElse("standalone")
                         .equalsIgnoreCase("standalone")) {

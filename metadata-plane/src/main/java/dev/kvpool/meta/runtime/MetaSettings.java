@@ -85,6 +85,13 @@ public interface MetaSettings {
         @WithDefault("5s")
         Duration timeout();
 
+        /**
+         * The most keys one background command (HSCAN, HRANDFIELD of eviction, expiry and sweeps) asks for. Redis
+         * serves no other client while it runs one, at about a microsecond per key: this bounds that stall.
+         */
+        @WithDefault("1000")
+        int pageSize();
+
         /** Leader lease: a dead leader is replaced after at most this long. */
         @WithDefault("3s")
         Duration leaseTtl();

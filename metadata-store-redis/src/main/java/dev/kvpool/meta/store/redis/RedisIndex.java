@@ -647,7 +647,7 @@ final class RedisIndex implements InstanceIndex {
         while (true) {
             // COUNT is only a hint: the page may hold more than max, so remember how far into it we got
             Response page = calls.send(Request.cmd(Command.HSCAN).arg(blocks).arg(Long.toUnsignedString(redisCursor))
-                    .arg("COUNT").arg(Math.min(max, MAX_COUNT)), "scan " + instanceId);
+                    .arg("COUNT").arg(Math.min(max, commandKeys())), "scan " + instanceId);
             long next = Long.parseUnsignedLong(page.get(0).toString());
             Response items = page.get(1);
             int entries = items.size() / 2;
@@ -675,56 +675,90 @@ final class RedisIndex implements InstanceIndex {
         }
     }
 
-    /** One HSCAN page, keys and values: the cursor is Redis' own, the hint its COUNT. */
+    /**
+     * HSCAN pages of keys and values until about {@code hint} blocks were visited: the cursor is Redis' own. Each
+     * page is its own round trip of at most {@link #commandKeys} keys, so other clients' commands run between them.
+     */
     @Override
     public long scanBlocks(long cursor, int hint, Consumer<Block> sink) {
-        Response page = calls.send(Request.cmd(Command.HSCAN).arg(blocks).arg(Long.toUnsignedString(cursor))
-                .arg("COUNT").arg(Math.max(1, Math.min(hint, MAX_COUNT))), "scanBlocks " + instanceId);
-        Response items = page.get(1);
-        for (int i = 0; i + 1 < items.size(); i += 2) {
-            long key = Codec.key(items.get(i).toBytes());
-            sink.accept(Codec.block(key, items.get(i + 1).toBytes()));
-        }
-        return Long.parseUnsignedLong(page.get(0).toString());
+        int want = Math.max(1, Math.min(hint, MAX_COUNT));
+        int seen = 0;
+        do {
+            int ask = Math.min(want - seen, commandKeys());
+            Response page = calls.send(Request.cmd(Command.HSCAN).arg(blocks).arg(Long.toUnsignedString(cursor))
+                    .arg("COUNT").arg(ask), "scanBlocks " + instanceId);
+            Response items = page.get(1);
+            for (int i = 0; i + 1 < items.size(); i += 2) {
+                long key = Codec.key(items.get(i).toBytes());
+                sink.accept(Codec.block(key, items.get(i + 1).toBytes()));
+            }
+            seen += Math.max(items.size() / 2, ask); // a sparse table's pages come back thin: count the work asked
+            cursor = Long.parseUnsignedLong(page.get(0).toString());
+        } while (cursor != 0 && seen < want);
+        return cursor;
     }
 
-    /** HRANDFIELD with a positive count: distinct keys, Redis' own randomness (the generator is not used). */
+    /**
+     * The most keys one background command (HSCAN, HRANDFIELD) may ask for. Redis runs one command at a time and
+     * such a command costs about a microsecond per key: a 65,536-key page held every other client (the engines'
+     * lookups included) for ~80 ms; at 1,000 keys that stall is ~1 ms, for a few more round trips.
+     */
+    private int commandKeys() {
+        return store.options().pageSize();
+    }
+
+    /**
+     * HRANDFIELD with a positive count: distinct keys, Redis' own randomness (the generator is not used). Drawn in
+     * calls of at most {@link #commandKeys} keys; a key drawn twice across calls counts once.
+     */
     @Override
     public long[] sample(int n, RandomGenerator random) {
-        if (n <= 0) {
-            return new long[0];
+        var keys = new java.util.LinkedHashSet<Long>();
+        for (int asked = 0; asked < n; ) {
+            int c = Math.min(n - asked, commandKeys());
+            asked += c;
+            Response r = calls.send(Request.cmd(Command.HRANDFIELD).arg(blocks).arg(c), "sample " + instanceId);
+            if (r == null || r.size() == 0) {
+                break;
+            }
+            for (int i = 0; i < r.size(); i++) {
+                keys.add(Codec.key(r.get(i).toBytes()));
+            }
+            if (r.size() < c) { // the hash holds fewer keys than asked: it all came back
+                break;
+            }
         }
-        Response r = calls.send(Request.cmd(Command.HRANDFIELD).arg(blocks).arg(n), "sample " + instanceId);
-        if (r == null) {
-            return new long[0];
-        }
-        long[] out = new long[r.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = Codec.key(r.get(i).toBytes());
-        }
-        return out;
+        return keys.stream().mapToLong(Long::longValue).toArray();
     }
 
-    /** HRANDFIELD … WITHVALUES: keys and values in one round trip (RESP2 answers flat, RESP3 in pairs). */
+    /**
+     * HRANDFIELD … WITHVALUES: keys and values in one round trip per call (RESP2 answers flat, RESP3 in pairs), in
+     * calls of at most {@link #commandKeys} keys as {@link #sample}.
+     */
     @Override
     public Block[] sampleBlocks(int n, RandomGenerator random) {
-        if (n <= 0) {
-            return new Block[0];
+        var out = new java.util.LinkedHashMap<Long, Block>();
+        for (int asked = 0; asked < n; ) {
+            int c = Math.min(n - asked, commandKeys());
+            asked += c;
+            Response r = calls.send(Request.cmd(Command.HRANDFIELD).arg(blocks).arg(c).arg("WITHVALUES"),
+                    "sample " + instanceId);
+            if (r == null || r.size() == 0) {
+                break;
+            }
+            boolean pairs = r.get(0).type() == io.vertx.redis.client.ResponseType.MULTI;
+            int got = pairs ? r.size() : r.size() / 2;
+            for (int i = 0; i < got; i++) {
+                Response f = pairs ? r.get(i).get(0) : r.get(2 * i);
+                Response v = pairs ? r.get(i).get(1) : r.get(2 * i + 1);
+                long key = Codec.key(f.toBytes());
+                out.putIfAbsent(key, Codec.block(key, v.toBytes()));
+            }
+            if (got < c) {
+                break;
+            }
         }
-        Response r = calls.send(Request.cmd(Command.HRANDFIELD).arg(blocks).arg(n).arg("WITHVALUES"),
-                "sample " + instanceId);
-        if (r == null || r.size() == 0) {
-            return new Block[0];
-        }
-        boolean pairs = r.get(0).type() == io.vertx.redis.client.ResponseType.MULTI;
-        Block[] out = new Block[pairs ? r.size() : r.size() / 2];
-        for (int i = 0; i < out.length; i++) {
-            Response f = pairs ? r.get(i).get(0) : r.get(2 * i);
-            Response v = pairs ? r.get(i).get(1) : r.get(2 * i + 1);
-            long key = Codec.key(f.toBytes());
-            out[i] = Codec.block(key, v.toBytes());
-        }
-        return out;
+        return out.values().toArray(new Block[0]);
     }
 
     @Override

@@ -60,7 +60,8 @@ public final class RedisStore implements IndexStore {
      * @param prefix       first part of every key; no braces (they would change the cluster hash tag)
      * @param timeout      how long one Redis call may take before it fails
      * @param batchSize    keys per command in getAll/touch (larger batches go out as one pipeline)
-     * @param pageSize     keys per HSCAN page in forEach
+     * @param pageSize     the most keys one HSCAN or HRANDFIELD asks for (forEach, scan, scanBlocks, sample): Redis
+     *                     serves nobody else while it runs one, at about a microsecond per key
      * @param sessionGrace how long a session outlives its deadline in Redis before it expires by itself (24 h: any
      *                     replica's expiry closes it properly long before; only an outage of every replica longer
      *                     than this leaves its WRITING locations to the orphan sweep)
@@ -87,6 +88,10 @@ public final class RedisStore implements IndexStore {
 
         public Options withPrefix(String p) {
             return new Options(p, timeout, batchSize, pageSize, sessionGrace, maxRetries);
+        }
+
+        public Options withPageSize(int keys) {
+            return new Options(prefix, timeout, batchSize, keys, sessionGrace, maxRetries);
         }
 
         public Options withSessionGrace(Duration g) {
