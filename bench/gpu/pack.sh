@@ -11,6 +11,8 @@ M=${MAVEN_REPO:-$HOME/.m2/repository}
 grep -qx "/.gpu/" .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo "/.gpu/" >> .git/info/exclude; }
 rm -rf .gpu && mkdir -p .gpu/lib
 cp data-agent/target/kvpool-data-agent-*.jar api/target/kvpool-api-*.jar bench/target/kvpool-bench.jar .gpu/lib/
+# the agent's own logging API, at the version its packaged app uses
+cp data-agent/target/quarkus-app/lib/boot/org.jboss.logging.jboss-logging-*.jar .gpu/lib/
 cp "$M"/com/google/protobuf/protobuf-java/4.32.1/protobuf-java-4.32.1.jar \
    "$M"/com/google/protobuf/protobuf-java-util/4.32.1/protobuf-java-util-4.32.1.jar \
    "$M"/com/fasterxml/jackson/core/jackson-core/2.20.1/jackson-core-2.20.1.jar \
