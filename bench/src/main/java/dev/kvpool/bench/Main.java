@@ -77,7 +77,8 @@ public final class Main {
                       writes   [--threads 4] [--batch 64] [--batches 200] [--rounds 6]
                       deletes  [--blocks 32768] [--batch 1024] [--rounds 4]   (RemoveCache until purged vs pipelined HDEL)
                       reclaim  [--blocks 1000000] [--step 1000] [--keep 0.5] [--fill-seconds 200] [--policy PREFIX_LRU]
-                               (PREFIX_LRU eviction vs one HSCAN pass per round; a plane of its own)
+                               (PREFIX_LRU eviction vs one HSCAN pass per round, and another Redis client's
+                               GET latency meanwhile; a plane of its own)
                       sweep    [--blocks 100000] [--orphans 200000] [--rounds 3]   (storage sweep of files holding
                                no block vs find -mmin +60 -delete; on the host of the plane's file storage)
                       heap     [--blocks 10000000]   (run with a large -Xmx; ./kvpool bench uses -Xmx4g)
