@@ -25,7 +25,7 @@ PLANE_PID=
 PLANE=$K/plane
 plane_up() { # $1 = store; the plane in $PLANE
   rm -rf /tmp/bp && mkdir -p /tmp/bp
-  $J -Xmx8g -Dkvpool.meta.store=$1 -Dkvpool.meta.redis.prefix=kvp-bench -Dkvpool.data-dir=/tmp/bp/data \
+  $J -Xmx8g $PLANE_OPTS -Dkvpool.meta.store=$1 -Dkvpool.meta.redis.prefix=kvp-bench -Dkvpool.data-dir=/tmp/bp/data \
     -jar $PLANE/quarkus-run.jar > /tmp/bp/plane.log 2>&1 &
   PLANE_PID=$!
   for i in $(seq 300); do (exec 3<>/dev/tcp/127.0.0.1/6382) 2>/dev/null && break; sleep 0.1; done
@@ -56,8 +56,16 @@ if [ -n "${RECLAIM_AB:-}" ] && [ -d $K/old ]; then
   done 2>&1 | tee $OUT/plane-reclaim.txt
   PLANE=$K/plane
 fi
+# RECLAIM_DUTIES="1.0 0.5 …": the reclaim bench on the packed plane at each kvpool.meta.reclaim.duty-cycle
+if [ -n "${RECLAIM_DUTIES:-}" ]; then
+  for r in $(seq ${RECLAIM_PAIRS:-1}); do
+    for d in $RECLAIM_DUTIES; do
+      echo "##### duty-cycle $d"; PLANE_OPTS="-Dkvpool.meta.reclaim.duty-cycle=$d" run_store redis reclaim_${RECLAIM_ARGS:---blocks_1000000_--fill-seconds_60}
+    done
+  done 2>&1 | tee $OUT/plane-duty.txt
+fi
 [ -n "${EMBEDDED_STEPS-replay}" ] && run_store embedded ${EMBEDDED_STEPS-replay} 2>&1 | tee $OUT/plane-embedded.txt
 cp /tmp/redis.log $OUT/redis.log 2>/dev/null
 RCLI info commandstats > $OUT/redis-commandstats.txt 2>&1
 [ $OWN_REDIS = 1 ] && RCLI shutdown nosave 2>/dev/null
-grep -hE '^ratio|^=== |^##### |^write throughput|^RESULT|^reclaim|^another client' $OUT/plane-*.txt | head -80
+grep -hE '^ratio|^=== |^##### |^  evicted .* blocks in|^write throughput|^RESULT|^reclaim|^another client' $OUT/plane-*.txt | head -80

@@ -141,6 +141,27 @@ public final class Reclaimer implements AutoCloseable {
         this.lostReplicas = l;
     }
 
+    /** Share of the time the reclaimer works while busy (see {@link #pauseMs}); 1 = back to back. */
+    private volatile double dutyCycle = 1.0;
+
+    public void dutyCycle(double share) {
+        if (!(share > 0 && share <= 1)) {
+            throw new IllegalArgumentException("kvpool.meta.reclaim.duty-cycle must be in (0, 1], got " + share);
+        }
+        this.dutyCycle = share;
+    }
+
+    /**
+     * The pause after a busy round of {@code spentMs} that keeps the reclaimer's work at {@code share} of the time
+     * (at most 10 s, so a very slow round does not stall recovery for long).
+     */
+    static long pauseMs(double spentMs, double share) {
+        if (share >= 1 || spentMs <= 0) {
+            return 0;
+        }
+        return Math.min(10_000, Math.round(spentMs * (1 - share) / share));
+    }
+
     public synchronized void start() {
         if (thread != null) {
             return;
@@ -156,11 +177,14 @@ public final class Reclaimer implements AutoCloseable {
         long backoffMs = 0;
         while (!closed) {
             boolean busy = false;
+            long pause = 0;
             try {
                 if (leader.getAsBoolean()) {
+                    long t0 = System.nanoTime();
                     busy = tick(System.currentTimeMillis());
                     failures.ok(); // only a round that ran says the store works again
                     backoffMs = 0;
+                    pause = busy ? pauseMs((System.nanoTime() - t0) / 1e6, dutyCycle) : 0;
                 } else {
                     overSince.clear();
                     queues.clear();
@@ -178,9 +202,10 @@ public final class Reclaimer implements AutoCloseable {
                 backoffMs = Math.min(5_000, Math.max(100, backoffMs * 2));
                 busy = false;
             }
-            if (!busy) {
+            if (!busy || pause > 0) {
                 try {
-                    Thread.sleep(Math.max(20, backoffMs));
+                    // idle: the next check; busy under a duty cycle: leave Redis to the lookups for a while
+                    Thread.sleep(busy ? pause : Math.max(20, backoffMs));
                 } catch (InterruptedException e) {
                     return;
                 }

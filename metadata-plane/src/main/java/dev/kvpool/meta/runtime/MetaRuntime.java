@@ -217,6 +217,7 @@ public class MetaRuntime {
                         remoteStore() ? cfg.write().maxTimeoutSeconds() + cfg.redis().sessionGrace().toSeconds() + 60 : 0,
                         cfg.reclaim().queueLimit(), cfg.reclaim().passPage()));
         reclaimer.sweepAfterLostReplicas(leadership);
+        reclaimer.dutyCycle(cfg.reclaim().dutyCycle());
         java.time.Duration orphanAge = cfg.files().orphanAge();
         java.time.Duration floor = java.time.Duration.ofSeconds(cfg.write().maxTimeoutSeconds() + 60L);
         if (orphanAge.compareTo(floor) < 0) {

@@ -188,6 +188,14 @@ public interface MetaSettings {
         /** Shared store: an index larger than this is passed over this many keys per round (0: in one go). */
         @WithDefault("65536")
         int passPage();
+
+        /**
+         * Share of the time the reclaimer may work while it has work (evicting, expiring, sweeping): after a busy
+         * round of t ms it pauses t × (1 − share) / share. 1 runs back to back; lower leaves Redis to the engines'
+         * lookups, at the price of slower recovery (writes meet the hard quota sooner).
+         */
+        @WithDefault("1.0")
+        double dutyCycle();
     }
 
     interface Events {
