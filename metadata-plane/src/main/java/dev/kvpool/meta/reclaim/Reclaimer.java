@@ -143,6 +143,35 @@ public final class Reclaimer implements AutoCloseable {
 
     /** Share of the time the reclaimer works while busy (see {@link #pauseMs}); 1 = back to back. */
     private volatile double dutyCycle = 1.0;
+    /** Usage at which the duty cycle gives way: writes are about to be refused, so eviction runs flat out. */
+    static final double URGENT_SHARE = 0.95;
+    /** The last tick evicted from a group near a hard limit (no pause after it). */
+    private volatile boolean urgent;
+
+    /**
+     * Whether the group is at {@link #URGENT_SHARE} of its hard quota, a storage type quota or its key limit
+     * (blocks already leaving not counted): past there a paused reclaimer would let writes be refused.
+     */
+    boolean nearHardLimit(GroupConfig g) {
+        QuotaLedger.Usage u = ledger.usage(g.name());
+        QuotaLedger.Usage out = write.leaving(g.name());
+        if (g.capacity() > 0 && u.total() - out.total() >= URGENT_SHARE * g.capacity()) {
+            return true;
+        }
+        for (Map.Entry<StorageKind, Long> q : g.typeQuotas().entrySet()) {
+            if (q.getValue() > 0 && u.byType(q.getKey()) - out.byType(q.getKey()) >= URGENT_SHARE * q.getValue()) {
+                return true;
+            }
+        }
+        if (g.maxKeyCount() > 0) {
+            for (Instance i : registry.instancesOf(g.name())) {
+                if (i.index.keyCount() >= URGENT_SHARE * g.maxKeyCount()) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
 
     public void dutyCycle(double share) {
         if (!(share > 0 && share <= 1)) {
@@ -184,7 +213,7 @@ public final class Reclaimer implements AutoCloseable {
                     busy = tick(System.currentTimeMillis());
                     failures.ok(); // only a round that ran says the store works again
                     backoffMs = 0;
-                    pause = busy ? pauseMs((System.nanoTime() - t0) / 1e6, dutyCycle) : 0;
+                    pause = busy && !urgent ? pauseMs((System.nanoTime() - t0) / 1e6, dutyCycle) : 0;
                 } else {
                     overSince.clear();
                     queues.clear();
@@ -218,6 +247,7 @@ public final class Reclaimer implements AutoCloseable {
      * KVCM does right after a round that triggered).
      */
     public boolean tick(long nowMs) {
+        urgent = false;
         if (registry.sharedStore()) {
             registry.refreshIfOlderThan(1000); // water levels changed on another replica take effect here too
         }
@@ -249,6 +279,9 @@ public final class Reclaimer implements AutoCloseable {
             }
             paging = false;
             int evicted = runGroup(g, nowMs);
+            if (evicted > 0 && nearHardLimit(g)) {
+                urgent = true;
+            }
             // a round that evicted, or read a page of a pass, is followed by the next at once
             boolean again = evicted > 0 || paging;
             nextDue.put(g.name(), again ? nowMs : nowMs + g.reclaim().periodMs());

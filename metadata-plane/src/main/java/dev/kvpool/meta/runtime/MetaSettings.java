@@ -192,7 +192,8 @@ public interface MetaSettings {
         /**
          * Share of the time the reclaimer may work while it has work (evicting, expiring, sweeping): after a busy
          * round of t ms it pauses t × (1 − share) / share. 1 runs back to back; lower leaves Redis to the engines'
-         * lookups, at the price of slower recovery (writes meet the hard quota sooner).
+         * lookups, at the price of slower recovery. No pause while a group that evicted is at 95 % of a hard
+         * limit: there writes are about to be refused.
          */
         @WithDefault("1.0")
         double dutyCycle();

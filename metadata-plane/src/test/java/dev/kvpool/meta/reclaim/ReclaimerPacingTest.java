@@ -1,10 +1,16 @@
 package dev.kvpool.meta.reclaim;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.kvpool.meta.registry.GroupConfig;
+import dev.kvpool.meta.support.RedisGroup;
+import dev.kvpool.meta.write.WritePath;
+import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** kvpool.meta.reclaim.duty-cycle: how long the reclaimer pauses after a busy round, and what it accepts. */
 class ReclaimerPacingTest {
@@ -25,6 +31,22 @@ class ReclaimerPacingTest {
         }
         double share = work / (work + pause);
         assertTrue(Math.abs(share - 0.3) < 0.01, "share " + share);
+    }
+
+    /** Near a hard limit the duty cycle gives way: a paused reclaimer there would let writes be refused. */
+    @Test
+    void aGroupAt95PercentOfItsQuotaIsUrgent(@TempDir Path dir) throws Exception {
+        try (RedisGroup rg = new RedisGroup(dir, 10_000, null, o -> o);
+             WritePath write = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+            Reclaimer r = new Reclaimer(rg.registry, rg.ledger, write, () -> true, (i, p, re, k, b, y) -> { },
+                    new Reclaimer.Settings(262_144, 4096, 10));
+            GroupConfig g = rg.registry.group("g");
+            rg.save(write, rg.inst, 1, 10, 9); // 9 blocks of 1,000 bytes: 90 % of the quota
+            assertEquals(9000, rg.ledger.usage("g").total());
+            assertFalse(r.nearHardLimit(g), "90 %: the duty cycle applies");
+            rg.save(write, rg.inst, 10, 11, 1);
+            assertTrue(r.nearHardLimit(g), "100 %: eviction runs flat out");
+        }
     }
 
     @Test
