@@ -279,7 +279,7 @@ public final class Reclaimer implements AutoCloseable {
             }
             paging = false;
             int evicted = runGroup(g, nowMs);
-            if (evicted > 0 && nearHardLimit(g)) {
+            if (evicted > 0 && dutyCycle < 1 && nearHardLimit(g)) { // (a usage read: only when it can matter)
                 urgent = true;
             }
             // a round that evicted, or read a page of a pass, is followed by the next at once
