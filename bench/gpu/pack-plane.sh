@@ -26,10 +26,8 @@ if [ -n "${OLD_JARS:-}" ]; then mkdir -p "$tmp/old" && cp $OLD_JARS "$tmp/old/";
 mkdir -p "$tmp/shared/data/mooncake" && cp "$SHARED"/data/mooncake/*.jsonl "$tmp/shared/data/mooncake/"
 "$JAVA_HOME"/bin/jlink --add-modules java.base,java.logging,jdk.unsupported,java.management,jdk.management,java.net.http,java.xml,java.sql,java.naming,java.instrument,jdk.zipfs \
   --strip-debug --no-header-files --no-man-pages --output "$tmp/jre"
-mkdir -p "$tmp/redis"
-for b in redis-server redis-cli; do cp -L /usr/bin/$b "$tmp/redis/$b"; done
-for l in $(ldd /usr/bin/redis-server /usr/bin/redis-cli | awk '$3 ~ /^\// {print $3}' | sort -u); do cp -L "$l" "$tmp/redis/"; done
-cp -L /lib64/ld-linux-x86-64.so.2 "$tmp/redis/"
+. bench/gpu/bundle.sh
+bundle_bins "$tmp/redis" /usr/bin/redis-server /usr/bin/redis-cli
 tar cf - -C "$tmp" jre | xz -9 -T0 > .gpu/jre.tar.xz
 tar cf - -C "$tmp" redis | xz -9 -T0 > .gpu/redis.tar.xz
 tar cf - -C "$tmp" plane bench shared $( [ -d "$tmp/old" ] && echo old ) | xz -9 -T0 > .gpu/plane.tar.xz

@@ -32,9 +32,8 @@ rm -rf "$tmp"
 cp bench/gpu/run.sh bench/gpu/nvme.sh .gpu/
 # FIO_BUNDLE=1: fio and every library it links (with the loader), for the agent-vs-fio disk bench (nvme.sh)
 if [ "${FIO_BUNDLE:-0}" = 1 ]; then
-  f=$(mktemp -d) && mkdir -p "$f/fio" && cp /usr/bin/fio "$f/fio/fio.bin"
-  for l in $(ldd /usr/bin/fio | awk '$3 ~ /^\// {print $3}'); do cp -L "$l" "$f/fio/"; done
-  cp -L /lib64/ld-linux-x86-64.so.2 "$f/fio/"
+  . bench/gpu/bundle.sh
+  f=$(mktemp -d) && bundle_bins "$f/fio" /usr/bin/fio && mv "$f/fio/fio" "$f/fio/fio.bin"
   printf '#!/bin/sh\nD=$(dirname "$(readlink -f "$0")")\nexec "$D/ld-linux-x86-64.so.2" --library-path "$D" "$D/fio.bin" "$@"\n' > "$f/fio/fio"
   chmod +x "$f/fio/fio" && tar cJf .gpu/fio.tar.xz -C "$f" fio && rm -rf "$f"
 fi

@@ -707,58 +707,53 @@ final class RedisIndex implements InstanceIndex {
         return store.options().pageSize();
     }
 
-    /**
-     * HRANDFIELD with a positive count: distinct keys, Redis' own randomness (the generator is not used). Drawn in
-     * calls of at most {@link #commandKeys} keys; a key drawn twice across calls counts once.
-     */
+    /** HRANDFIELD with a positive count: distinct keys, Redis' own randomness (the generator is not used). */
     @Override
     public long[] sample(int n, RandomGenerator random) {
         var keys = new java.util.LinkedHashSet<Long>();
-        for (int asked = 0; asked < n; ) {
-            int c = Math.min(n - asked, commandKeys());
-            asked += c;
-            Response r = calls.send(Request.cmd(Command.HRANDFIELD).arg(blocks).arg(c), "sample " + instanceId);
-            if (r == null || r.size() == 0) {
-                break;
-            }
-            for (int i = 0; i < r.size(); i++) {
-                keys.add(Codec.key(r.get(i).toBytes()));
-            }
-            if (r.size() < c) { // the hash holds fewer keys than asked: it all came back
-                break;
-            }
-        }
+        draw(n, false, (f, v) -> keys.add(Codec.key(f.toBytes())));
         return keys.stream().mapToLong(Long::longValue).toArray();
     }
 
-    /**
-     * HRANDFIELD … WITHVALUES: keys and values in one round trip per call (RESP2 answers flat, RESP3 in pairs), in
-     * calls of at most {@link #commandKeys} keys as {@link #sample}.
-     */
+    /** HRANDFIELD … WITHVALUES: keys and values in one round trip per call. */
     @Override
     public Block[] sampleBlocks(int n, RandomGenerator random) {
         var out = new java.util.LinkedHashMap<Long, Block>();
+        draw(n, true, (f, v) -> {
+            long key = Codec.key(f.toBytes());
+            out.putIfAbsent(key, Codec.block(key, v.toBytes()));
+        });
+        return out.values().toArray(new Block[0]);
+    }
+
+    /**
+     * Draws up to {@code n} random fields (with their values when asked: RESP2 answers flat, RESP3 in pairs) in
+     * HRANDFIELD calls of at most {@link #commandKeys} keys each; a field drawn by two calls reaches the sink twice.
+     */
+    private void draw(int n, boolean withValues, java.util.function.BiConsumer<Response, Response> sink) {
         for (int asked = 0; asked < n; ) {
             int c = Math.min(n - asked, commandKeys());
             asked += c;
-            Response r = calls.send(Request.cmd(Command.HRANDFIELD).arg(blocks).arg(c).arg("WITHVALUES"),
-                    "sample " + instanceId);
+            Request req = Request.cmd(Command.HRANDFIELD).arg(blocks).arg(c);
+            Response r = calls.send(withValues ? req.arg("WITHVALUES") : req, "sample " + instanceId);
             if (r == null || r.size() == 0) {
-                break;
+                return;
             }
-            boolean pairs = r.get(0).type() == io.vertx.redis.client.ResponseType.MULTI;
-            int got = pairs ? r.size() : r.size() / 2;
+            boolean pairs = withValues && r.get(0).type() == io.vertx.redis.client.ResponseType.MULTI;
+            int got = withValues && !pairs ? r.size() / 2 : r.size();
             for (int i = 0; i < got; i++) {
-                Response f = pairs ? r.get(i).get(0) : r.get(2 * i);
-                Response v = pairs ? r.get(i).get(1) : r.get(2 * i + 1);
-                long key = Codec.key(f.toBytes());
-                out.putIfAbsent(key, Codec.block(key, v.toBytes()));
+                if (!withValues) {
+                    sink.accept(r.get(i), null);
+                } else if (pairs) {
+                    sink.accept(r.get(i).get(0), r.get(i).get(1));
+                } else {
+                    sink.accept(r.get(2 * i), r.get(2 * i + 1));
+                }
             }
-            if (got < c) {
-                break;
+            if (got < c) { // the hash holds fewer keys than asked: it all came back
+                return;
             }
         }
-        return out.values().toArray(new Block[0]);
     }
 
     @Override
