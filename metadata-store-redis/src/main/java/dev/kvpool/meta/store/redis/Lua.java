@@ -106,7 +106,7 @@ public final class Lua {
 
     /**
      * startWrite when replicas are counted (minReplicas > 1; {@link #START_ABSENT} otherwise). KEYS: live, blocks,
-     * session set, session key. ARGV: incarnation, session id, PXAT, maxKeys, session header, then per distinct key
+     * session set, session key, taint counter (raised when a present field changes: see {@link #FINISH_FAST}). ARGV: incarnation, session id, PXAT, maxKeys, session header, then per distinct key
      * (field, expectation, update, session chunk): Java's compare-and-set decisions. Returns {1, inserted flags} |
      * {-1} conflict | {-2} dropped | {-3} capacity | {-4} session already there.
      */
@@ -127,9 +127,10 @@ public final class Lua {
             end
             local maxKeys = tonumber(ARGV[4])
             if newKeys > 0 and maxKeys > 0 and redis.call('HLEN', KEYS[2]) + newKeys > maxKeys then return {-3} end
-            local chunks, flags = {}, {}
+            local chunks, flags, taint = {}, {}, false
             for i = 6, #ARGV, 4 do
               if ins[i] then
+                if curs[i] then taint = true end
                 apply(KEYS[2], ARGV[i], cur_of(ARGV[i], curs[i]), ARGV[i + 2])
                 chunks[#chunks + 1] = ARGV[i + 3]
                 flags[#flags + 1] = '1'
@@ -138,6 +139,7 @@ public final class Lua {
               end
             end
             flush(KEYS[2])
+            if taint then redis.call('INCR', KEYS[5]) end
             redis.call('SET', KEYS[4], ARGV[5] .. table.concat(chunks), 'PXAT', ARGV[3])
             redis.call('SADD', KEYS[3], ARGV[2])
             return {1, table.concat(flags)}
@@ -145,9 +147,10 @@ public final class Lua {
 
     /**
      * startWrite when any replica counts (minReplicas ≤ 1): a key is inserted when absent. KEYS: live, blocks,
-     * session set, session key. ARGV: incarnation, session id, PXAT, maxKeys, session blob (header, then a chunk
-     * per key), then per distinct key (field, value). Kept apart from {@link #START} because it is the common case
-     * and needs no per-key decision beyond presence: the Lua work per key is a table entry. Returns as START.
+     * session set, session key, taint counter. ARGV: incarnation, session id, PXAT, maxKeys, session blob (header,
+     * then a chunk per key), then per distinct key (field, value). Kept apart from {@link #START} because it is the
+     * common case and needs no per-key decision beyond presence: the Lua work per key is a table entry. Returns as
+     * START, plus the taint counter as it was ('' when never raised) for a {@link #FINISH_FAST} of this session.
      */
     static final Script START_ABSENT = Script.of("start-absent", COMMON + """
             if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {-2} end
@@ -156,20 +159,30 @@ public final class Lua {
             local fields = {}
             for i = 1, n do fields[i] = ARGV[4 + 2 * i] end
             local got = mget(KEYS[2], fields)
-            local sets, flags, added = {}, {}, 0
+            local flags, added = {}, 0
             for i = 1, n do
               if got[i] then
                 flags[i] = '0'
               else
                 flags[i] = '1'
                 added = added + 1
-                sets[#sets + 1] = fields[i]
-                sets[#sets + 1] = ARGV[5 + 2 * i]
               end
             end
             local maxKeys = tonumber(ARGV[4])
             if added > 0 and maxKeys > 0 and redis.call('HLEN', KEYS[2]) + added > maxKeys then return {-3} end
-            chunked('HSET', KEYS[2], sets)
+            if added == n then
+              -- all new (the usual case): the (field, value) pairs go from ARGV as they are
+              for c = 6, #ARGV, 4000 do redis.call('HSET', KEYS[2], unpack(ARGV, c, math.min(#ARGV, c + 3999))) end
+            elseif added > 0 then
+              local sets = {}
+              for i = 1, n do
+                if flags[i] == '1' then
+                  sets[#sets + 1] = fields[i]
+                  sets[#sets + 1] = ARGV[5 + 2 * i]
+                end
+              end
+              chunked('HSET', KEYS[2], sets)
+            end
             local blob = ARGV[5]
             if added < n then
               local parts = {string.sub(blob, 1, 16)}
@@ -180,7 +193,7 @@ public final class Lua {
             end
             redis.call('SET', KEYS[4], blob, 'PXAT', ARGV[3])
             redis.call('SADD', KEYS[3], ARGV[2])
-            return {1, table.concat(flags)}
+            return {1, table.concat(flags), redis.call('GET', KEYS[5]) or ''}
             """);
 
     /**
@@ -252,9 +265,39 @@ public final class Lua {
             return out
             """);
 
-    /** markDeleting, purge. KEYS: blocks. ARGV: (field, expectation, update) triples. Returns 1 | -1. */
+    /**
+     * markDeleting, purge. KEYS: blocks, taint counter. ARGV: '1' when a field written holds a WRITING location
+     * (raises the taint counter, see {@link #FINISH_FAST}), else '0'; then (field, expectation, update) triples.
+     * Returns 1 | -1.
+     */
     static final Script CAS = Script.of("cas", COMMON + """
-            if not cas(KEYS[1], 1) then return -1 end
+            if not cas(KEYS[1], 2) then return -1 end
+            if ARGV[1] == '1' then redis.call('INCR', KEYS[2]) end
+            return 1
+            """);
+
+    /**
+     * finishWrite by the replica that started the session, without reading a block. A session started by
+     * {@link #START_ABSENT} inserted only absent keys, so each of its fields holds exactly the value the start
+     * wrote, until something other than this finish changes it. Every such change of a field holding a WRITING
+     * location (a compare-and-set that marks or purges, a replica-counting start that adds a location) raises the
+     * instance's taint counter in the same script; expiry, clear and drop delete the session. So when the session
+     * is still this one (its header) and the counter is what the start saw, the new values the caller computed
+     * are exact and go in blind: one HSET, one HDEL, no per-key Lua work. Otherwise nothing is written and the
+     * caller runs {@link #FINISH}. (A touch, which rewrites only the meta word, may be overwritten: a WRITING
+     * block is never a hit, so only a touch queued for an earlier block of the same key is lost.)
+     * KEYS: blocks, session set, session key, taint counter. ARGV: session id, session header, counter, number of
+     * (field, value) pairs, the pairs, then the fields to delete. Returns 1 done | 0 not this session or tainted.
+     */
+    static final Script FINISH_FAST = Script.of("finish-fast", """
+            local s = redis.call('GET', KEYS[3])
+            if not s or string.sub(s, 1, 16) ~= ARGV[2] then return 0 end
+            if (redis.call('GET', KEYS[4]) or '') ~= ARGV[3] then return 0 end
+            local last = 4 + 2 * tonumber(ARGV[4])
+            for c = 5, last, 4000 do redis.call('HSET', KEYS[1], unpack(ARGV, c, math.min(last, c + 3999))) end
+            for c = last + 1, #ARGV, 4000 do redis.call('HDEL', KEYS[1], unpack(ARGV, c, math.min(#ARGV, c + 3999))) end
+            redis.call('DEL', KEYS[3])
+            redis.call('SREM', KEYS[2], ARGV[1])
             return 1
             """);
 
@@ -307,7 +350,7 @@ public final class Lua {
             """);
 
     /**
-     * clear / drop. KEYS: live, blocks, session set, expired-unclosed set. ARGV: incarnation (clear only), session key prefix, 'clear'
+     * clear / drop. KEYS: live, blocks, session set, expired-unclosed set, taint counter. ARGV: incarnation (clear only), session key prefix, 'clear'
      * or 'drop'. Returns the sessions it removed {id, blob, ...}, or nil when clear found the index dropped.
      */
     static final Script WIPE = Script.of("wipe", """
@@ -323,7 +366,7 @@ public final class Lua {
               end
             end
             redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4])
-            if ARGV[3] == 'drop' then redis.call('DEL', KEYS[1]) end
+            if ARGV[3] == 'drop' then redis.call('DEL', KEYS[1], KEYS[5]) end
             return out
             """);
 

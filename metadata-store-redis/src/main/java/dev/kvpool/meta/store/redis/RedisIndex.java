@@ -35,8 +35,20 @@ final class RedisIndex implements InstanceIndex {
     private final Calls calls;
     private final String instanceId;
     private final String incarnation;
-    private final String live, blocks, sessionSet, expiredSet, sessionPrefix;
+    private final String live, blocks, sessionSet, expiredSet, sessionPrefix, taint;
     private volatile boolean dropped;
+    /**
+     * Sessions this replica started with {@link Lua#START_ABSENT}, for {@link Lua#FINISH_FAST}: what the start
+     * wrote and the taint counter it saw. Bounded by {@link #PENDING_KEYS_MAX} keys; a session not here (finished
+     * elsewhere, started before a restart, or over the bound) takes the reading {@link Lua#FINISH}.
+     */
+    private final Map<String, Pending> pending = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.concurrent.atomic.AtomicLong pendingKeys = new java.util.concurrent.atomic.AtomicLong();
+    static final long PENDING_KEYS_MAX = 1L << 18;
+
+    /** A session's header, the taint counter its start saw, its keys' word A (any status) and B, their meta. */
+    private record Pending(byte[] header, String taint, WriteSession session, long[] a, long[] b, long meta) {
+    }
 
     RedisIndex(RedisStore store, String instanceId, String incarnation) {
         this.store = store;
@@ -49,6 +61,7 @@ final class RedisIndex implements InstanceIndex {
         this.sessionSet = base + "ss";
         this.expiredSet = base + "sx";
         this.sessionPrefix = base + "s:";
+        this.taint = base + "wt";
     }
 
     String incarnation() {
@@ -297,7 +310,7 @@ final class RedisIndex implements InstanceIndex {
                     }
                 }
                 inFlight = true;
-                List<String> startKeys = List.of(live, blocks, sessionSet, sessionPrefix + sessionId);
+                List<String> startKeys = List.of(live, blocks, sessionSet, sessionPrefix + sessionId, taint);
                 Response r;
                 if (claimed) {
                     r = calls.eval(script, startKeys, args, "startWrite " + instanceId);
@@ -322,8 +335,12 @@ final class RedisIndex implements InstanceIndex {
                 int code = r.get(0).toInteger();
                 switch (code) {
                     case 1 -> {
-                        return started(r.get(1).toBytes(), first, distinct, keys, a, created, minReplicas <= 1,
-                                sessionId, deadlineMs);
+                        StartResult sr = started(r.get(1).toBytes(), first, distinct, keys, a, created,
+                                minReplicas <= 1, sessionId, deadlineMs);
+                        if (minReplicas <= 1 && sr.session().size() > 0) {
+                            remember(sr, header, r.get(2).toString(), a, b, nowSec);
+                        }
+                        return sr;
                     }
                     case -1 -> backoff(attempt, "startWrite");
                     case -2 -> {
@@ -349,6 +366,41 @@ final class RedisIndex implements InstanceIndex {
             }
             throw e;
         }
+    }
+
+    private void remember(StartResult sr, byte[] header, String seen, long[] a, long[] b, int nowSec) {
+        WriteSession s = sr.session();
+        int n = s.size();
+        if (pendingKeys.addAndGet(n) > PENDING_KEYS_MAX) {
+            pendingKeys.addAndGet(-n);
+            forgetOverdue();
+            return; // this one finishes by the reading script
+        }
+        // the session's keys are the inserted positions in order, as started() lists them
+        long[] sa = new long[n], sb = new long[n];
+        boolean[] ins = sr.inserted();
+        for (int i = 0, j = 0; i < ins.length; i++) {
+            if (ins[i]) {
+                sa[j] = a[i];
+                sb[j++] = b[i];
+            }
+        }
+        Pending old = pending.put(s.id(), new Pending(header, seen, s, sa, sb, Loc.meta(nowSec, nowSec)));
+        if (old != null) {
+            pendingKeys.addAndGet(-old.session().size());
+        }
+    }
+
+    /** Drops remembered sessions past their deadline (their expiry finishes them by the reading script). */
+    private void forgetOverdue() {
+        long now = System.currentTimeMillis();
+        pending.values().removeIf(p -> {
+            if (p.session().deadlineMs() < now) {
+                pendingKeys.addAndGet(-p.session().size());
+                return true;
+            }
+            return false;
+        });
     }
 
     private StartResult started(byte[] flags, int[] first, int distinct, long[] keys, long[] a, boolean[] created,
@@ -413,6 +465,14 @@ final class RedisIndex implements InstanceIndex {
         if (sessionId == null) {
             return null;
         }
+        Pending p = pending.remove(sessionId);
+        if (p != null) {
+            pendingKeys.addAndGet(-p.session().size());
+            FinishResult fast = finishFast(p, ok, fit, nowSec);
+            if (fast != null) {
+                return fast;
+            }
+        }
         byte[] mask = new byte[ok.length];
         for (int i = 0; i < ok.length; i++) {
             mask[i] = (byte) (ok[i] ? '1' : '0');
@@ -437,6 +497,49 @@ final class RedisIndex implements InstanceIndex {
             failed.add(Codec.get(f, 0), Codec.get(f, 8), Codec.get(f, 16), f[24] == '1');
         }
         return new FinishResult(s, r.get(1).toInteger(), failed, r.get(2).toInteger() == 1);
+    }
+
+    /**
+     * {@link Lua#FINISH_FAST}: the decisions of {@link Lua#FINISH}, taken here from what the start wrote. Null when
+     * the script found the session changed (or gone) and wrote nothing.
+     */
+    private FinishResult finishFast(Pending p, boolean[] ok, String fit, int nowSec) {
+        WriteSession s = p.session();
+        int n = s.size();
+        boolean fits = ok.length == n || ("0".equals(fit) && ok.length < n) || "2".equals(fit);
+        // SERVING from now: the write time is the finish's, the access time and counter stay the start's
+        long meta = (Codec.relSec(nowSec) << 34) | (p.meta() & ((1L << 34) - 1));
+        List<Object> args = new ArrayList<>(4 + 2 * n);
+        args.add(s.id());
+        args.add(p.header());
+        args.add(p.taint());
+        args.add(0);
+        List<byte[]> dels = new ArrayList<>();
+        LocList failed = new LocList();
+        int served = 0;
+        for (int i = 0; i < n; i++) {
+            long key = s.keys()[i];
+            if (fits && i < ok.length && ok[i]) {
+                args.add(Codec.field(key));
+                args.add(Codec.value(Loc.withStatus(p.a()[i], Loc.SERVING), p.b()[i], meta));
+                served++;
+            } else {
+                dels.add(Codec.field(key));
+                failed.add(key, Loc.withStatus(p.a()[i], Loc.WRITING), p.b()[i], true); // its only location
+            }
+        }
+        args.set(3, served);
+        args.addAll(dels);
+        List<Response> rs = calls.evalAll(List.of(
+                new Calls.ScriptCall(Lua.FINISH_FAST, List.of(blocks, sessionSet, sessionPrefix + s.id(), taint), args),
+                new Calls.ScriptCall(Lua.RELEASE_OWNER, List.of(store.ownerKey(s.id())), List.of(instanceId))),
+                "finishWrite " + instanceId);
+        if (rs.getFirst().toInteger() != 1) {
+            store.fastFinishMissed();
+            return null;
+        }
+        store.fastFinished();
+        return new FinishResult(s, served, failed, fits);
     }
 
     @Override
@@ -506,6 +609,7 @@ final class RedisIndex implements InstanceIndex {
             byte[][] cur = read(picked, 0, m, "markDeleting read " + instanceId);
             LocList moved = new LocList();
             List<Object> args = new ArrayList<>();
+            boolean taints = false;
             for (int i = 0; i < m; i++) {
                 if (cur[i] == null) {
                     continue; // absent: nothing to move, and nothing this call's outcome depends on
@@ -513,6 +617,7 @@ final class RedisIndex implements InstanceIndex {
                 long[] locs = Codec.locs(cur[i]);
                 byte[] expect = expectLocs(locs);
                 boolean changed = false;
+                boolean heldWriting = holdsWriting(locs);
                 for (int j = 0; j < locs.length; j += 2) {
                     int was = Loc.status(locs[j]);
                     if (was != Loc.DELETING && (writing || was != Loc.WRITING)) {
@@ -525,17 +630,31 @@ final class RedisIndex implements InstanceIndex {
                     args.add(Codec.field(picked[i]));
                     args.add(expect);
                     args.add(Codec.locs(KEEP_META, locs));
+                    taints |= heldWriting;
                 }
             }
-            if (args.isEmpty() || casOk(args, "markDeleting")) {
+            if (args.isEmpty() || casOk(args, taints, "markDeleting")) {
                 return moved;
             }
             backoff(attempt, "markDeleting");
         }
     }
 
-    private boolean casOk(List<Object> args, String what) {
-        return calls.eval(Lua.CAS, List.of(blocks), args, what + " " + instanceId).toLong() == 1;
+    /** {@link Lua#CAS}; {@code taints}: a field written holds a WRITING location (see {@link Lua#FINISH_FAST}). */
+    private boolean casOk(List<Object> args, boolean taints, String what) {
+        List<Object> all = new ArrayList<>(args.size() + 1);
+        all.add(taints ? "1" : "0");
+        all.addAll(args);
+        return calls.eval(Lua.CAS, List.of(blocks, taint), all, what + " " + instanceId).toLong() == 1;
+    }
+
+    private static boolean holdsWriting(long[] locs) {
+        for (int j = 0; j < locs.length; j += 2) {
+            if (Loc.status(locs[j]) == Loc.WRITING) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Override
@@ -559,7 +678,7 @@ final class RedisIndex implements InstanceIndex {
             out.add(key, locs[idx * 2], locs[idx * 2 + 1], rest.length == 0);
             List<Object> args = List.of(Codec.field(key), expectLocs(locs),
                     rest.length == 0 ? DELETE : Codec.locs(KEEP_META, rest));
-            if (casOk(args, "purge")) {
+            if (casOk(args, holdsWriting(locs), "purge")) {
                 return out;
             }
             backoff(attempt, "purge");
@@ -588,6 +707,7 @@ final class RedisIndex implements InstanceIndex {
                 byte[][] cur = read(keys, off, len, "purge read " + instanceId);
                 LocList gone = new LocList();
                 List<Object> args = new ArrayList<>();
+                boolean taints = false;
                 for (int i = 0; i < len; i++) {
                     if (cur[i] == null) {
                         continue; // already gone: nothing to purge, nothing the outcome depends on
@@ -612,8 +732,9 @@ final class RedisIndex implements InstanceIndex {
                     args.add(Codec.field(key));
                     args.add(expectLocs(locs));
                     args.add(rest.length == 0 ? DELETE : Codec.locs(KEEP_META, rest));
+                    taints |= holdsWriting(locs);
                 }
-                if (args.isEmpty() || casOk(args, "purge")) {
+                if (args.isEmpty() || casOk(args, taints, "purge")) {
                     out.addAll(gone);
                     break;
                 }
@@ -625,7 +746,7 @@ final class RedisIndex implements InstanceIndex {
 
     @Override
     public void clear() {
-        Response r = calls.eval(Lua.WIPE, List.of(live, blocks, sessionSet, expiredSet), List.of(incarnation, sessionPrefix, "clear"),
+        Response r = calls.eval(Lua.WIPE, List.of(live, blocks, sessionSet, expiredSet, taint), List.of(incarnation, sessionPrefix, "clear"),
                 "clear " + instanceId);
         store.releaseOwners(instanceId, r);
     }

@@ -28,7 +28,10 @@ import org.jboss.logging.Logger;
  * <h2>Keys</h2> Everything of one instance carries one hash tag, {@code <prefix>:{<instance>}:...}, so it lives in
  * one cluster slot and every script touches a single slot: {@code live} (the incarnation token; present while the
  * instance exists), {@code b} (hash: 8-byte block key → meta word + locations), {@code ss} (set of open session
- * ids) and {@code s:<id>} (one string per open session, expiring at its deadline + grace). Store-wide keys each
+ * ids), {@code s:<id>} (one string per open session, expiring at its deadline + grace) and {@code wt} (the
+ * taint counter: raised whenever a script changes a field that holds a WRITING location, so the replica that
+ * started a session can finish it without reading its blocks when the counter did not move; see
+ * {@code Lua.FINISH_FAST}). Store-wide keys each
  * stand alone: {@code <prefix>:i} (set of instance ids), {@code <prefix>:r:<section>} (hash of records) and
  * {@code <prefix>:o:{<session id>}} (the session id's owner, for store-wide uniqueness and
  * {@link #sessionOwner}).
@@ -167,6 +170,27 @@ public final class RedisStore implements IndexStore {
         return conflicts.sum();
     }
 
+    private final java.util.concurrent.atomic.LongAdder fastFinishes = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder fastFinishMisses = new java.util.concurrent.atomic.LongAdder();
+
+    void fastFinished() {
+        fastFinishes.increment();
+    }
+
+    void fastFinishMissed() {
+        fastFinishMisses.increment();
+    }
+
+    /** Finishes that wrote from what this replica's start remembered, without reading a block (see Lua.FINISH_FAST). */
+    public long fastFinishes() {
+        return fastFinishes.sum();
+    }
+
+    /** Finishes that tried that and found the session changed (taint counter or session), then read. */
+    public long fastFinishMisses() {
+        return fastFinishMisses.sum();
+    }
+
     /** Round trips this store made so far (a pipelined batch counts once): for tests and metrics. */
     public long roundTrips() {
         return calls.roundTrips();
@@ -242,7 +266,7 @@ public final class RedisStore implements IndexStore {
     public void drop(String instanceId) {
         checkOpen();
         String base = instanceBase(instanceId);
-        Response r = calls.eval(Lua.WIPE, List.of(base + "live", base + "b", base + "ss", base + "sx"),
+        Response r = calls.eval(Lua.WIPE, List.of(base + "live", base + "b", base + "ss", base + "sx", base + "wt"),
                 List.of("", base + "s:", "drop"), "drop instance " + instanceId);
         RedisIndex gone = indexes.remove(instanceId);
         if (gone != null) {

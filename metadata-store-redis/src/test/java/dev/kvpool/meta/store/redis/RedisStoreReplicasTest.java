@@ -517,4 +517,162 @@ class RedisStoreReplicasTest {
         assertEquals(INST, a.sessionOwner("own"));
         assertEquals("PONG", redis.call(Request.cmd(Command.PING)).toString());
     }
+
+    // ---- finish on the starting replica (Lua.FINISH_FAST) ------------------------------------------------------
+
+    /** Start words for n keys, the same for every call with the same base (so two instances can hold equal bytes). */
+    private static long[][] words(int n, int storage, long base) {
+        long[] wa = new long[n], wb = new long[n];
+        for (int i = 0; i < n; i++) {
+            wa[i] = Loc.a(base + i, Loc.NEW, storage, 0);
+            wb[i] = (base + i) << 8 | 7;
+        }
+        return new long[][] {wa, wb};
+    }
+
+    private java.util.Map<String, String> rawBlocks(String instance) {
+        String h = a.instanceBase(instance) + "b";
+        java.util.Map<String, String> out = new java.util.TreeMap<>();
+        java.util.HexFormat hex = java.util.HexFormat.of();
+        for (var f : a.calls().send(Request.cmd(Command.HKEYS).arg(h), "fields of " + instance)) {
+            byte[] v = a.calls().send(Request.cmd(Command.HGET).arg(h).arg(f.toBytes()), "value").toBytes();
+            out.put(hex.formatHex(f.toBytes()), hex.formatHex(v));
+        }
+        return out;
+    }
+
+    private static String describe(FinishResult f) {
+        if (f == null) {
+            return "null";
+        }
+        StringBuilder sb = new StringBuilder("served=" + f.served() + " fits=" + f.maskFits() + " session="
+                + Arrays.toString(f.session().keys()) + Arrays.toString(f.session().locIds()) + " failed=");
+        for (int i = 0; i < f.failed().size(); i++) {
+            sb.append('[').append(f.failed().key(i)).append(',').append(f.failed().a(i)).append(',')
+                    .append(f.failed().b(i)).append(',').append(f.failed().keyGone(i)).append(']');
+        }
+        return sb.toString();
+    }
+
+    @Test
+    void finishOnTheStartingReplicaWritesExactlyWhatTheReadingFinishWrites() {
+        // one instance finished where it started (no block read), a twin finished on the other replica (the
+        // reading script): same keys, same words, same masks, so both must hold the same bytes and answers
+        boolean[][] masks = {
+                {true, true, true, true, true, true},
+                {true, false, true, false, false, true},
+                {false, false, false, false, false, false},
+                {true, true, true}, // shorter than the session
+                {true, true, true, true, true, true, true, true}, // longer
+        };
+        String[] fits = {"exact", "atMost", "any"};
+        long base = 1_000;
+        long before = a.fastFinishes();
+        int cases = 0;
+        for (boolean[] mask : masks) {
+            for (String fit : fits) {
+                String fast = "fast-" + cases, slow = "slow-" + cases;
+                long[] k = keys(100 * cases, 6);
+                long[][] w = words(6, 1, base);
+                base += 10;
+                // a key present before the start is not in the session: the session is the other five
+                long[] pre = {k[2]};
+                long[][] pw = words(1, 1, base++);
+                for (String inst : List.of(fast, slow)) {
+                    InstanceIndex ix = a.index(inst);
+                    assertTrue(ix.startWrite(pre, pw[0], pw[1], 1, x -> true, 0, "pre-" + inst, System.currentTimeMillis() + 60_000, NOW)
+                            .inserted()[0]);
+                    assertEquals(1, ix.finishWrite("pre-" + inst, new boolean[] {true}, NOW).served());
+                    StartResult sr = ix.startWrite(k, w[0], w[1], 1, x -> true, 0, "s-" + inst,
+                            System.currentTimeMillis() + 60_000, NOW);
+                    assertEquals(5, sr.session().size());
+                }
+                FinishResult f1 = finish(a.index(fast), "s-" + fast, mask, fit, NOW + 30);
+                FinishResult f2 = finish(b.index(slow), "s-" + slow, mask, fit, NOW + 30);
+                assertEquals(describe(f2).replace("s-" + slow, ""), describe(f1).replace("s-" + fast, ""),
+                        "answer for mask " + Arrays.toString(mask) + " " + fit);
+                assertEquals(rawBlocks(slow), rawBlocks(fast), "bytes for mask " + Arrays.toString(mask) + " " + fit);
+                assertEquals(0, a.index(fast).sessionCount());
+                assertNull(a.index(fast).finishWrite("s-" + fast, mask, NOW), "a finished session is gone");
+                cases++;
+            }
+        }
+        // per case: the fast session and both instances' pre-written key, all started and finished on a
+        assertEquals(3L * cases, a.fastFinishes() - before, "every finish on the starting replica took the fast path");
+        assertEquals(0, a.fastFinishMisses());
+    }
+
+    private static FinishResult finish(InstanceIndex ix, String sid, boolean[] mask, String fit, int now) {
+        return switch (fit) {
+            case "exact" -> ix.finishWrite(sid, mask, true, now);
+            case "atMost" -> ix.finishWrite(sid, mask, false, now);
+            default -> ix.finishWrite(sid, mask, now);
+        };
+    }
+
+    @Test
+    void aWritingBlockDeletedByAnotherReplicaSendsTheFinishToTheReadingScript() {
+        InstanceIndex ia = a.index(INST), ib = b.index(INST);
+        long[] k = keys(0, 4);
+        long[][] w = words(4, 1, 50_000);
+        assertEquals(4, ia.startWrite(k, w[0], w[1], 1, x -> true, 0, "s1", System.currentTimeMillis() + 60_000, NOW)
+                .session().size());
+        // another replica deletes a block in flight: its location is the deleter's now
+        assertEquals(1, ib.markDeleting(new long[] {k[1]}, 0, 1, null, true).size());
+        long misses = a.fastFinishMisses();
+        FinishResult f = ia.finishWrite("s1", new boolean[] {true, true, true, true}, true, NOW + 5);
+        assertEquals(misses + 1, a.fastFinishMisses(), "the taint counter moved: the finish must read");
+        assertEquals(3, f.served());
+        assertEquals(Loc.DELETING, Loc.status(ib.get(k[1]).a(0)), "the deleter's location stays DELETING");
+        assertEquals(Loc.SERVING, Loc.status(ib.get(k[0]).a(0)));
+        // its purge changes nothing of a session in flight: the next start-and-finish here is blind again
+        LocList deleting = new LocList();
+        deleting.add(k[1], ib.get(k[1]).a(0), ib.get(k[1]).b(0), false);
+        assertEquals(1, ib.purgeAll(deleting).size());
+        long fast = a.fastFinishes();
+        long[][] w3 = words(1, 1, 55_000);
+        ia.startWrite(new long[] {k[1]}, w3[0], w3[1], 1, x -> true, 0, "s3", System.currentTimeMillis() + 60_000, NOW);
+        assertEquals(1, ia.finishWrite("s3", new boolean[] {true}, true, NOW).served());
+        assertEquals(fast + 1, a.fastFinishes());
+    }
+
+    @Test
+    void aReplicaAddedToAWritingBlockSendsTheFinishToTheReadingScript() {
+        InstanceIndex ia = a.index(INST), ib = b.index(INST);
+        long[] k = keys(0, 2);
+        long[][] w = words(2, 1, 40_000);
+        ia.startWrite(k, w[0], w[1], 1, x -> true, 0, "s1", System.currentTimeMillis() + 60_000, NOW);
+        // a replica-counting start adds a second location to a block in flight
+        long[][] w2 = words(1, 2, 60_000);
+        assertTrue(ib.startWrite(new long[] {k[1]}, w2[0], w2[1], 2, x -> true, 0, "s2",
+                System.currentTimeMillis() + 60_000, NOW).inserted()[0]);
+        long misses = a.fastFinishMisses();
+        assertEquals(2, ia.finishWrite("s1", new boolean[] {true, true}, true, NOW + 5).served());
+        assertEquals(misses + 1, a.fastFinishMisses(), "the taint counter moved: the finish must read");
+        Block two = ib.get(k[1]);
+        assertEquals(2, two.size(), "the added replica survives the finish");
+        assertEquals(Loc.SERVING, Loc.status(two.a(0)));
+        assertEquals(Loc.WRITING, Loc.status(two.a(1)));
+    }
+
+    @Test
+    void aSessionFinishedOnTheOtherReplicaIsNotFinishedTwice() {
+        InstanceIndex ia = a.index(INST), ib = b.index(INST);
+        long[] k = keys(0, 3);
+        long[][] w = words(3, 1, 70_000);
+        ia.startWrite(k, w[0], w[1], 1, x -> true, 0, "s1", System.currentTimeMillis() + 60_000, NOW);
+        FinishResult onB = ib.finishWrite("s1", new boolean[] {false, true, false}, true, NOW);
+        assertEquals(1, onB.served());
+        // the same id starts again elsewhere before the first replica's late finish arrives
+        long[][] w2 = words(3, 1, 80_000);
+        StartResult again = ib.startWrite(k, w2[0], w2[1], 1, x -> true, 0, "s1", System.currentTimeMillis() + 60_000, NOW);
+        assertEquals(2, again.session().size());
+        long misses = a.fastFinishMisses();
+        FinishResult late = ia.finishWrite("s1", new boolean[] {true, true, true}, NOW);
+        assertEquals(misses + 1, a.fastFinishMisses(), "another start's session is not the one remembered");
+        // the late finish is then the reading one: it finishes whatever session holds the id now, as before
+        assertNotNull(late);
+        assertEquals(2, late.served());
+        assertEquals(80_000L, Loc.id(ib.get(k[0]).a(0)));
+    }
 }
