@@ -68,6 +68,32 @@ class RedisSlotsTest {
     }
 
     @Test
+    void perFileCountsStayExactUnderMixedAllocationsAndFrees() throws Exception {
+        // fresh ranges that start mid-file, at a file's first slot and after reused slots, mixed with frees: every
+        // file's counter must equal the slots of it that are handed out (files() and usedSlots() read them)
+        RedisSlots s = slots(4);
+        java.util.Random rnd = new java.util.Random(7);
+        java.util.List<Long> held = new java.util.ArrayList<>();
+        for (int step = 0; step < 300; step++) {
+            if (held.isEmpty() || rnd.nextInt(3) > 0) {
+                for (long a : s.allocate(1 + rnd.nextInt(11))) {
+                    assertFalse(held.contains(a), "slot handed out twice: " + a);
+                    held.add(a);
+                }
+            } else {
+                int n = 1 + rnd.nextInt(Math.min(6, held.size()));
+                long[] f = new long[n];
+                for (int i = 0; i < n; i++) {
+                    f[i] = held.remove(rnd.nextInt(held.size()));
+                }
+                s.freeAll(f);
+            }
+            assertEquals(held.size(), s.usedSlots(), "used slots after step " + step);
+            assertEquals(held.stream().map(SlotAllocator::file).distinct().count(), s.files(), "files after step " + step);
+        }
+    }
+
+    @Test
     void freedSlotsComeBackBeforeFreshOnes() throws Exception {
         RedisSlots s = slots(4);
         s.allocate(8);
