@@ -543,6 +543,18 @@ public class MetaRuntime {
                     .description("buffered access-time updates applied to the store (one call per instance and interval)")
                     .register(meters);
             Gauge.builder("kvpool.meta.events.published", this, r -> r.events.published.get()).register(meters);
+            if (store instanceof RedisStore rs) {
+                // a finish reaching another replica than its start, or a busy taint counter, costs Redis a read
+                Gauge.builder("kvpool.meta.redis.finish.blind", rs, RedisStore::fastFinishes)
+                        .description("finishWrites that wrote what this replica's start remembered, reading no block")
+                        .register(meters);
+                Gauge.builder("kvpool.meta.redis.finish.blind.missed", rs, RedisStore::fastFinishMisses)
+                        .description("blind finishes refused because a block of the session changed; they then read")
+                        .register(meters);
+                Gauge.builder("kvpool.meta.redis.cas.conflicts", rs, RedisStore::conflicts)
+                        .description("compare-and-set attempts retried because a key changed since it was read")
+                        .register(meters);
+            }
             Gauge.builder("kvpool.meta.events.dropped", this, r -> r.events.dropped.get())
                     .description("kvpool.cache events dropped because the queue was full").register(meters);
             Gauge.builder("kvpool.meta.events.failed", this, r -> r.events.failed.get())
