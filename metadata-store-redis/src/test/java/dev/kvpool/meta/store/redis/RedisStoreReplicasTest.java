@@ -530,6 +530,11 @@ class RedisStoreReplicasTest {
         return new long[][] {wa, wb};
     }
 
+    /** startWrite of keys with these words (from {@link #words}), a minute to finish. */
+    private static StartResult begin(InstanceIndex ix, String sid, int minReplicas, long[] keys, long[][] w) {
+        return ix.startWrite(keys, w[0], w[1], minReplicas, x -> true, 0, sid, System.currentTimeMillis() + 60_000, NOW);
+    }
+
     private java.util.Map<String, String> rawBlocks(String instance) {
         String h = a.instanceBase(instance) + "b";
         java.util.Map<String, String> out = new java.util.TreeMap<>();
@@ -580,11 +585,10 @@ class RedisStoreReplicasTest {
                 long[][] pw = words(1, 1, base++);
                 for (String inst : List.of(fast, slow)) {
                     InstanceIndex ix = a.index(inst);
-                    assertTrue(ix.startWrite(pre, pw[0], pw[1], 1, x -> true, 0, "pre-" + inst, System.currentTimeMillis() + 60_000, NOW)
+                    assertTrue(begin(ix, "pre-" + inst, 1, pre, pw)
                             .inserted()[0]);
                     assertEquals(1, ix.finishWrite("pre-" + inst, new boolean[] {true}, NOW).served());
-                    StartResult sr = ix.startWrite(k, w[0], w[1], 1, x -> true, 0, "s-" + inst,
-                            System.currentTimeMillis() + 60_000, NOW);
+                    StartResult sr = begin(ix, "s-" + inst, 1, k, w);
                     assertEquals(5, sr.session().size());
                 }
                 FinishResult f1 = finish(a.index(fast), "s-" + fast, mask, fit, NOW + 30);
@@ -615,7 +619,7 @@ class RedisStoreReplicasTest {
         InstanceIndex ia = a.index(INST), ib = b.index(INST);
         long[] k = keys(0, 4);
         long[][] w = words(4, 1, 50_000);
-        assertEquals(4, ia.startWrite(k, w[0], w[1], 1, x -> true, 0, "s1", System.currentTimeMillis() + 60_000, NOW)
+        assertEquals(4, begin(ia, "s1", 1, k, w)
                 .session().size());
         // another replica deletes a block in flight: its location is the deleter's now
         assertEquals(1, ib.markDeleting(new long[] {k[1]}, 0, 1, null, true).size());
@@ -631,7 +635,7 @@ class RedisStoreReplicasTest {
         assertEquals(1, ib.purgeAll(deleting).size());
         long fast = a.fastFinishes();
         long[][] w3 = words(1, 1, 55_000);
-        ia.startWrite(new long[] {k[1]}, w3[0], w3[1], 1, x -> true, 0, "s3", System.currentTimeMillis() + 60_000, NOW);
+        begin(ia, "s3", 1, new long[] {k[1]}, w3);
         assertEquals(1, ia.finishWrite("s3", new boolean[] {true}, true, NOW).served());
         assertEquals(fast + 1, a.fastFinishes());
     }
@@ -641,11 +645,10 @@ class RedisStoreReplicasTest {
         InstanceIndex ia = a.index(INST), ib = b.index(INST);
         long[] k = keys(0, 2);
         long[][] w = words(2, 1, 40_000);
-        ia.startWrite(k, w[0], w[1], 1, x -> true, 0, "s1", System.currentTimeMillis() + 60_000, NOW);
+        begin(ia, "s1", 1, k, w);
         // a replica-counting start adds a second location to a block in flight
         long[][] w2 = words(1, 2, 60_000);
-        assertTrue(ib.startWrite(new long[] {k[1]}, w2[0], w2[1], 2, x -> true, 0, "s2",
-                System.currentTimeMillis() + 60_000, NOW).inserted()[0]);
+        assertTrue(begin(ib, "s2", 2, new long[] {k[1]}, w2).inserted()[0]);
         long misses = a.fastFinishMisses();
         assertEquals(2, ia.finishWrite("s1", new boolean[] {true, true}, true, NOW + 5).served());
         assertEquals(misses + 1, a.fastFinishMisses(), "the taint counter moved: the finish must read");
@@ -660,12 +663,12 @@ class RedisStoreReplicasTest {
         InstanceIndex ia = a.index(INST), ib = b.index(INST);
         long[] k = keys(0, 3);
         long[][] w = words(3, 1, 70_000);
-        ia.startWrite(k, w[0], w[1], 1, x -> true, 0, "s1", System.currentTimeMillis() + 60_000, NOW);
+        begin(ia, "s1", 1, k, w);
         FinishResult onB = ib.finishWrite("s1", new boolean[] {false, true, false}, true, NOW);
         assertEquals(1, onB.served());
         // the same id starts again elsewhere before the first replica's late finish arrives
         long[][] w2 = words(3, 1, 80_000);
-        StartResult again = ib.startWrite(k, w2[0], w2[1], 1, x -> true, 0, "s1", System.currentTimeMillis() + 60_000, NOW);
+        StartResult again = begin(ib, "s1", 1, k, w2);
         assertEquals(2, again.session().size());
         long misses = a.fastFinishMisses();
         FinishResult late = ia.finishWrite("s1", new boolean[] {true, true, true}, NOW);
