@@ -21,7 +21,7 @@ for j in $(find "$tmp/plane" -name '*.jar'); do
        | { grep -vE 'linux[-/_](amd64|x86_64|x86-64)|/Linux/x86_64/|linux-x86_64' || true; } | xargs -r rm -f \
     && rm -f "$j" && zip -q -0 -r -X "$j" .) && rm -rf "$d"
 done
-# OLD_JARS="a.jar b.jar": an earlier build's jars (quarkus-app names) for plane.sh's RECLAIM_AB comparison
+# OLD_JARS="a.jar b.jar": an earlier build's jars (quarkus-app names) for plane.sh's AB_STEPS and RECLAIM_AB comparisons
 if [ -n "${OLD_JARS:-}" ]; then mkdir -p "$tmp/old" && cp $OLD_JARS "$tmp/old/"; fi
 mkdir -p "$tmp/shared/data/mooncake" && cp "$SHARED"/data/mooncake/*.jsonl "$tmp/shared/data/mooncake/"
 "$JAVA_HOME"/bin/jlink --add-modules java.base,java.logging,jdk.unsupported,java.management,jdk.management,java.net.http,java.xml,java.sql,java.naming,java.instrument,jdk.zipfs \

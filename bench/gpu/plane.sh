@@ -44,16 +44,18 @@ run_store() { # $1 = store, rest = steps: each on an empty Redis and a fresh pla
 }
 STEPS=${STEPS-"replay prefix_--keys_24_--rounds_8_--iters_2000 prefix_--keys_1024_--rounds_8_--iters_300 writes_--batch_512_--batches_50_--rounds_8 writes_--batch_64_--rounds_6 writes_--threads_16_--batch_512_--batches_25_--rounds_6"}
 [ -n "$STEPS" ] && run_store redis $STEPS 2>&1 | tee $OUT/plane-redis.txt
-# RECLAIM_AB: the reclaim bench on the plane as packed and on the plane with the jars of $K/old (an earlier
-# build's changed jars, same names), alternated: what eviction does to another client's Redis latency, before/after
-if [ -n "${RECLAIM_AB:-}" ] && [ -d $K/old ]; then
+# AB_STEPS="<step> …": each step on the plane with the jars of $K/old (an earlier build's changed jars, same names,
+# packed with OLD_JARS) and on the plane as packed, alternated AB_PAIRS times: a change's effect on 16 cores, with
+# the machine's drift spread over both. RECLAIM_AB=<args> adds the step reclaim_<args> (pairs: RECLAIM_PAIRS).
+[ -n "${RECLAIM_AB:-}" ] && AB_STEPS="${AB_STEPS:-} reclaim_${RECLAIM_AB}" && AB_PAIRS=${AB_PAIRS:-${RECLAIM_PAIRS:-1}}
+if [ -n "${AB_STEPS:-}" ] && [ -d $K/old ]; then
   cp -r $K/plane $K/plane-old && for f in $K/old/*.jar; do
     find $K/plane-old -name "$(basename $f)" -exec cp $f {} \; ; done
-  for r in $(seq ${RECLAIM_PAIRS:-1}); do
+  for r in $(seq ${AB_PAIRS:-1}); do
     for v in plane-old plane; do
-      PLANE=$K/$v; echo "##### $v"; run_store redis reclaim_${RECLAIM_AB}
+      PLANE=$K/$v; echo "##### $v"; run_store redis $AB_STEPS
     done
-  done 2>&1 | tee $OUT/plane-reclaim.txt
+  done 2>&1 | tee $OUT/plane-ab.txt
   PLANE=$K/plane
 fi
 # RECLAIM_DUTIES="1.0 0.5 …": the reclaim bench on the packed plane at each kvpool.meta.reclaim.duty-cycle
