@@ -30,7 +30,9 @@ public final class Locations {
 
     /** The name of slab file number {@code file} (the inverse of {@link #fileNumber}). */
     public static String slabName(long file) {
-        return String.format("slab_%08x", file);
+        // as String.format("slab_%08x", file), without the formatter: this runs for every location rendered
+        String hex = Long.toHexString(file);
+        return hex.length() >= 8 ? "slab_" + hex : "slab_00000000".substring(0, 13 - hex.length()) + hex;
     }
 
     public static CacheLocation render(Instance inst, Storage st, long key, long a, long b, Set<String> specFilter) {

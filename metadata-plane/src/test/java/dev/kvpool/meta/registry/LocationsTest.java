@@ -172,4 +172,18 @@ class LocationsTest {
         st.setAvailable(false);
         assertTrue(st.toStorageConfigJson().toString().contains("\"is_available\":false"));
     }
+    @Test
+    void slabNamesAreEightHexDigitsAtLeastAndReadBack() {
+        long[] files = {0, 1, 0xf, 0x10, 0xabc, 0xfffffff, 0x10000000, 0xffffffffL, 0x100000000L, 0xffffffffffL};
+        for (long f : files) {
+            String name = Locations.slabName(f);
+            assertEquals(String.format("slab_%08x", f), name, "file " + f);
+            assertEquals(f, Locations.fileNumber(name), name);
+        }
+        var rnd = new java.util.Random(7);
+        for (int i = 0; i < 10_000; i++) {
+            long f = rnd.nextLong() >>> (24 + rnd.nextInt(40)); // file numbers below 2^40, every width
+            assertEquals(String.format("slab_%08x", f), Locations.slabName(f));
+        }
+    }
 }
