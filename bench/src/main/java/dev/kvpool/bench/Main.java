@@ -74,7 +74,7 @@ public final class Main {
                     usage: ./kvpool bench <replay|prefix|writes|deletes|reclaim|sweep|heap|policies|agent|gpu> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
                       replay   [--trace ../shared/data/mooncake/conversation_trace.jsonl] [--limit N]
                       prefix   [--keys 1024] [--rounds 10] [--iters 200] [--warmup 3000] [--grpc 127.0.0.1:6381]
-                      writes   [--threads 4] [--batch 64] [--batches 200] [--rounds 6]
+                      writes   [--threads 4] [--batch 64] [--batches 200] [--rounds 6] [--floor false] (no native-floor phase)
                       deletes  [--blocks 32768] [--batch 1024] [--rounds 4]   (RemoveCache until purged vs pipelined HDEL)
                       reclaim  [--blocks 1000000] [--step 1000] [--keep 0.5] [--fill-seconds 200] [--policy PREFIX_LRU]
                                (PREFIX_LRU eviction vs one HSCAN pass per round, and another Redis client's

@@ -33,6 +33,11 @@ public abstract class ForwardingIndex implements InstanceIndex {
     }
 
     @Override
+    public boolean remoteReads() {
+        return delegate.remoteReads();
+    }
+
+    @Override
     public long keyCount() {
         return delegate.keyCount();
     }

@@ -21,6 +21,14 @@ public interface InstanceIndex {
         return true;
     }
 
+    /**
+     * True when a read costs a round trip and the store's own work on data it does not cache, so a writer may skip
+     * a look-up that {@link #startWrite} (minReplicas ≤ 1) repeats atomically anyway: it inserts only absent keys.
+     */
+    default boolean remoteReads() {
+        return false;
+    }
+
     /** Number of keys, in any status. */
     long keyCount();
 

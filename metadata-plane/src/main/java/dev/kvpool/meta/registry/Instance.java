@@ -123,6 +123,22 @@ public final class Instance {
 
     private volatile SlotsFactory slotsFactory = SlotsFactory.LOCAL;
 
+    /**
+     * Share of the keys of recent write starts that were already cached, a moving average the write path keeps to
+     * decide whether looking keys up before a start pays (updates may race: it is only a cost estimate).
+     */
+    private volatile double startExistingShare;
+
+    public double startExistingShare() {
+        return startExistingShare;
+    }
+
+    public void recordStart(int keys, int existing) {
+        if (keys > 0) {
+            startExistingShare += 0.25 * ((double) existing / keys - startExistingShare);
+        }
+    }
+
     public void slotsFactory(SlotsFactory f) {
         this.slotsFactory = f;
     }

@@ -102,8 +102,32 @@ public final class WritePath implements AutoCloseable {
     public record StartOutcome(String sessionId, BlockMask mask, List<CacheLocation> locations) {
     }
 
+    /**
+     * Above this share of already-cached keys in recent starts, a start over a remote store looks its keys up first;
+     * below it, the look-up is skipped (see {@link #start}).
+     */
+    static final double GUESS_NEW_BELOW = 0.2;
+
     public StartOutcome start(Instance inst, long[] keys, List<String> specGroupNames, int timeoutSec,
                               int minReplicas) {
+        // Over a remote store the look-up is a round trip and a read of every key, which the start's atomic step
+        // repeats (it inserts only absent keys): while recent starts found almost every key new, skip it and take
+        // storage and quota for every key, giving back what the step did not insert. A refused quota is retried
+        // with the look-up, so guessing never refuses a write that fits.
+        boolean guess = minReplicas <= 1 && keys.length > 0 && inst.index.remoteReads()
+                && inst.startExistingShare() < GUESS_NEW_BELOW;
+        if (guess) {
+            StartOutcome o = start(inst, keys, specGroupNames, timeoutSec, minReplicas, true);
+            if (o != null) {
+                return o;
+            }
+        }
+        return start(inst, keys, specGroupNames, timeoutSec, minReplicas, false);
+    }
+
+    /** With {@code guess}: no look-up, every distinct key a candidate; null when the quota refused the guess. */
+    private StartOutcome start(Instance inst, long[] keys, List<String> specGroupNames, int timeoutSec,
+                               int minReplicas, boolean guess) {
         int[] groupOf = new int[keys.length];
         if (!specGroupNames.isEmpty()) {
             if (specGroupNames.size() != keys.length) {
@@ -125,7 +149,9 @@ public final class WritePath implements AutoCloseable {
 
         // 1. which keys look new (the index re-decides atomically in step 4)
         Block[] seen = new Block[keys.length];
-        inst.index.getAll(keys, 0, keys.length, seen);
+        if (!guess) {
+            inst.index.getAll(keys, 0, keys.length, seen);
+        }
         Set<Long> dup = new HashSet<>();
         int[] cand = new int[keys.length];
         boolean[] absent = new boolean[keys.length];
@@ -141,6 +167,9 @@ public final class WritePath implements AutoCloseable {
             } else if (min > 1 && usableReplicas(seen[i]) < min) {
                 cand[nc++] = i;
             }
+        }
+        if (!guess) {
+            inst.recordStart(dup.size(), dup.size() - newKeys);
         }
         String sessionId = newSessionId();
         if (nc == 0) {
@@ -182,6 +211,9 @@ public final class WritePath implements AutoCloseable {
         }
         if (!reserved) {
             giveBack(inst, st, slots);
+            if (guess) {
+                return null; // some keys may be cached already: ask again for what is really new
+            }
             throw KvcmError.capacity("instance group '" + g.name() + "' quota would be exceeded: "
                     + describeUsage(g) + ", this write needs " + totalBytes + " bytes");
         }
@@ -214,6 +246,20 @@ public final class WritePath implements AutoCloseable {
                     + " keys of max_key_count " + g.maxKeyCount());
         }
         undo(inst, g, st, ca, cb, absent, r.inserted(), nc);
+        if (guess) {
+            // what the look-up would have found: the keys the step did not insert were cached (or being written)
+            long[] had = new long[nc];
+            int nh = 0;
+            for (int c = 0; c < nc; c++) {
+                if (!r.inserted()[c]) {
+                    had[nh++] = ck[c];
+                }
+            }
+            inst.recordStart(nc, nh);
+            if (nh > 0) {
+                inst.index.touch(had, 0, nh, nowSec());
+            }
+        }
         // a key that appeared between the look-up and the insert got an extra replica, not a new key: give
         // back the key bytes reserved for it (only possible with min_replica_count > 1)
         long notNew = 0;

@@ -76,6 +76,11 @@ final class RedisIndex implements InstanceIndex {
         dropped = true;
     }
 
+    @Override
+    public boolean remoteReads() {
+        return true;
+    }
+
     /** The live key still names this incarnation; once it does not, this object stays dropped. */
     @Override
     public boolean alive() {
