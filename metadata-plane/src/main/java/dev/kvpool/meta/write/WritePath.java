@@ -173,7 +173,7 @@ public final class WritePath implements AutoCloseable {
         }
         String sessionId = newSessionId();
         if (nc == 0) {
-            touchExisting(inst, keys, seen);
+            touchExisting(inst, keys, keys.length, i -> seen[i] != null);
             // KVCM gives a session without new keys a fixed 10 s whatever the request asked for (§3.6.1 step 8):
             // clients always finish it, possibly after a timeout shorter than that
             long emptyDeadline = clock.millis() + Math.max(timeout, EMPTY_SESSION_TIMEOUT_SEC) * 1000L;
@@ -184,7 +184,9 @@ public final class WritePath implements AutoCloseable {
             return new StartOutcome(r.session().id(), Mask.encode(existing), List.of());
         }
 
-        touchExisting(inst, keys, seen);
+        if (!guess) {
+            touchExisting(inst, keys, keys.length, i -> seen[i] != null);
+        }
 
         // 2. storage and quota, all or nothing
         GroupConfig g = registry.group(inst.group);
@@ -248,17 +250,9 @@ public final class WritePath implements AutoCloseable {
         undo(inst, g, st, ca, cb, absent, r.inserted(), nc);
         if (guess) {
             // what the look-up would have found: the keys the step did not insert were cached (or being written)
-            long[] had = new long[nc];
-            int nh = 0;
-            for (int c = 0; c < nc; c++) {
-                if (!r.inserted()[c]) {
-                    had[nh++] = ck[c];
-                }
-            }
-            inst.recordStart(nc, nh);
-            if (nh > 0) {
-                inst.index.touch(had, 0, nh, nowSec());
-            }
+            boolean[] ins = r.inserted();
+            inst.recordStart(nc, nc - r.session().size());
+            touchExisting(inst, ck, nc, c -> !ins[c]);
         }
         // a key that appeared between the look-up and the insert got an extra replica, not a new key: give
         // back the key bytes reserved for it (only possible with min_replica_count > 1)
@@ -303,11 +297,11 @@ public final class WritePath implements AutoCloseable {
      * A write extending cached blocks uses them: refresh their access time so a prefix is never older than what
      * extends it (the prefix-aware policy relies on it; plain LRU benefits too).
      */
-    private void touchExisting(Instance inst, long[] keys, Block[] seen) {
-        long[] hit = new long[keys.length];
+    private void touchExisting(Instance inst, long[] keys, int len, java.util.function.IntPredicate cached) {
+        long[] hit = new long[len];
         int n = 0;
-        for (int i = 0; i < keys.length; i++) {
-            if (seen[i] != null) {
+        for (int i = 0; i < len; i++) {
+            if (cached.test(i)) {
                 hit[n++] = keys[i];
             }
         }
