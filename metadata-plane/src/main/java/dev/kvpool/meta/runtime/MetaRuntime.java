@@ -171,7 +171,8 @@ public class MetaRuntime {
                 var rc = cfg.redis();
                 io.vertx.redis.client.Redis redis = redisClient.get();
                 store = new RedisStore(redis, RedisStore.Options.defaults().withPrefix(rc.prefix())
-                        .withSessionGrace(rc.sessionGrace()).withPageSize(rc.pageSize()));
+                        .withSessionGrace(rc.sessionGrace()).withPageSize(rc.pageSize())
+                        .withNativeFinishKeys(rc.nativeFinishKeys()));
                 var config = org.eclipse.microprofile.config.ConfigProvider.getConfig();
                 if (config.getOptionalValue("quarkus.redis.client-type", String.class).orElse("standalone")
                         .equalsIgnoreCase("standalone")) {
@@ -547,6 +548,9 @@ public class MetaRuntime {
                 // a finish reaching another replica than its start, or a busy taint counter, costs Redis a read
                 Gauge.builder("kvpool.meta.redis.finish.blind", rs, RedisStore::fastFinishes)
                         .description("finishWrites that wrote what this replica's start remembered, reading no block")
+                        .register(meters);
+                Gauge.builder("kvpool.meta.redis.finish.native", rs, RedisStore::nativeFinishes)
+                        .description("blind finishes written with native commands under WATCH instead of a script")
                         .register(meters);
                 Gauge.builder("kvpool.meta.redis.finish.blind.missed", rs, RedisStore::fastFinishMisses)
                         .description("blind finishes refused because a block of the session changed; they then read")

@@ -105,6 +105,14 @@ public interface MetaSettings {
         Duration sessionGrace();
 
         /**
+         * A finish on the replica that started the session, of at least this many keys, is written with native
+         * commands under WATCH: a round trip more, ~1 µs of Redis' time less per key than the script (whose
+         * arguments all pass through Lua). 0: always the script.
+         */
+        @WithDefault("128")
+        int nativeFinishKeys();
+
+        /**
          * Read hits (access time, LFU counter) are buffered and applied this often, each key once with its count:
          * eviction may see an access up to this late.
          */

@@ -535,16 +535,59 @@ final class RedisIndex implements InstanceIndex {
         }
         args.set(3, served);
         args.addAll(dels);
-        List<Response> rs = calls.evalAll(List.of(
-                new Calls.ScriptCall(Lua.FINISH_FAST, List.of(blocks, sessionSet, sessionPrefix + s.id(), taint), args),
-                new Calls.ScriptCall(Lua.RELEASE_OWNER, List.of(store.ownerKey(s.id())), List.of(instanceId))),
-                "finishWrite " + instanceId);
-        if (rs.getFirst().toInteger() != 1) {
+        Calls.ScriptCall release = new Calls.ScriptCall(Lua.RELEASE_OWNER, List.of(store.ownerKey(s.id())),
+                List.of(instanceId));
+        int nativeFrom = store.options().nativeFinishKeys();
+        boolean done;
+        if (nativeFrom > 0 && n >= nativeFrom) {
+            done = finishNative(p, args, served, dels, release);
+        } else {
+            List<Response> rs = calls.evalAll(List.of(new Calls.ScriptCall(Lua.FINISH_FAST,
+                    List.of(blocks, sessionSet, sessionPrefix + s.id(), taint), args), release), "finishWrite " + instanceId);
+            done = rs.getFirst().toInteger() == 1;
+        }
+        if (!done) {
             store.fastFinishMissed();
             return null;
         }
         store.fastFinished();
         return new FinishResult(s, served, failed, fits);
+    }
+
+    /**
+     * {@link Lua#FINISH_FAST}'s check and writes as native commands ({@link Calls#watched}): the session key still
+     * holds the header this replica's start wrote and the taint counter is the one it saw, then HSET of the served
+     * pairs, HDEL of the failed keys, the session closed. {@code args}: FINISH_FAST's (pairs from index 4).
+     */
+    private boolean finishNative(Pending p, List<Object> args, int served, List<byte[]> dels, Calls.ScriptCall release) {
+        String sessionKey = sessionPrefix + p.session().id();
+        List<Request> reads = List.of(Request.cmd(Command.GETRANGE).arg(sessionKey).arg(0).arg(15),
+                Request.cmd(Command.GET).arg(taint));
+        List<Request> writes = new ArrayList<>(4);
+        if (served > 0) {
+            Request set = Request.cmd(Command.HSET).arg(blocks);
+            for (int i = 4; i < 4 + 2 * served; i++) {
+                set.arg((byte[]) args.get(i));
+            }
+            writes.add(set);
+        }
+        if (!dels.isEmpty()) {
+            Request del = Request.cmd(Command.HDEL).arg(blocks);
+            dels.forEach(del::arg);
+            writes.add(del);
+        }
+        writes.add(Request.cmd(Command.DEL).arg(sessionKey));
+        writes.add(Request.cmd(Command.SREM).arg(sessionSet).arg(p.session().id()));
+        boolean done = calls.watched(List.of(sessionKey, taint), reads, got -> {
+            // a missing session reads as an empty range; a never-raised counter as nil, remembered as ''
+            Response header = got.get(0), counter = got.get(1);
+            return header != null && Arrays.equals(header.toBytes(), p.header())
+                    && (counter == null ? "" : counter.toString()).equals(p.taint());
+        }, writes, List.of(release), "finishWrite " + instanceId);
+        if (done) {
+            store.nativeFinished();
+        }
+        return done;
     }
 
     @Override

@@ -54,16 +54,21 @@ class RedisClusterContractTest extends IndexStoreContractTest {
         return o;
     }
 
+    /** Every finish on the starting replica goes native (WATCH, MULTI/EXEC), which a cluster binds to one node. */
+    private RedisStore.Options options() {
+        return TestRedis.options(prefix).withNativeFinishKeys(1);
+    }
+
     @Override
     protected IndexStore newStore() {
         prefix = TestRedis.uniquePrefix("cluster");
-        return RedisStore.connect(cluster(), TestRedis.options(prefix));
+        return RedisStore.connect(cluster(), options());
     }
 
     @Override
     protected IndexStore restart(IndexStore s) {
         s.close();
-        return RedisStore.connect(cluster(), TestRedis.options(prefix));
+        return RedisStore.connect(cluster(), options());
     }
 
     @Override
@@ -95,6 +100,31 @@ class RedisClusterContractTest extends IndexStoreContractTest {
         });
         assertTrue(nodesWithInstances.size() == NODES.size(), "instances on " + nodesWithInstances.size()
                 + " of " + NODES.size() + " nodes");
+    }
+
+    /** WATCH, the reads, MULTI ... EXEC: the cluster client keeps them on the node of the instance's slot. */
+    @Test
+    void finishesOnTheStartingReplicaRunNativelyOnEveryNode() {
+        RedisStore rs = (RedisStore) store;
+        long natives = rs.nativeFinishes();
+        for (int i = 0; i < 12; i++) { // instances on every node (see instancesSpreadOverTheNodes)
+            var ix = store.index("native-" + i);
+            long[] keys = new long[300], a = new long[300], b = new long[300];
+            for (int k = 0; k < keys.length; k++) {
+                keys[k] = 1_000L * i + k + 1;
+                a[k] = dev.kvpool.meta.index.Loc.a(keys[k], dev.kvpool.meta.index.Loc.NEW, 1, 0);
+                b[k] = keys[k] << 8;
+            }
+            ix.startWrite(keys, a, b, 1, x -> true, 0, "n" + i, System.currentTimeMillis() + 60_000, 1_700_000_000);
+            boolean[] ok = new boolean[300];
+            java.util.Arrays.fill(ok, true);
+            ok[7] = false;
+            var f = ix.finishWrite("n" + i, ok, true, 1_700_000_000);
+            org.junit.jupiter.api.Assertions.assertEquals(299, f.served());
+            org.junit.jupiter.api.Assertions.assertEquals(299, ix.keyCount(), "the failed key went");
+            org.junit.jupiter.api.Assertions.assertEquals(0, ix.sessionCount());
+        }
+        org.junit.jupiter.api.Assertions.assertEquals(natives + 12, rs.nativeFinishes());
     }
 
     private void forEachNode(java.util.function.BiConsumer<Redis, List<String>> action) {

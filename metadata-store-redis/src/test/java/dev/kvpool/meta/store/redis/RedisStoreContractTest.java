@@ -86,7 +86,7 @@ class RedisStoreContractTest {
             var o = TestRedis.options(prefix);
             RedisOptions ro = new RedisOptions().setConnectionString(TestRedis.URI).setPreferredProtocolVersion(protocol());
             try (RedisStore small = RedisStore.connect(ro, new RedisStore.Options(o.prefix(), o.timeout(), 16,
-                    o.pageSize(), o.sessionGrace(), o.maxRetries()))) {
+                    o.pageSize(), o.sessionGrace(), o.maxRetries(), o.nativeFinishKeys()))) {
                 InstanceIndex ix = small.index(INST);
                 long[] keys = range(0, 103); // 1..100 served; 0, 101 and 102 absent
                 CompletableFuture<Block[]> answer = new CompletableFuture<>();

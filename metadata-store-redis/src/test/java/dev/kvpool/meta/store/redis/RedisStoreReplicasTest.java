@@ -38,6 +38,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Two RedisStore objects with their own Vert.x and connection pools over the same keys: two metadata-plane
@@ -65,6 +67,23 @@ class RedisStoreReplicasTest {
         prefix = TestRedis.uniquePrefix("replicas");
         a = RedisStore.connect(TestRedis.URI, TestRedis.options(prefix));
         b = RedisStore.connect(TestRedis.URI, TestRedis.options(prefix));
+    }
+
+    /**
+     * Both replicas again with finishes on the starting replica written natively under WATCH from this many keys
+     * ({@code 1}: always), or always by the FINISH_FAST script ({@code 0}).
+     */
+    private void reopen(int nativeFinishKeys) {
+        a.close();
+        b.close();
+        a = RedisStore.connect(TestRedis.URI, TestRedis.options(prefix).withNativeFinishKeys(nativeFinishKeys));
+        b = RedisStore.connect(TestRedis.URI, TestRedis.options(prefix).withNativeFinishKeys(nativeFinishKeys));
+    }
+
+    /** The finishes since {@code before} took the path {@code nativeFinishKeys} asks for (see {@link #reopen}). */
+    private void assertFinishPath(int nativeFinishKeys, long fastBefore, long nativeBefore) {
+        assertEquals(nativeFinishKeys == 1 ? a.fastFinishes() - fastBefore : 0, a.nativeFinishes() - nativeBefore,
+                "finishes written natively");
     }
 
     @AfterEach
@@ -389,6 +408,12 @@ class RedisStoreReplicasTest {
         Arrays.fill(ok, true);
         assertEquals(1024, ix.finishWrite("rt", ok, NOW).served());
         long afterFinish = a.roundTrips();
+        InstanceIndex small = a.index("inst-small");
+        write(small, "small", 1, 1, keys(5_000, 8));
+        long beforeSmallFinish = a.roundTrips();
+        assertEquals(8, small.finishWrite("small", new boolean[] {true, true, true, true, true, true, true, true}, NOW)
+                .served());
+        long afterSmallFinish = a.roundTrips();
         Block[] out = new Block[1024];
         ix.getAll(ks, 0, 1024, out);
         long afterGet = a.roundTrips();
@@ -409,8 +434,11 @@ class RedisStoreReplicasTest {
         long afterPurge = a.roundTrips();
 
         assertEquals(1, afterStart - t0, "startWrite: the session id claim and the script, sent together");
-        assertEquals(1, afterFinish - afterStart, "finishWrite: one script and the id release, sent together");
-        assertEquals(1, afterGet - afterFinish, "getAll of 1,024 keys");
+        assertEquals(2, afterFinish - afterStart, "finishWrite of 1,024 keys on the starting replica: the WATCHed "
+                + "check, then MULTI/EXEC and the id release, sent together");
+        assertEquals(1, afterSmallFinish - beforeSmallFinish, "finishWrite of 8 keys: one script and the id "
+                + "release, sent together");
+        assertEquals(1, afterGet - afterSmallFinish, "getAll of 1,024 keys");
         assertEquals(1, afterTouch - afterGet, "touch of 1,024 keys");
         assertEquals(1, afterBig - afterCheck, "getAll of 10,000 keys: 3 HMGETs in one pipeline");
         assertEquals(1, afterSample - afterBig, "sampleBlocks: keys and values in one HRANDFIELD");
@@ -499,7 +527,7 @@ class RedisStoreReplicasTest {
     void anUnreachableServerFailsClearly() {
         RedisStore.Options o = TestRedis.options(prefix);
         o = new RedisStore.Options(o.prefix(), Duration.ofSeconds(2), o.batchSize(), o.pageSize(), o.sessionGrace(),
-                o.maxRetries());
+                o.maxRetries(), o.nativeFinishKeys());
         RedisStore.Options fo = o;
         RedisStoreException e = assertThrows(RedisStoreException.class,
                 () -> RedisStore.connect("redis://127.0.0.1:1/0", fo));
@@ -559,8 +587,11 @@ class RedisStoreReplicasTest {
         return sb.toString();
     }
 
-    @Test
-    void finishOnTheStartingReplicaWritesExactlyWhatTheReadingFinishWrites() {
+    @ParameterizedTest(name = "native from {0} keys")
+    @ValueSource(ints = {0, 1})
+    void finishOnTheStartingReplicaWritesExactlyWhatTheReadingFinishWrites(int nativeFinishKeys) {
+        reopen(nativeFinishKeys);
+        long fast0 = a.fastFinishes(), native0 = a.nativeFinishes();
         // one instance finished where it started (no block read), a twin finished on the other replica (the
         // reading script): same keys, same words, same masks, so both must hold the same bytes and answers
         boolean[][] masks = {
@@ -604,6 +635,7 @@ class RedisStoreReplicasTest {
         // per case: the fast session and both instances' pre-written key, all started and finished on a
         assertEquals(3L * cases, a.fastFinishes() - before, "every finish on the starting replica took the fast path");
         assertEquals(0, a.fastFinishMisses());
+        assertFinishPath(nativeFinishKeys, fast0, native0);
     }
 
     private static FinishResult finish(InstanceIndex ix, String sid, boolean[] mask, String fit, int now) {
@@ -614,8 +646,11 @@ class RedisStoreReplicasTest {
         };
     }
 
-    @Test
-    void aWritingBlockDeletedByAnotherReplicaSendsTheFinishToTheReadingScript() {
+    @ParameterizedTest(name = "native from {0} keys")
+    @ValueSource(ints = {0, 1})
+    void aWritingBlockDeletedByAnotherReplicaSendsTheFinishToTheReadingScript(int nativeFinishKeys) {
+        reopen(nativeFinishKeys);
+        long fast0 = a.fastFinishes(), native0 = a.nativeFinishes();
         InstanceIndex ia = a.index(INST), ib = b.index(INST);
         long[] k = keys(0, 4);
         long[][] w = words(4, 1, 50_000);
@@ -638,10 +673,14 @@ class RedisStoreReplicasTest {
         begin(ia, "s3", 1, new long[] {k[1]}, w3);
         assertEquals(1, ia.finishWrite("s3", new boolean[] {true}, true, NOW).served());
         assertEquals(fast + 1, a.fastFinishes());
+        assertFinishPath(nativeFinishKeys, fast0, native0);
     }
 
-    @Test
-    void aReplicaAddedToAWritingBlockSendsTheFinishToTheReadingScript() {
+    @ParameterizedTest(name = "native from {0} keys")
+    @ValueSource(ints = {0, 1})
+    void aReplicaAddedToAWritingBlockSendsTheFinishToTheReadingScript(int nativeFinishKeys) {
+        reopen(nativeFinishKeys);
+        long fast0 = a.fastFinishes(), native0 = a.nativeFinishes();
         InstanceIndex ia = a.index(INST), ib = b.index(INST);
         long[] k = keys(0, 2);
         long[][] w = words(2, 1, 40_000);
@@ -656,10 +695,14 @@ class RedisStoreReplicasTest {
         assertEquals(2, two.size(), "the added replica survives the finish");
         assertEquals(Loc.SERVING, Loc.status(two.a(0)));
         assertEquals(Loc.WRITING, Loc.status(two.a(1)));
+        assertFinishPath(nativeFinishKeys, fast0, native0);
     }
 
-    @Test
-    void aSessionFinishedOnTheOtherReplicaIsNotFinishedTwice() {
+    @ParameterizedTest(name = "native from {0} keys")
+    @ValueSource(ints = {0, 1})
+    void aSessionFinishedOnTheOtherReplicaIsNotFinishedTwice(int nativeFinishKeys) {
+        reopen(nativeFinishKeys);
+        long fast0 = a.fastFinishes(), native0 = a.nativeFinishes();
         InstanceIndex ia = a.index(INST), ib = b.index(INST);
         long[] k = keys(0, 3);
         long[][] w = words(3, 1, 70_000);
@@ -677,5 +720,52 @@ class RedisStoreReplicasTest {
         assertNotNull(late);
         assertEquals(2, late.served());
         assertEquals(80_000L, Loc.id(ib.get(k[0]).a(0)));
+        assertFinishPath(nativeFinishKeys, fast0, native0);
+    }
+
+    @Test
+    void aWritingBlockDeletedBetweenTheNativeCheckAndItsWritesAbortsThem() {
+        reopen(1);
+        InstanceIndex ia = a.index(INST), ib = b.index(INST);
+        long[] k = keys(0, 4);
+        begin(ia, "s1", 1, k, words(4, 1, 90_000));
+        // the check passes; then, before EXEC, another replica takes a block in flight for deletion
+        a.calls().beforeExec = () -> assertEquals(1, ib.markDeleting(new long[] {k[2]}, 0, 1, null, true).size());
+        long misses = a.fastFinishMisses(), natives = a.nativeFinishes();
+        FinishResult f = ia.finishWrite("s1", new boolean[] {true, true, true, true}, true, NOW + 5);
+        a.calls().beforeExec = null;
+        assertEquals(misses + 1, a.fastFinishMisses(), "EXEC found the taint counter changed: the finish read");
+        assertEquals(natives, a.nativeFinishes());
+        assertEquals(3, f.served());
+        assertEquals(Loc.DELETING, Loc.status(ib.get(k[2]).a(0)), "the deleter's location is not overwritten");
+        for (int i : new int[] {0, 1, 3}) {
+            assertEquals(Loc.SERVING, Loc.status(ib.get(k[i]).a(0)));
+        }
+        assertEquals(0, ia.sessionCount());
+    }
+
+    @Test
+    void aSessionExpiringBetweenTheNativeCheckAndItsWritesIsNotFinished() {
+        reopen(1);
+        InstanceIndex ia = a.index(INST);
+        long[] k = keys(0, 3);
+        begin(ia, "s1", 1, k, words(3, 1, 95_000));
+        String sessionKey = a.instanceBase(INST) + "s:s1";
+        a.calls().beforeExec = () -> {
+            // Redis' own expiry of the session key, as at deadline plus grace
+            a.calls().send(Request.cmd(Command.PEXPIRE).arg(sessionKey).arg(1), "expire the session");
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        };
+        FinishResult f = ia.finishWrite("s1", new boolean[] {true, true, true}, true, NOW + 5);
+        a.calls().beforeExec = null;
+        assertNull(f, "an expired session finishes nothing");
+        for (long key : k) {
+            assertEquals(Loc.WRITING, Loc.status(ia.get(key).a(0)), "left for the expiry to clean, not served");
+        }
+        assertEquals(0, a.nativeFinishes());
     }
 }
