@@ -163,8 +163,11 @@ public class KvcmHttpRoutes {
     }
 
     private byte[] answer(Rpc rpc, Message request) {
-        return request instanceof GetCacheLocationRequest q ? runtime.kvcm().getCacheLocationJson(q)
-                : ProtoJson.print(rpc.call().apply(runtime.kvcm(), request));
+        return switch (request) {
+            case GetCacheLocationRequest q -> runtime.kvcm().getCacheLocationJson(q);
+            case StartWriteCacheRequest q -> runtime.kvcm().startWriteCacheJson(q);
+            default -> ProtoJson.print(rpc.call().apply(runtime.kvcm(), request));
+        };
     }
 
     /**
@@ -188,7 +191,7 @@ public class KvcmHttpRoutes {
         if (request instanceof GetCacheLocationRequest q) {
             respond(ctx, runtime.kvcm().getCacheLocationJson(q)); // the hot path skips building messages
         } else if (rpc.blocking()) {
-            ctx.vertx().executeBlocking(() -> ProtoJson.print(rpc.call().apply(runtime.kvcm(), request)), false)
+            ctx.vertx().executeBlocking(() -> answer(rpc, request), false)
                     .onSuccess(bytes -> respond(ctx, bytes))
                     .onFailure(ctx::fail);
         } else {

@@ -408,19 +408,62 @@ public final class KvcmMeta {
 
     public StartWriteCacheResponse startWriteCache(StartWriteCacheRequest r) {
         return call("StartWriteCache", r.getTraceId(), true, () -> {
-            Instance inst = instance(r.getInstanceId());
-            long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
-            WritePath.StartOutcome o = write.start(inst, keys, r.getLocationSpecGroupNamesList(),
-                    r.getWriteTimeoutSeconds(), r.getMinReplicaCount());
-            counted(inst, "write_started", o.locations().size());
-            CacheEvents ev = events;
-            if (ev.enabled()) {
-                ev.offer(new CacheEvent(CacheEvent.START_WRITE_CACHE, inst.id, CacheEvents.nowMicros(), null, keys,
-                        null, null, o.locations().size(), o.locations().size() * inst.bytesPerKey, null, o.sessionId()));
-            }
-            return StartWriteCacheResponse.newBuilder().setHeader(ok(r.getTraceId(), "Write cache session started successfully"))
-                    .setWriteSessionId(o.sessionId()).setBlockMask(o.mask()).addAllLocations(o.locations()).build();
+            WritePath.StartOutcome o = started(r);
+            return startAnswer(r, o).addAllLocations(o.locations()).build();
         }, h -> StartWriteCacheResponse.newBuilder().setHeader(h).build());
+    }
+
+    /**
+     * StartWriteCache answered as proto3 JSON bytes, its locations written straight from the index words (the
+     * HTTP path; byte-identical to printing {@link #startWriteCache}'s message, without building one message per
+     * block and printing it by reflection).
+     */
+    public byte[] startWriteCacheJson(StartWriteCacheRequest r) {
+        Object out = call("StartWriteCache", r.getTraceId(), true, () -> {
+            WritePath.StartOutcome o = started(r);
+            byte[] json = startJson(startAnswer(r, o), o);
+            return json != null ? json : ProtoJson.print(startAnswer(r, o).addAllLocations(o.locations()));
+        }, h -> StartWriteCacheResponse.newBuilder().setHeader(h).build());
+        return out instanceof byte[] b ? b : ProtoJson.print((StartWriteCacheResponse) out);
+    }
+
+    /**
+     * {@code answer} (no locations yet) printed, with {@code o}'s locations written after it from their words; null
+     * when the printed answer does not end in the empty locations array this expects.
+     */
+    static byte[] startJson(StartWriteCacheResponse.Builder answer, WritePath.StartOutcome o) {
+        // locations (field 4) print last, as an empty array here: keep what precedes it, then write the array
+        // straight from the words
+        byte[] before = ProtoJson.print(answer);
+        int keep = before.length - NO_LOCATIONS.length;
+        if (keep < 0 || !java.util.Arrays.equals(before, keep, before.length, NO_LOCATIONS, 0, NO_LOCATIONS.length)) {
+            return null; // not the shape expected
+        }
+        byte[] head = java.util.Arrays.copyOf(before, keep + LOCATIONS_KEY.length);
+        System.arraycopy(LOCATIONS_KEY, 0, head, keep, LOCATIONS_KEY.length);
+        return o.render(new JsonLocations(null, o.count(), head)).finishObject();
+    }
+
+    private static final byte[] NO_LOCATIONS = ",\"locations\":[]}".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+    private WritePath.StartOutcome started(StartWriteCacheRequest r) {
+        Instance inst = instance(r.getInstanceId());
+        long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
+        WritePath.StartOutcome o = write.start(inst, keys, r.getLocationSpecGroupNamesList(),
+                r.getWriteTimeoutSeconds(), r.getMinReplicaCount());
+        counted(inst, "write_started", o.count());
+        CacheEvents ev = events;
+        if (ev.enabled()) {
+            ev.offer(new CacheEvent(CacheEvent.START_WRITE_CACHE, inst.id, CacheEvents.nowMicros(), null, keys,
+                    null, null, o.count(), o.count() * inst.bytesPerKey, null, o.sessionId()));
+        }
+        return o;
+    }
+
+    /** The answer without its locations. */
+    private static StartWriteCacheResponse.Builder startAnswer(StartWriteCacheRequest r, WritePath.StartOutcome o) {
+        return StartWriteCacheResponse.newBuilder().setHeader(ok(r.getTraceId(), "Write cache session started successfully"))
+                .setWriteSessionId(o.sessionId()).setBlockMask(o.mask());
     }
 
     public CommonResponse finishWriteCache(FinishWriteCacheRequest r) {

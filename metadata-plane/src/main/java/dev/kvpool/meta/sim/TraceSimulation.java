@@ -160,7 +160,7 @@ public final class TraceSimulation implements AutoCloseable {
     private void save(Instance inst, long[] keys, int missing) {
         try {
             WritePath.StartOutcome o = write.start(inst, keys, List.of(), 30, 1);
-            int n = o.locations().size();
+            int n = o.count();
             if (o.sessionId() == null || o.sessionId().isEmpty()) {
                 return; // nothing new to write
             }

@@ -99,7 +99,27 @@ public final class WritePath implements AutoCloseable {
         return new String(c);
     }
 
-    public record StartOutcome(String sessionId, BlockMask mask, List<CacheLocation> locations) {
+    /**
+     * A started session: its id, the mask of keys already cached, and the new locations as index words ({@code
+     * count} of them), rendered by the caller: as messages for gRPC, or as JSON straight from the words for HTTP.
+     */
+    public record StartOutcome(String sessionId, BlockMask mask, Instance inst, Storage st, long[] keys, long[] a,
+                               long[] b, int count) {
+        public static StartOutcome empty(String sessionId, BlockMask mask) {
+            return new StartOutcome(sessionId, mask, null, null, new long[0], new long[0], new long[0], 0);
+        }
+
+        /** The new locations as CacheLocation messages (built on every call). */
+        public List<CacheLocation> locations() {
+            return render(new dev.kvpool.meta.registry.LocationSink.Protos(null)).locations();
+        }
+
+        public <S extends dev.kvpool.meta.registry.LocationSink> S render(S sink) {
+            for (int i = 0; i < count; i++) {
+                sink.location(inst, st, keys[i], a[i], b[i]);
+            }
+            return sink;
+        }
     }
 
     /**
@@ -181,7 +201,7 @@ public final class WritePath implements AutoCloseable {
                     this::usable, 0, sessionId, emptyDeadline, nowSec());
             boolean[] existing = new boolean[keys.length];
             Arrays.fill(existing, true);
-            return new StartOutcome(r.session().id(), Mask.encode(existing), List.of());
+            return StartOutcome.empty(r.session().id(), Mask.encode(existing));
         }
 
         if (!guess) {
@@ -268,14 +288,17 @@ public final class WritePath implements AutoCloseable {
 
         boolean[] existing = new boolean[keys.length];
         Arrays.fill(existing, true);
-        List<CacheLocation> locs = new ArrayList<>(r.session().size());
+        int n = 0;
+        long[] ok = new long[r.session().size()], oa = new long[ok.length], ob = new long[ok.length];
         for (int c = 0; c < nc; c++) {
             if (r.inserted()[c]) {
                 existing[cand[c]] = false;
-                locs.add(Locations.render(inst, st, ck[c], ca[c], cb[c], null));
+                ok[n] = ck[c];
+                oa[n] = ca[c];
+                ob[n++] = cb[c];
             }
         }
-        return new StartOutcome(sessionId, Mask.encode(existing), locs);
+        return new StartOutcome(sessionId, Mask.encode(existing), inst, st, ok, oa, ob, n);
     }
 
     /**
