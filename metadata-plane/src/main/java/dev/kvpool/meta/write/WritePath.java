@@ -100,13 +100,18 @@ public final class WritePath implements AutoCloseable {
     }
 
     /**
-     * A started session: its id, the mask of keys already cached, and the new locations as index words ({@code
-     * count} of them), rendered by the caller: as messages for gRPC, or as JSON straight from the words for HTTP.
+     * A started session: its id, the mask of keys already cached, and the new locations as index words (one per
+     * key of {@code keys}), rendered by the caller: as messages for gRPC, or as JSON straight from the words for HTTP.
      */
     public record StartOutcome(String sessionId, BlockMask mask, Instance inst, Storage st, long[] keys, long[] a,
-                               long[] b, int count) {
+                               long[] b) {
         public static StartOutcome empty(String sessionId, BlockMask mask) {
-            return new StartOutcome(sessionId, mask, null, null, new long[0], new long[0], new long[0], 0);
+            return new StartOutcome(sessionId, mask, null, null, new long[0], new long[0], new long[0]);
+        }
+
+        /** How many locations the session holds. */
+        public int count() {
+            return keys.length;
         }
 
         /** The new locations as CacheLocation messages (built on every call). */
@@ -115,7 +120,7 @@ public final class WritePath implements AutoCloseable {
         }
 
         public <S extends dev.kvpool.meta.registry.LocationSink> S render(S sink) {
-            for (int i = 0; i < count; i++) {
+            for (int i = 0; i < keys.length; i++) {
                 sink.location(inst, st, keys[i], a[i], b[i]);
             }
             return sink;
@@ -289,7 +294,11 @@ public final class WritePath implements AutoCloseable {
         boolean[] existing = new boolean[keys.length];
         Arrays.fill(existing, true);
         int n = 0;
-        long[] ok = new long[r.session().size()], oa = new long[ok.length], ob = new long[ok.length];
+        for (int c = 0; c < nc; c++) {
+            n += r.inserted()[c] ? 1 : 0;
+        }
+        long[] ok = new long[n], oa = new long[n], ob = new long[n];
+        n = 0;
         for (int c = 0; c < nc; c++) {
             if (r.inserted()[c]) {
                 existing[cand[c]] = false;
@@ -298,7 +307,7 @@ public final class WritePath implements AutoCloseable {
                 ob[n++] = cb[c];
             }
         }
-        return new StartOutcome(sessionId, Mask.encode(existing), inst, st, ok, oa, ob, n);
+        return new StartOutcome(sessionId, Mask.encode(existing), inst, st, ok, oa, ob);
     }
 
     /**

@@ -52,7 +52,7 @@ class StartJsonTest {
                 }
                 StartOutcome o = n == 0 ? StartOutcome.empty("s-empty", BlockMask.newBuilder().setOffset(3).build())
                         : new StartOutcome("s-" + n, BlockMask.newBuilder().setBoolMasks(mask).build(), inst, st, keys,
-                        a, b, n);
+                        a, b);
                 StartWriteCacheResponse.Builder answer = StartWriteCacheResponse.newBuilder()
                         .setHeader(CommonResponseHeader.newBuilder().setRequestId("trace \u00e9\n" + n)
                                 .setStatus(Status.newBuilder().setCode(ErrorCode.OK).setMessage("started")))

@@ -514,34 +514,30 @@ final class RedisIndex implements InstanceIndex {
         boolean fits = ok.length == n || ("0".equals(fit) && ok.length < n) || "2".equals(fit);
         // SERVING from now: the write time is the finish's, the access time and counter stay the start's
         long meta = (Codec.relSec(nowSec) << 34) | (p.meta() & ((1L << 34) - 1));
-        List<Object> args = new ArrayList<>(4 + 2 * n);
-        args.add(s.id());
-        args.add(p.header());
-        args.add(p.taint());
-        args.add(0);
-        List<byte[]> dels = new ArrayList<>();
+        List<byte[]> pairs = new ArrayList<>(2 * n), dels = new ArrayList<>();
         LocList failed = new LocList();
-        int served = 0;
         for (int i = 0; i < n; i++) {
             long key = s.keys()[i];
             if (fits && i < ok.length && ok[i]) {
-                args.add(Codec.field(key));
-                args.add(Codec.value(Loc.withStatus(p.a()[i], Loc.SERVING), p.b()[i], meta));
-                served++;
+                pairs.add(Codec.field(key));
+                pairs.add(Codec.value(Loc.withStatus(p.a()[i], Loc.SERVING), p.b()[i], meta));
             } else {
                 dels.add(Codec.field(key));
                 failed.add(key, Loc.withStatus(p.a()[i], Loc.WRITING), p.b()[i], true); // its only location
             }
         }
-        args.set(3, served);
-        args.addAll(dels);
+        int served = pairs.size() / 2;
         Calls.ScriptCall release = new Calls.ScriptCall(Lua.RELEASE_OWNER, List.of(store.ownerKey(s.id())),
                 List.of(instanceId));
         int nativeFrom = store.options().nativeFinishKeys();
         boolean done;
         if (nativeFrom > 0 && n >= nativeFrom) {
-            done = finishNative(p, args, served, dels, release);
+            done = finishNative(p, pairs, dels, release);
         } else {
+            List<Object> args = new ArrayList<>(4 + pairs.size() + dels.size());
+            args.addAll(List.of(s.id(), p.header(), p.taint(), served));
+            args.addAll(pairs);
+            args.addAll(dels);
             List<Response> rs = calls.evalAll(List.of(new Calls.ScriptCall(Lua.FINISH_FAST,
                     List.of(blocks, sessionSet, sessionPrefix + s.id(), taint), args), release), "finishWrite " + instanceId);
             done = rs.getFirst().toInteger() == 1;
@@ -557,18 +553,16 @@ final class RedisIndex implements InstanceIndex {
     /**
      * {@link Lua#FINISH_FAST}'s check and writes as native commands ({@link Calls#watched}): the session key still
      * holds the header this replica's start wrote and the taint counter is the one it saw, then HSET of the served
-     * pairs, HDEL of the failed keys, the session closed. {@code args}: FINISH_FAST's (pairs from index 4).
+     * pairs, HDEL of the failed keys, the session closed.
      */
-    private boolean finishNative(Pending p, List<Object> args, int served, List<byte[]> dels, Calls.ScriptCall release) {
+    private boolean finishNative(Pending p, List<byte[]> pairs, List<byte[]> dels, Calls.ScriptCall release) {
         String sessionKey = sessionPrefix + p.session().id();
         List<Request> reads = List.of(Request.cmd(Command.GETRANGE).arg(sessionKey).arg(0).arg(15),
                 Request.cmd(Command.GET).arg(taint));
         List<Request> writes = new ArrayList<>(4);
-        if (served > 0) {
+        if (!pairs.isEmpty()) {
             Request set = Request.cmd(Command.HSET).arg(blocks);
-            for (int i = 4; i < 4 + 2 * served; i++) {
-                set.arg((byte[]) args.get(i));
-            }
+            pairs.forEach(set::arg);
             writes.add(set);
         }
         if (!dels.isEmpty()) {
