@@ -16,7 +16,6 @@ import io.vertx.redis.client.RedisOptions;
 import io.vertx.redis.client.Request;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -39,14 +38,14 @@ class RedisCallTimeoutTest {
             InstanceIndex ix = store.index("inst");
             long[] keys = {1, 2, 3};
             // answers while Redis does (this also opens the event loop's own client before the pause)
-            Block[] out = onLoop(loops, ix, keys).get(10, TimeUnit.SECONDS);
+            Block[] out = TestRedis.getAllOnLoop(loops, ix, keys).get(10, TimeUnit.SECONDS);
             assertNull(out[0]);
 
             Redis admin = Redis.createClient(loops, new RedisOptions().setConnectionString(server.url()));
             admin.send(Request.cmd(Command.CLIENT).arg("PAUSE").arg(PAUSE_MS).arg("ALL"))
                     .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
             long t0 = System.nanoTime();
-            var read = onLoop(loops, ix, keys);
+            var read = TestRedis.getAllOnLoop(loops, ix, keys);
             var script = store.calls().evalAsync(Lua.COMPARE_DEL, List.of("timeout:k"), List.of("v"), "compare-del");
 
             ExecutionException r = assertThrows(ExecutionException.class, () -> read.get(PAUSE_MS / 2, TimeUnit.MILLISECONDS));
@@ -59,7 +58,7 @@ class RedisCallTimeoutTest {
             // once Redis answers again, so do the calls
             admin.send(Request.cmd(Command.CLIENT).arg("UNPAUSE")).toCompletionStage().toCompletableFuture()
                     .get(PAUSE_MS * 2, TimeUnit.MILLISECONDS);
-            assertNull(onLoop(loops, ix, keys).get(10, TimeUnit.SECONDS)[2]);
+            assertNull(TestRedis.getAllOnLoop(loops, ix, keys).get(10, TimeUnit.SECONDS)[2]);
             assertEquals(0L, store.calls().evalAsync(Lua.COMPARE_DEL, List.of("timeout:k"), List.of("v"), "compare-del")
                     .get(10, TimeUnit.SECONDS).toLong());
             admin.close();
@@ -72,21 +71,5 @@ class RedisCallTimeoutTest {
         RedisStoreException c = assertInstanceOf(RedisStoreException.class, e.getCause());
         assertTrue(c.getMessage().contains(what) && c.getMessage().contains("no answer within " + TIMEOUT_MS + " ms"),
                 c.getMessage());
-    }
-
-    /** getAllAsync called on an event loop, as the HTTP handler calls it. */
-    private static CompletableFuture<Block[]> onLoop(Vertx loops, InstanceIndex ix, long[] keys) {
-        CompletableFuture<Block[]> answer = new CompletableFuture<>();
-        loops.runOnContext(v -> {
-            Block[] out = new Block[keys.length];
-            ix.getAllAsync(keys, 0, keys.length, out).whenComplete((x, e) -> {
-                if (e != null) {
-                    answer.completeExceptionally(e);
-                } else {
-                    answer.complete(out);
-                }
-            });
-        });
-        return answer;
     }
 }

@@ -89,7 +89,6 @@ class RedisStoreContractTest {
                     o.pageSize(), o.sessionGrace(), o.maxRetries(), o.nativeFinishKeys()))) {
                 InstanceIndex ix = small.index(INST);
                 long[] keys = range(0, 103); // 1..100 served; 0, 101 and 102 absent
-                CompletableFuture<Block[]> answer = new CompletableFuture<>();
                 CompletableFuture<Throwable> refused = new CompletableFuture<>();
                 redis.vertx.runOnContext(v -> {
                     try {
@@ -98,17 +97,9 @@ class RedisStoreContractTest {
                     } catch (RuntimeException e) {
                         refused.complete(e);
                     }
-                    Block[] out = new Block[keys.length];
-                    ix.getAllAsync(keys, 0, keys.length, out).whenComplete((x, e) -> {
-                        if (e != null) {
-                            answer.completeExceptionally(e);
-                        } else {
-                            answer.complete(out);
-                        }
-                    });
                 });
                 assertInstanceOf(IllegalStateException.class, refused.get(10, TimeUnit.SECONDS));
-                Block[] out = answer.get(10, TimeUnit.SECONDS);
+                Block[] out = TestRedis.getAllOnLoop(redis.vertx, ix, keys).get(10, TimeUnit.SECONDS);
                 assertNull(out[0]);
                 assertNull(out[101]);
                 assertNull(out[102]);

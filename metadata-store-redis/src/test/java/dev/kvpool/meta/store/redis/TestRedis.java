@@ -1,5 +1,7 @@
 package dev.kvpool.meta.store.redis;
 
+import dev.kvpool.meta.index.Block;
+import dev.kvpool.meta.index.InstanceIndex;
 import io.vertx.core.Vertx;
 import io.vertx.redis.client.Command;
 import io.vertx.redis.client.Redis;
@@ -10,6 +12,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -71,5 +74,21 @@ final class TestRedis implements AutoCloseable {
     public void close() {
         redis.close();
         vertx.close();
+    }
+
+    /** getAllAsync called on an event loop of {@code loops}, as the HTTP handler calls it: the blocks read. */
+    static CompletableFuture<Block[]> getAllOnLoop(Vertx loops, InstanceIndex ix, long[] keys) {
+        CompletableFuture<Block[]> answer = new CompletableFuture<>();
+        loops.runOnContext(v -> {
+            Block[] out = new Block[keys.length];
+            ix.getAllAsync(keys, 0, keys.length, out).whenComplete((x, e) -> {
+                if (e != null) {
+                    answer.completeExceptionally(e);
+                } else {
+                    answer.complete(out);
+                }
+            });
+        });
+        return answer;
     }
 }
