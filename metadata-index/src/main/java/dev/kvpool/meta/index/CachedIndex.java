@@ -177,6 +177,12 @@ public final class CachedIndex extends ForwardingIndex {
         return delegate.getAllAsync(m.keys, 0, m.n, m.fresh).thenRun(() -> m.fill(out));
     }
 
+    /** The query path's read goes through this cache too (the delegate's copy, if any, is bypassed). */
+    @Override
+    public java.util.concurrent.CompletionStage<Void> servingAsync(long[] keys, int off, int len, Block[] out) {
+        return getAllAsync(keys, off, len, out);
+    }
+
     /** The keys a read did not find cached, with the shard versions seen, so that a fill can tell it is stale. */
     private final class Misses {
         final int[] at;

@@ -58,6 +58,11 @@ public abstract class ForwardingIndex implements InstanceIndex {
     }
 
     @Override
+    public java.util.concurrent.CompletionStage<Void> servingAsync(long[] keys, int off, int len, Block[] out) {
+        return delegate.servingAsync(keys, off, len, out);
+    }
+
+    @Override
     public void touch(long[] keys, int off, int len, int nowSec) {
         delegate.touch(keys, off, len, nowSec);
     }

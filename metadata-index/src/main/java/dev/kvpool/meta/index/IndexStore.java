@@ -33,6 +33,15 @@ public interface IndexStore extends AutoCloseable {
     /** Forces what was appended so far to stable storage. */
     void sync();
 
+    /**
+     * How much later than the index itself this replica's {@link InstanceIndex#servingAsync} may see a change (0:
+     * never later). A location marked DELETING may be served that much longer, so deleters add it to the reader
+     * lease.
+     */
+    default long readerStalenessMs() {
+        return 0;
+    }
+
     /** A short name for metrics and logs ("embedded", "redis"). */
     String kind();
 

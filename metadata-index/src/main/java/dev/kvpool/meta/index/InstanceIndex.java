@@ -51,6 +51,15 @@ public interface InstanceIndex {
         }
     }
 
+    /**
+     * The read of the query path, which looks only at SERVING locations: as {@link #getAllAsync}, except that a
+     * store may answer from a copy that lags the index by a bounded time (its {@link IndexStore#readerStalenessMs})
+     * and that holds only SERVING locations and no meta word. Never older than this replica's own writes.
+     */
+    default java.util.concurrent.CompletionStage<Void> servingAsync(long[] keys, int off, int len, Block[] out) {
+        return getAllAsync(keys, off, len, out);
+    }
+
     /** Records a read hit (LRU/LFU input) for the given keys; absent keys are ignored. */
     void touch(long[] keys, int off, int len, int nowSec);
 

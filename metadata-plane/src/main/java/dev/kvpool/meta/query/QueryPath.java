@@ -118,7 +118,7 @@ public final class QueryPath {
                 }
             };
             Block[] blocks = new Block[q.length];
-            return inst.index.getAllAsync(q, 0, q.length, blocks).thenApply(v -> switch (type) {
+            return inst.index.servingAsync(q, 0, q.length, blocks).thenApply(v -> switch (type) {
                 case QT_PREFIX_MATCH -> prefixOf(inst, q, blocks, sink);
                 case QT_BATCH_GET -> batchOf(inst, q, blocks, sink);
                 default -> slidingWindowOf(inst, q, sw, blocks, sink);

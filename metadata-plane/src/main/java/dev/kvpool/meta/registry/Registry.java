@@ -47,6 +47,14 @@ public final class Registry {
     private final Map<String, GroupConfig> groups = new ConcurrentHashMap<>();
     private final Map<String, Instance> instances = new ConcurrentHashMap<>();
 
+    /**
+     * How much later than the index this replica's query path may see a change (the store's local copy, if any):
+     * deleters wait it on top of the reader lease.
+     */
+    public long readerStalenessMs() {
+        return store.readerStalenessMs();
+    }
+
     public Registry(IndexStore store, StartupConfig config,
                     Function<String, dev.kvpool.meta.index.InstanceIndex> indexFactory) {
         this.store = store;

@@ -182,6 +182,15 @@ public class MetaRuntime {
                     config.getOptionalValue("quarkus.redis.password", String.class).ifPresent(perLoop::setPassword);
                     var vx = vertx.get();
                     ((RedisStore) store).loopClients(() -> io.vertx.redis.client.Redis.createClient(vx, perLoop));
+                    if (rc.mirror()) {
+                        ((RedisStore) store).startMirror(() -> io.vertx.redis.client.Redis.createClient(vx, perLoop),
+                                rc.mirrorMaxLag());
+                        LOG.infof("index store: local copy of the served locations on (max lag %d ms)",
+                                rc.mirrorMaxLag().toMillis());
+                    }
+                } else if (rc.mirror()) {
+                    throw new IllegalArgumentException("kvpool.meta.redis.mirror needs a standalone Redis "
+                            + "(quarkus.redis.client-type=standalone): one XREAD follows every instance's stream");
                 }
                 String p = rc.prefix() + ":";
                 redisLead = new RedisLeadership(redis, p, nodeId, rc.leaseTtl(), rc.timeout());

@@ -129,6 +129,22 @@ public interface MetaSettings {
          */
         @WithDefault("2s")
         Duration reconcileInterval();
+
+        /**
+         * Keep a local copy of the served locations of every instance, fed by a change stream in Redis, so that
+         * getCacheLocation answers without a Redis round trip (standalone Redis only). Costs heap (~120 bytes per
+         * served block in every replica) and ~10 % more of Redis' time per write; a new block may be a miss on
+         * other replicas for up to {@link #mirrorMaxLag}.
+         */
+        @WithDefault("false")
+        boolean mirror();
+
+        /**
+         * The copy answers only while it is provably at most this far behind Redis; deleters of every replica add
+         * it to the reader lease (the largest value any replica of the deployment uses, kept in Redis).
+         */
+        @WithDefault("50ms")
+        Duration mirrorMaxLag();
     }
 
     @WithName("meta.events")

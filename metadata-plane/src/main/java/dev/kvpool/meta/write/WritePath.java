@@ -641,6 +641,8 @@ public final class WritePath implements AutoCloseable {
                 }
             }
         };
+        // a replica's local copy of the index may serve a DELETING location this much longer than Redis does
+        delayMs += registry.readerStalenessMs();
         if (delayMs <= 0) {
             deleter.execute(job);
         } else {

@@ -116,16 +116,18 @@ public final class Calls {
     /**
      * A compare-and-set in native commands on one connection, for writes too large to pass through a script
      * cheaply (every script argument becomes a Lua string and then a command argument again: ~1 µs per field and
-     * value pair at 512 pairs). First round trip: WATCH {@code watch}, then {@code reads}; {@code check} sees
-     * their answers. When it passes, the second: {@code writes} inside MULTI/EXEC, with {@code alongside} sent at
+     * value pair at 512 pairs). First round trip: WATCH {@code watch}, then {@code reads}; {@code plan} sees
+     * their answers and returns the writes, or null when the check failed. Then the second: the writes inside
+     * MULTI/EXEC, with {@code alongside} sent at
      * the same time on the pooled client (keys elsewhere in a cluster). Redis runs the writes only when no
      * watched key was changed, deleted or expired since the WATCH, so the check and the writes are as atomic as
      * one script. All keys of {@code watch}, {@code reads} and {@code writes} must share one cluster slot.
      *
      * @return true when the writes ran; false when the check failed or a watched key changed (nothing written)
      */
-    boolean watched(List<String> watch, List<Request> reads, java.util.function.Predicate<List<Response>> check,
-                    List<Request> writes, List<ScriptCall> alongside, String what) {
+    boolean watched(List<String> watch, List<Request> reads,
+                    java.util.function.Function<List<Response>, List<Request>> plan, List<ScriptCall> alongside,
+                    String what) {
         guard(what);
         roundTrips.increment();
         io.vertx.redis.client.RedisConnection c = await(redis.connect(), what);
@@ -138,7 +140,8 @@ public final class Calls {
             first.add(w);
             first.addAll(reads);
             List<Response> got = await(c.batch(first), what);
-            if (!check.test(got.subList(2, got.size()))) {
+            List<Request> writes = plan.apply(got.subList(2, got.size()));
+            if (writes == null) {
                 return false; // the watch stays until this connection's next WATCH use or EXEC: harmless to others
             }
             Runnable hook = beforeExec;

@@ -30,6 +30,40 @@ public final class Lua {
         }
     }
 
+    /** Entries the change stream of an instance keeps (approximately: trimmed with {@code MAXLEN ~}). */
+    static final int MIRROR_MAXLEN = 1000;
+    /** Field and value strings per stream entry: below Lua's unpack limit. */
+    static final int MIRROR_ENTRY_ARGS = 3998;
+
+    /**
+     * The change stream that replica-local copies of the index follow ({@link RedisMirror}): kept only while the
+     * instance's sequence counter exists (a replica with the copy turned on creates it), so that every replica's
+     * scripts feed it, whatever their own settings. {@code mirror(stream, counter, sets, dels)} appends the
+     * fields written (field, value pairs) and deleted (sent with an empty value), in entries of at most {@value
+     * #MIRROR_ENTRY_ARGS} strings, each numbered by the counter ('q' field) so a follower sees a gap; it returns
+     * the last number, or 0 when nothing was appended.
+     */
+    private static final String MIRROR = """
+            local function mirror(stream, counter, sets, dels)
+              if #sets + #dels == 0 or redis.call('EXISTS', counter) == 0 then return 0 end
+              local list = sets
+              if #dels > 0 then
+                list = {}
+                for i = 1, #sets do list[i] = sets[i] end
+                for i = 1, #dels do
+                  list[#list + 1] = dels[i]
+                  list[#list + 1] = ''
+                end
+              end
+              local seq = 0
+              for c = 1, #list, %d do
+                seq = redis.call('INCR', counter)
+                redis.call('XADD', stream, 'MAXLEN', '~', %d, '*', 'q', seq, unpack(list, c, math.min(#list, c + %d)))
+              end
+              return seq
+            end
+            """.formatted(MIRROR_ENTRY_ARGS, MIRROR_MAXLEN, MIRROR_ENTRY_ARGS - 1);
+
     private static final String COMMON = """
             local function u32(s, i)
               local a, b, c, d = string.byte(s, i, i + 3)
@@ -87,6 +121,7 @@ public final class Lua {
               chunked('HSET', h, sets)
               chunked('HDEL', h, dels)
               pend = {}
+              return sets, dels
             end
             -- compare-and-set over (field, expectation, update) triples of ARGV from index first: all or nothing
             local function cas(h, first)
@@ -99,10 +134,11 @@ public final class Lua {
               for i = first, #ARGV, 3 do
                 apply(h, ARGV[i], cur_of(ARGV[i], got[(i - first) / 3 + 1]), ARGV[i + 2])
               end
-              flush(h)
-              return true
+              local sets, dels = flush(h)
+              return true, sets, dels
             end
-            """;
+            """ + MIRROR;
+
 
     /**
      * startWrite when replicas are counted (minReplicas > 1; {@link #START_ABSENT} otherwise). KEYS: live, blocks,
@@ -198,11 +234,11 @@ public final class Lua {
 
     /**
      * finishWrite in one step: reads the session, decides every location itself, writes and closes. KEYS: blocks,
-     * session set, session key. ARGV: session id, wrel, how the mask must fit ('1' exactly the session's
+     * session set, session key, change stream, its counter (see {@link #MIRROR}). ARGV: session id, wrel, how the mask must fit ('1' exactly the session's
      * length, '0' at most, '2' any), the mask as '1'/'0' per location (missing ones fail). A location is this session's when it still has the
      * session's id and is WRITING (a DELETING one belongs to its deleter); success makes it SERVING with write
-     * time wrel, failure removes it. Returns nil (no such session) or {session blob, served, fits 1|0, then per
-     * failed location: field .. word A .. word B .. '1' when the key went, else '0'}.
+     * time wrel, failure removes it. Returns nil (no such session) or {session blob, served, fits 1|0, change number (0: none),
+     * then per failed location: field .. word A .. word B .. '1' when the key went, else '0'}.
      */
     static final Script FINISH = Script.of("finish", COMMON + """
             local s = redis.call('GET', KEYS[3])
@@ -220,7 +256,7 @@ public final class Lua {
               fields[i] = string.sub(s, q, q + 7)
             end
             local got = mget(KEYS[1], fields)
-            local out = {s, 0, fits and 1 or 0}
+            local out = {s, 0, fits and 1 or 0, 0}
             local served = 0
             -- a session's keys are distinct: the writes go straight into one HSET and one HDEL
             local sets, dels = {}, {}
@@ -262,18 +298,20 @@ public final class Lua {
             redis.call('DEL', KEYS[3])
             redis.call('SREM', KEYS[2], ARGV[1])
             out[2] = served
+            out[4] = mirror(KEYS[4], KEYS[5], sets, dels)
             return out
             """);
 
     /**
-     * markDeleting, purge. KEYS: blocks, taint counter. ARGV: '1' when a field written holds a WRITING location
-     * (raises the taint counter, see {@link #FINISH_FAST}), else '0'; then (field, expectation, update) triples.
-     * Returns 1 | -1.
+     * markDeleting, purge. KEYS: blocks, taint counter, change stream, its counter. ARGV: '1' when a field written
+     * holds a WRITING location (raises the taint counter, see {@link #FINISH_FAST}), else '0'; then (field,
+     * expectation, update) triples. Returns {1, change number (0: none)} | -1.
      */
     static final Script CAS = Script.of("cas", COMMON + """
-            if not cas(KEYS[1], 2) then return -1 end
+            local ok, sets, dels = cas(KEYS[1], 2)
+            if not ok then return -1 end
             if ARGV[1] == '1' then redis.call('INCR', KEYS[2]) end
-            return 1
+            return {1, mirror(KEYS[3], KEYS[4], sets, dels)}
             """);
 
     /**
@@ -286,10 +324,11 @@ public final class Lua {
      * are exact and go in blind: one HSET, one HDEL, no per-key Lua work. Otherwise nothing is written and the
      * caller runs {@link #FINISH}. (A touch, which rewrites only the meta word, may be overwritten: a WRITING
      * block is never a hit, so only a touch queued for an earlier block of the same key is lost.)
-     * KEYS: blocks, session set, session key, taint counter. ARGV: session id, session header, counter, number of
-     * (field, value) pairs, the pairs, then the fields to delete. Returns 1 done | 0 not this session or tainted.
+     * KEYS: blocks, session set, session key, taint counter, change stream, its counter. ARGV: session id, session
+     * header, counter, number of (field, value) pairs, the pairs, then the fields to delete. Returns {1, change
+     * number (0: none)} done | 0 not this session or tainted.
      */
-    static final Script FINISH_FAST = Script.of("finish-fast", """
+    static final Script FINISH_FAST = Script.of("finish-fast", MIRROR + """
             local s = redis.call('GET', KEYS[3])
             if not s or string.sub(s, 1, 16) ~= ARGV[2] then return 0 end
             if (redis.call('GET', KEYS[4]) or '') ~= ARGV[3] then return 0 end
@@ -298,7 +337,11 @@ public final class Lua {
             for c = last + 1, #ARGV, 4000 do redis.call('HDEL', KEYS[1], unpack(ARGV, c, math.min(#ARGV, c + 3999))) end
             redis.call('DEL', KEYS[3])
             redis.call('SREM', KEYS[2], ARGV[1])
-            return 1
+            if redis.call('EXISTS', KEYS[6]) == 0 then return {1, 0} end
+            local sets, dels = {}, {}
+            for c = 5, last do sets[#sets + 1] = ARGV[c] end
+            for c = last + 1, #ARGV do dels[#dels + 1] = ARGV[c] end
+            return {1, mirror(KEYS[5], KEYS[6], sets, dels)}
             """);
 
     /**
@@ -350,10 +393,12 @@ public final class Lua {
             """);
 
     /**
-     * clear / drop. KEYS: live, blocks, session set, expired-unclosed set, taint counter. ARGV: incarnation (clear only), session key prefix, 'clear'
-     * or 'drop'. Returns the sessions it removed {id, blob, ...}, or nil when clear found the index dropped.
+     * clear / drop. KEYS: live, blocks, session set, expired-unclosed set, taint counter, change stream, its
+     * counter. ARGV: incarnation (clear only), session key prefix, 'clear' or 'drop'. Returns the sessions it
+     * removed {id, blob, ...}, or nil when clear found the index dropped. The change stream gets a marker ('!' and
+     * the word); after a drop it and its counter expire a minute later, once every follower has seen the marker.
      */
-    static final Script WIPE = Script.of("wipe", """
+    static final Script WIPE = Script.of("wipe", MIRROR + """
             if ARGV[3] == 'clear' and redis.call('GET', KEYS[1]) ~= ARGV[1] then return false end
             local out = {}
             for _, id in ipairs(redis.call('SMEMBERS', KEYS[3])) do
@@ -367,7 +412,33 @@ public final class Lua {
             end
             redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4])
             if ARGV[3] == 'drop' then redis.call('DEL', KEYS[1], KEYS[5]) end
+            if mirror(KEYS[6], KEYS[7], {'!', ARGV[3]}, {}) > 0 and ARGV[3] == 'drop' then
+              redis.call('PEXPIRE', KEYS[6], 60000)
+              redis.call('PEXPIRE', KEYS[7], 60000)
+            end
             return out
+            """);
+
+    /**
+     * Where a follower of the change stream starts ({@link RedisMirror}): turns the stream on (creates the counter)
+     * and returns {counter, id of the last entry or '0-0'}, in one step so that the two agree. KEYS: change
+     * stream, its counter.
+     */
+    static final Script MIRROR_HEAD = Script.of("mirror-head", """
+            redis.call('SET', KEYS[2], 0, 'NX')
+            redis.call('PERSIST', KEYS[2])
+            local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+            return {tonumber(redis.call('GET', KEYS[2])), last[1] and last[1][1] or '0-0'}
+            """);
+
+    /** Raises a number kept in a key to at least ARGV[1]. KEYS: the key. Returns the value now. */
+    static final Script RAISE = Script.of("raise", """
+            local v = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+            if tonumber(ARGV[1]) > v then
+              redis.call('SET', KEYS[1], ARGV[1])
+              return tonumber(ARGV[1])
+            end
+            return v
             """);
 
     /** The incarnation of an instance, created when absent. KEYS: live. ARGV: a fresh incarnation. */

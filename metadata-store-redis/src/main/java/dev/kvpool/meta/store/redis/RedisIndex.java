@@ -35,7 +35,12 @@ final class RedisIndex implements InstanceIndex {
     private final Calls calls;
     private final String instanceId;
     private final String incarnation;
-    private final String live, blocks, sessionSet, expiredSet, sessionPrefix, taint;
+    private final String live, blocks, sessionSet, expiredSet, sessionPrefix, taint, stream, streamSeq;
+    /**
+     * The highest change number this replica's own writes got from the change stream: the local copy answers
+     * only once it has applied that far, so a replica always reads its own writes (see {@link RedisMirror}).
+     */
+    private final java.util.concurrent.atomic.AtomicLong ownChanges = new java.util.concurrent.atomic.AtomicLong();
     private volatile boolean dropped;
     /**
      * Sessions this replica started with {@link Lua#START_ABSENT}, for {@link Lua#FINISH_FAST}: what the start
@@ -62,6 +67,40 @@ final class RedisIndex implements InstanceIndex {
         this.expiredSet = base + "sx";
         this.sessionPrefix = base + "s:";
         this.taint = base + "wt";
+        this.stream = base + "m";
+        this.streamSeq = base + "mq";
+    }
+
+    String stream() {
+        return stream;
+    }
+
+    String streamSeq() {
+        return streamSeq;
+    }
+
+    String blocksKey() {
+        return blocks;
+    }
+
+    String liveKey() {
+        return live;
+    }
+
+    long ownChanges() {
+        return ownChanges.get();
+    }
+
+    /** A write of this replica got change number {@code seq} (0: the stream is off). */
+    private void changed(long seq) {
+        if (seq > 0) {
+            ownChanges.accumulateAndGet(seq, Math::max);
+        }
+    }
+
+    /** After a resync from a counter that restarted (Redis lost it), numbers from before mean nothing. */
+    void resetOwnChanges(long upTo) {
+        ownChanges.accumulateAndGet(upTo, Math::min);
     }
 
     String incarnation() {
@@ -74,6 +113,10 @@ final class RedisIndex implements InstanceIndex {
 
     void markDropped() {
         dropped = true;
+        RedisMirror m = store.mirror();
+        if (m != null) {
+            m.unfollow(this);
+        }
     }
 
     @Override
@@ -89,7 +132,7 @@ final class RedisIndex implements InstanceIndex {
         }
         Response r = calls.send(Request.cmd(Command.GET).arg(live), "check index of " + instanceId);
         if (r == null || !incarnation.equals(r.toString())) {
-            dropped = true;
+            markDropped();
         }
         return !dropped;
     }
@@ -136,6 +179,19 @@ final class RedisIndex implements InstanceIndex {
             }
         });
     }
+
+    /** From the local copy when it may answer (see {@link RedisMirror}), else {@link #getAllAsync}. */
+    @Override
+    public java.util.concurrent.CompletionStage<Void> servingAsync(long[] keys, int off, int len, Block[] out) {
+        RedisMirror m = store.mirror();
+        if (m != null && m.answer(this, keys, off, len, out)) {
+            return DONE;
+        }
+        return getAllAsync(keys, off, len, out);
+    }
+
+    private static final java.util.concurrent.CompletionStage<Void> DONE =
+            java.util.concurrent.CompletableFuture.completedStage(null);
 
     /** Current values of the keys (null when absent): HMGETs of batchSize keys, pipelined: one round trip. */
     private byte[][] read(long[] keys, int off, int len, String what) {
@@ -483,7 +539,7 @@ final class RedisIndex implements InstanceIndex {
             mask[i] = (byte) (ok[i] ? '1' : '0');
         }
         List<Response> rs = calls.evalAll(List.of(
-                new Calls.ScriptCall(Lua.FINISH, List.of(blocks, sessionSet, sessionPrefix + sessionId),
+                new Calls.ScriptCall(Lua.FINISH, List.of(blocks, sessionSet, sessionPrefix + sessionId, stream, streamSeq),
                         List.of(sessionId, Codec.relSec(nowSec), fit, mask)),
                 new Calls.ScriptCall(Lua.RELEASE_OWNER, List.of(store.ownerKey(sessionId)), List.of(instanceId))),
                 "finishWrite " + instanceId);
@@ -492,8 +548,9 @@ final class RedisIndex implements InstanceIndex {
             return null; // unknown, finished or expired
         }
         WriteSession s = Codec.session(sessionId, instanceId, r.get(0).toBytes());
+        changed(r.get(3).toLong());
         LocList failed = new LocList();
-        for (int i = 3; i < r.size(); i++) {
+        for (int i = 4; i < r.size(); i++) {
             byte[] f = r.get(i).toBytes();
             if (f.length != 25) {
                 throw new RedisStoreException("finishWrite " + instanceId + ": corrupt failed location of " + f.length
@@ -539,8 +596,13 @@ final class RedisIndex implements InstanceIndex {
             args.addAll(pairs);
             args.addAll(dels);
             List<Response> rs = calls.evalAll(List.of(new Calls.ScriptCall(Lua.FINISH_FAST,
-                    List.of(blocks, sessionSet, sessionPrefix + s.id(), taint), args), release), "finishWrite " + instanceId);
-            done = rs.getFirst().toInteger() == 1;
+                    List.of(blocks, sessionSet, sessionPrefix + s.id(), taint, stream, streamSeq), args), release),
+                    "finishWrite " + instanceId);
+            Response r = rs.getFirst();
+            done = r.size() == 2 && r.get(0).toInteger() == 1; // 0 (an integer, no elements) when not done
+            if (done) {
+                changed(r.get(1).toLong());
+            }
         }
         if (!done) {
             store.fastFinishMissed();
@@ -558,8 +620,8 @@ final class RedisIndex implements InstanceIndex {
     private boolean finishNative(Pending p, List<byte[]> pairs, List<byte[]> dels, Calls.ScriptCall release) {
         String sessionKey = sessionPrefix + p.session().id();
         List<Request> reads = List.of(Request.cmd(Command.GETRANGE).arg(sessionKey).arg(0).arg(15),
-                Request.cmd(Command.GET).arg(taint));
-        List<Request> writes = new ArrayList<>(4);
+                Request.cmd(Command.GET).arg(taint), Request.cmd(Command.GET).arg(streamSeq));
+        List<Request> writes = new ArrayList<>(6);
         if (!pairs.isEmpty()) {
             Request set = Request.cmd(Command.HSET).arg(blocks);
             pairs.forEach(set::arg);
@@ -572,16 +634,50 @@ final class RedisIndex implements InstanceIndex {
         }
         writes.add(Request.cmd(Command.DEL).arg(sessionKey));
         writes.add(Request.cmd(Command.SREM).arg(sessionSet).arg(p.session().id()));
-        boolean done = calls.watched(List.of(sessionKey, taint), reads, got -> {
+        long[] seq = {0};
+        boolean done = calls.watched(List.of(sessionKey, taint, streamSeq), reads, got -> {
             // a missing session reads as an empty range; a never-raised counter as nil, remembered as ''
-            Response header = got.get(0), counter = got.get(1);
-            return header != null && Arrays.equals(header.toBytes(), p.header())
-                    && (counter == null ? "" : counter.toString()).equals(p.taint());
-        }, writes, List.of(release), "finishWrite " + instanceId);
+            Response header = got.get(0), counter = got.get(1), changes = got.get(2);
+            if (header == null || !Arrays.equals(header.toBytes(), p.header())
+                    || !(counter == null ? "" : counter.toString()).equals(p.taint())) {
+                return null;
+            }
+            if (changes == null) {
+                return writes;
+            }
+            // the change stream is on: under the watch, INCR answers exactly the numbers counted from here
+            List<Request> all = new ArrayList<>(writes);
+            seq[0] = appendChanges(all, changes.toLong(), pairs, dels);
+            return all;
+        }, List.of(release), "finishWrite " + instanceId);
         if (done) {
             store.nativeFinished();
+            changed(seq[0]);
         }
         return done;
+    }
+
+    /**
+     * {@link Lua#MIRROR}'s entries as native commands, for a transaction that watches the counter, which holds
+     * {@code from}: returns the last number appended.
+     */
+    private long appendChanges(List<Request> out, long from, List<byte[]> pairs, List<byte[]> dels) {
+        List<byte[]> list = new ArrayList<>(pairs.size() + 2 * dels.size());
+        list.addAll(pairs);
+        for (byte[] d : dels) {
+            list.add(d);
+            list.add(ABSENT);
+        }
+        long seq = from;
+        for (int c = 0; c < list.size(); c += Lua.MIRROR_ENTRY_ARGS) {
+            seq++;
+            out.add(Request.cmd(Command.INCR).arg(streamSeq));
+            Request x = Request.cmd(Command.XADD).arg(stream).arg("MAXLEN").arg("~").arg(Lua.MIRROR_MAXLEN).arg("*")
+                    .arg("q").arg(seq);
+            list.subList(c, Math.min(list.size(), c + Lua.MIRROR_ENTRY_ARGS)).forEach(x::arg);
+            out.add(x);
+        }
+        return seq;
     }
 
     @Override
@@ -687,7 +783,12 @@ final class RedisIndex implements InstanceIndex {
         List<Object> all = new ArrayList<>(args.size() + 1);
         all.add(taints ? "1" : "0");
         all.addAll(args);
-        return calls.eval(Lua.CAS, List.of(blocks, taint), all, what + " " + instanceId).toLong() == 1;
+        Response r = calls.eval(Lua.CAS, List.of(blocks, taint, stream, streamSeq), all, what + " " + instanceId);
+        if (r.size() != 2) {
+            return false; // -1: a key changed since it was read
+        }
+        changed(r.get(1).toLong());
+        return true;
     }
 
     private static boolean holdsWriting(long[] locs) {
@@ -788,9 +889,14 @@ final class RedisIndex implements InstanceIndex {
 
     @Override
     public void clear() {
-        Response r = calls.eval(Lua.WIPE, List.of(live, blocks, sessionSet, expiredSet, taint), List.of(incarnation, sessionPrefix, "clear"),
-                "clear " + instanceId);
+        Response r = calls.eval(Lua.WIPE, List.of(live, blocks, sessionSet, expiredSet, taint, stream, streamSeq),
+                List.of(incarnation, sessionPrefix, "clear"), "clear " + instanceId);
         store.releaseOwners(instanceId, r);
+        if (store.mirror() != null) {
+            // the marker's number: the counter has at least it now (WIPE returns the sessions)
+            Response q = calls.send(Request.cmd(Command.GET).arg(streamSeq), "change number of " + instanceId);
+            changed(q == null ? 0 : q.toLong());
+        }
     }
 
     // ---- scan, sample, forEach -----------------------------------------------------------------------------

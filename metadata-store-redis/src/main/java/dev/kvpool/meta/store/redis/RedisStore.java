@@ -124,6 +124,7 @@ public final class RedisStore implements IndexStore {
     private final Vertx ownVertx;
     private final Map<String, RedisIndex> indexes = new ConcurrentHashMap<>();
     private volatile boolean closed;
+    private volatile RedisMirror mirror;
 
     /** Over a client someone else owns (the metadata plane's quarkus-redis-client bean); close() leaves it open. */
     public RedisStore(Redis redis, Options options) {
@@ -168,6 +169,84 @@ public final class RedisStore implements IndexStore {
 
     Options options() {
         return options;
+    }
+
+    /**
+     * Keeps a local copy of every index this store opens, so that the read path answers without a Redis round trip
+     * ({@link RedisMirror}); standalone Redis only (one XREAD follows every instance's stream, and those streams
+     * live in different cluster slots). {@code clients} makes the client for the follower's own connection (a
+     * blocking XREAD must not hold a pooled one); {@code maxLag} bounds how stale an answer may be.
+     */
+    public synchronized void startMirror(java.util.function.Supplier<Redis> clients, Duration maxLag) {
+        checkOpen();
+        if (mirror != null) {
+            throw new IllegalStateException("the local index copy is already on");
+        }
+        // every replica's deleter must wait out the largest lag any copy may have: it is kept in Redis
+        calls.eval(Lua.RAISE, List.of(options.prefix() + ":ml"), List.of(maxLag.toMillis()), "publish copy lag");
+        mirror = new RedisMirror(this, clients, maxLag);
+        indexes.values().forEach(ix -> {
+            if (!ix.dropped()) {
+                mirror.follow(ix);
+            }
+        });
+    }
+
+    RedisMirror mirror() {
+        return mirror;
+    }
+
+    /**
+     * How much later than Redis a read of this replica may see a change: the local copy's max lag, or 0 without
+     * one. Deleters add it to the reader lease, since a location marked DELETING may be served that much longer.
+     */
+    @Override
+    public long readerStalenessMs() {
+        long now = System.nanoTime();
+        if (now - lagReadAt > 5_000_000_000L && !closed) {
+            // refreshed without waiting: deleters may call this from an event loop
+            lagReadAt = now;
+            redis.send(Request.cmd(Command.GET).arg(options.prefix() + ":ml")).onSuccess(r -> {
+                try {
+                    sharedLagMs = r == null ? 0 : Long.parseLong(r.toString());
+                } catch (NumberFormatException e) {
+                    sharedLagMs = 0;
+                }
+            });
+        }
+        RedisMirror m = mirror;
+        return Math.max(m == null ? 0 : m.maxLagMs(), sharedLagMs);
+    }
+
+    private volatile long lagReadAt = System.nanoTime() - 10_000_000_000L;
+    /** The largest lag of any replica's copy over this prefix (a replica without one must wait it out too). */
+    private volatile long sharedLagMs;
+
+    /** Reads the local copy answered (0 without one). */
+    public long mirrorAnswered() {
+        RedisMirror m = mirror;
+        return m == null ? 0 : m.answered();
+    }
+
+    /** Reads the local copy could not answer and sent to Redis (0 without one). */
+    public long mirrorDeclined() {
+        RedisMirror m = mirror;
+        return m == null ? 0 : m.declined();
+    }
+
+    /** Full reads of an index into the local copy, the first of each included (0 without one). */
+    public long mirrorResyncs() {
+        RedisMirror m = mirror;
+        return m == null ? 0 : m.resyncs();
+    }
+
+    /** Whether the local copy of this index is in sync and recent now (false without one). */
+    public boolean mirrorInSync(InstanceIndex index) {
+        RedisMirror m = mirror;
+        while (index instanceof dev.kvpool.meta.index.ForwardingIndex f) {
+            index = f.delegate();
+        }
+        return m != null && index instanceof RedisIndex ix && m.inSync(ix);
     }
 
     Calls calls() {
@@ -268,8 +347,13 @@ public final class RedisStore implements IndexStore {
     }
 
     private RedisIndex adopt(String instanceId, String incarnation) {
-        return indexes.compute(instanceId, (id, v) -> v != null && !v.dropped() && v.incarnation().equals(incarnation)
-                ? v : new RedisIndex(this, id, incarnation));
+        RedisIndex ix = indexes.compute(instanceId, (id, v) -> v != null && !v.dropped()
+                && v.incarnation().equals(incarnation) ? v : new RedisIndex(this, id, incarnation));
+        RedisMirror m = mirror;
+        if (m != null) {
+            m.follow(ix);
+        }
+        return ix;
     }
 
     @Override
@@ -292,7 +376,8 @@ public final class RedisStore implements IndexStore {
     public void drop(String instanceId) {
         checkOpen();
         String base = instanceBase(instanceId);
-        Response r = calls.eval(Lua.WIPE, List.of(base + "live", base + "b", base + "ss", base + "sx", base + "wt"),
+        Response r = calls.eval(Lua.WIPE, List.of(base + "live", base + "b", base + "ss", base + "sx", base + "wt",
+                        base + "m", base + "mq"),
                 List.of("", base + "s:", "drop"), "drop instance " + instanceId);
         RedisIndex gone = indexes.remove(instanceId);
         if (gone != null) {
@@ -454,6 +539,10 @@ public final class RedisStore implements IndexStore {
             return;
         }
         closed = true;
+        RedisMirror m = mirror;
+        if (m != null) {
+            m.close();
+        }
         calls.close();
         if (ownVertx != null) {
             redis.close();

@@ -1,0 +1,435 @@
+package dev.kvpool.meta.store.redis;
+
+import dev.kvpool.meta.index.Block;
+import dev.kvpool.meta.index.Loc;
+import io.vertx.redis.client.Command;
+import io.vertx.redis.client.Redis;
+import io.vertx.redis.client.RedisConnection;
+import io.vertx.redis.client.Request;
+import io.vertx.redis.client.Response;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Supplier;
+import org.jboss.logging.Logger;
+
+/**
+ * A replica-local copy of what the read path needs from each instance's index: per block key, its SERVING
+ * locations. It lets {@code getCacheLocation} answer without a Redis round trip, which an HTTP exchange plus one
+ * Redis call cannot do within 1.5× of a bare MGET.
+ *
+ * <h2>How it stays current</h2> While an instance's change counter ({@code mq}) exists, every script and
+ * transaction that changes what a reader can see (a finish, a mark-deleting or purge, clear and drop) appends the
+ * fields it wrote to the instance's stream ({@code m}) in the same atomic step, numbered by that counter (see
+ * {@code Lua.MIRROR}). Starts and touches append nothing: WRITING locations and access times are not served. One
+ * thread follows every stream with {@code XREAD BLOCK} on a connection of its own. A follow starts (and restarts
+ * after a gap) from {@code Lua.MIRROR_HEAD}, which creates the counter and names the last entry, then a full
+ * {@code HSCAN}; entries after that head overwrite what the scan saw, so the copy converges. A number that is
+ * not the last one plus one (the stream was trimmed past a slow follower, or Redis lost data and the counter
+ * restarted) and a counter that went missing or backwards both force that resync.
+ *
+ * <h2>When it answers</h2> Only while it is provably recent: {@link #fresh} is the time a completed XREAD was sent
+ * whose answer held everything appended up to then (fewer entries than asked for), and a read is answered here
+ * only when that is at most {@code maxLag} ago. Otherwise, and until a follow is in sync, reads go to Redis. A
+ * replica also reads its own writes: its writes return their change numbers, and the copy answers for an
+ * instance only once it has applied the highest of them. Across replicas a read may lag a write by at most
+ * {@code maxLag}: a new block may be a miss for that long (the engine recomputes it), and a block marked for
+ * deletion may still be served for that long, which is why the deleter waits {@code maxLag} on top of the
+ * group's reader lease ({@link RedisStore#readerStalenessMs()}).
+ *
+ * <p>Cost: one XADD per finish and per delete batch in Redis' thread (~10 % of a write's Redis time at 512
+ * blocks), the stream's last {@value Lua#MIRROR_MAXLEN} entries in Redis, and in each replica's heap about 120
+ * bytes per served block (a map entry, a boxed key and the block).
+ */
+final class RedisMirror implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(RedisMirror.class);
+    /** Entries per stream per XREAD: an answer holding this many may have left some behind. */
+    private static final int READ_COUNT = 512;
+
+    private final RedisStore store;
+    private final Supplier<Redis> clients;
+    private final long maxLagNanos;
+    private final long blockMs;
+    private final Map<String, Follow> follows = new ConcurrentHashMap<>();
+    private final Thread thread;
+    private volatile boolean closed;
+    private volatile long fresh = Long.MIN_VALUE / 2;
+    private volatile boolean paused; // tests: the follower stops reading, as a slow one would
+    private Redis client;
+    private RedisConnection conn;
+    private long lastCheck;
+
+    private final LongAdder answered = new LongAdder(), declined = new LongAdder(), resyncs = new LongAdder(),
+            entries = new LongAdder();
+
+    /** One instance's copy. The follower thread writes it; readers only look. */
+    static final class Follow {
+        final RedisIndex index;
+        volatile ConcurrentHashMap<Long, Block> serving = new ConcurrentHashMap<>();
+        volatile boolean ready;
+        volatile long applied;
+        String lastId = "0-0";
+        long lastSeq;
+
+        Follow(RedisIndex index) {
+            this.index = index;
+        }
+    }
+
+    RedisMirror(RedisStore store, Supplier<Redis> clients, Duration maxLag) {
+        if (maxLag.toMillis() < 4) {
+            throw new IllegalArgumentException("the local copy's max lag must be at least 4 ms: " + maxLag);
+        }
+        this.store = store;
+        this.clients = clients;
+        this.maxLagNanos = maxLag.toNanos();
+        // an idle stream is re-read this often, so that an idle copy stays provably recent
+        this.blockMs = Math.max(1, maxLag.toMillis() / 4);
+        this.thread = Thread.ofPlatform().daemon().name("kvpool-index-mirror").unstarted(this::run);
+        thread.start();
+    }
+
+    long maxLagMs() {
+        return TimeUnit.NANOSECONDS.toMillis(maxLagNanos);
+    }
+
+    void follow(RedisIndex index) {
+        follows.compute(index.instanceId(), (id, f) -> f != null && f.index == index ? f : new Follow(index));
+        java.util.concurrent.locks.LockSupport.unpark(thread); // it parks while it has nothing to follow
+    }
+
+    void unfollow(RedisIndex index) {
+        follows.computeIfPresent(index.instanceId(), (id, f) -> f.index == index ? null : f);
+    }
+
+    /**
+     * Fills {@code out} from the copy when it may answer for this index now; false (nothing written) when the read
+     * must go to Redis.
+     */
+    boolean answer(RedisIndex index, long[] keys, int off, int len, Block[] out) {
+        Follow f = follows.get(index.instanceId());
+        if (f == null || f.index != index || !f.ready || f.applied < index.ownChanges()
+                || System.nanoTime() - fresh > maxLagNanos) {
+            declined.increment();
+            return false;
+        }
+        Map<Long, Block> m = f.serving;
+        for (int i = 0; i < len; i++) {
+            out[i] = m.get(keys[off + i]);
+        }
+        answered.increment();
+        return true;
+    }
+
+    /** Reads answered from the copy. */
+    long answered() {
+        return answered.sum();
+    }
+
+    /** Reads the copy could not answer (not in sync, behind this replica's own writes, or not recent enough). */
+    long declined() {
+        return declined.sum();
+    }
+
+    /** Change-stream entries applied. */
+    long entries() {
+        return entries.sum();
+    }
+
+    /** Follows started again from a full scan, the first one of each instance included. */
+    long resyncs() {
+        return resyncs.sum();
+    }
+
+    /** Whether the copy of this index is in sync and recent now. */
+    boolean inSync(RedisIndex index) {
+        Follow f = follows.get(index.instanceId());
+        return f != null && f.index == index && f.ready && System.nanoTime() - fresh <= maxLagNanos;
+    }
+
+    /** Blocks with a served location in the copy of an instance (-1 when it is not in sync). */
+    long size(String instanceId) {
+        Follow f = follows.get(instanceId);
+        return f == null || !f.ready ? -1 : f.serving.size();
+    }
+
+    /** The last change number applied to the copy of an instance (-1 when it is not followed or not in sync). */
+    long applied(String instanceId) {
+        Follow f = follows.get(instanceId);
+        return f == null || !f.ready ? -1 : f.applied;
+    }
+
+    void pauseForTest(boolean p) {
+        paused = p;
+    }
+
+    // ---- the follower --------------------------------------------------------------------------------------
+
+    private void run() {
+        long backoffMs = 10;
+        while (!closed) {
+            try {
+                if (paused) {
+                    Thread.sleep(blockMs);
+                    continue;
+                }
+                for (Follow f : follows.values()) {
+                    if (!f.ready && !closed) {
+                        resync(f);
+                    }
+                }
+                List<Follow> ready = new ArrayList<>();
+                for (Follow f : follows.values()) {
+                    if (f.ready) {
+                        ready.add(f);
+                    }
+                }
+                long t0 = System.nanoTime();
+                if (ready.isEmpty()) {
+                    fresh = t0;
+                    java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(blockMs));
+                    continue;
+                }
+                if (t0 - lastCheck >= TimeUnit.MILLISECONDS.toNanos(blockMs)) {
+                    checkCounters(ready);
+                    lastCheck = t0;
+                }
+                if (tail(ready)) {
+                    fresh = t0;
+                }
+                backoffMs = 10;
+            } catch (InterruptedException e) {
+                return;
+            } catch (RuntimeException e) {
+                if (closed) {
+                    return;
+                }
+                // the copy ages past maxLag meanwhile, so reads go to Redis until the follower is back
+                LOG.warnf("index copy: following the change streams failed (%s); retrying in %d ms", e.getMessage(),
+                        backoffMs);
+                dropConnection();
+                try {
+                    Thread.sleep(backoffMs);
+                } catch (InterruptedException ie) {
+                    return;
+                }
+                backoffMs = Math.min(1000, backoffMs * 2);
+            }
+        }
+    }
+
+    /** One XREAD over every stream in sync; true when it left nothing behind that was appended before it was sent. */
+    private boolean tail(List<Follow> ready) {
+        Request x = Request.cmd(Command.XREAD).arg("COUNT").arg(READ_COUNT).arg("BLOCK").arg(blockMs).arg("STREAMS");
+        for (Follow f : ready) {
+            x.arg(f.index.stream());
+        }
+        for (Follow f : ready) {
+            x.arg(f.lastId);
+        }
+        Response r = await(connection().send(x), blockMs + store.options().timeout().toMillis(), "XREAD");
+        if (r == null) {
+            return true; // nothing new within the block time
+        }
+        boolean complete = true;
+        Map<String, Follow> byStream = new java.util.HashMap<>();
+        for (Follow f : ready) {
+            byStream.put(f.index.stream(), f);
+        }
+        // RESP3 answers a map of stream → entries, RESP2 a list of [stream, entries]
+        if (!r.getKeys().isEmpty()) {
+            for (String k : r.getKeys()) {
+                complete &= apply(byStream.get(k), r.get(k));
+            }
+        } else {
+            for (int i = 0; i < r.size(); i++) {
+                Response pair = r.get(i);
+                complete &= apply(byStream.get(pair.get(0).toString()), pair.get(1));
+            }
+        }
+        return complete;
+    }
+
+    /** Applies one stream's entries; false when the answer was full (more may wait). */
+    private boolean apply(Follow f, Response list) {
+        if (f == null || list == null) {
+            return true;
+        }
+        for (int i = 0; i < list.size() && f.ready; i++) {
+            Response e = list.get(i);
+            applyEntry(f, e.get(0).toString(), e.get(1));
+        }
+        return list.size() < READ_COUNT;
+    }
+
+    private void applyEntry(Follow f, String id, Response fields) {
+        // fields: 'q', number, then (block field, value) pairs; a value '' is a deleted field; '!' a marker
+        long seq = fields.size() >= 2 && "q".equals(fields.get(0).toString()) ? fields.get(1).toLong() : -1;
+        if (seq != f.lastSeq + 1) {
+            LOG.infof("index copy of %s: change %d after %d (trimmed or lost); reading it again",
+                    f.index.instanceId(), seq, f.lastSeq);
+            f.ready = false;
+            return;
+        }
+        ConcurrentHashMap<Long, Block> m = f.serving;
+        for (int j = 2; j + 1 < fields.size(); j += 2) {
+            byte[] field = fields.get(j).toBytes();
+            if (field.length == 1 && field[0] == '!') {
+                m.clear();
+                if ("drop".equals(fields.get(j + 1).toString())) {
+                    f.ready = false;
+                    follows.remove(f.index.instanceId(), f);
+                }
+                continue;
+            }
+            long key = Codec.key(field);
+            Block b = servedOnly(key, fields.get(j + 1).toBytes());
+            if (b == null) {
+                m.remove(key);
+            } else {
+                m.put(key, b);
+            }
+        }
+        f.lastSeq = seq;
+        f.lastId = id;
+        f.applied = seq;
+        entries.increment();
+    }
+
+    /** The block with only its SERVING locations (all a reader looks at), or null when it has none. */
+    static Block servedOnly(long key, byte[] value) {
+        if (value == null || value.length == 0) {
+            return null;
+        }
+        long[] locs = Codec.locs(value);
+        int n = 0;
+        for (int j = 0; j < locs.length; j += 2) {
+            if (Loc.status(locs[j]) == Loc.SERVING) {
+                n++;
+            }
+        }
+        if (n == 0) {
+            return null;
+        }
+        if (n * 2 != locs.length) {
+            long[] kept = new long[n * 2];
+            for (int j = 0, k = 0; j < locs.length; j += 2) {
+                if (Loc.status(locs[j]) == Loc.SERVING) {
+                    kept[k++] = locs[j];
+                    kept[k++] = locs[j + 1];
+                }
+            }
+            locs = kept;
+        }
+        return new Block(key, locs, 0);
+    }
+
+    /** Counters that went missing or backwards (Redis lost them): those copies are read again. */
+    private void checkCounters(List<Follow> ready) {
+        List<Request> gets = new ArrayList<>(ready.size());
+        for (Follow f : ready) {
+            gets.add(Request.cmd(Command.GET).arg(f.index.streamSeq()));
+        }
+        List<Response> got = store.calls().batch(gets, "change counters");
+        for (int i = 0; i < ready.size(); i++) {
+            Response q = got.get(i);
+            Follow f = ready.get(i);
+            if (q == null || q.toLong() < f.lastSeq) {
+                LOG.infof("index copy of %s: change counter %s, last applied %d; reading it again",
+                        f.index.instanceId(), q, f.lastSeq);
+                f.ready = false;
+            }
+        }
+    }
+
+    /** Starts (again) from the stream's head and a full scan of the blocks. */
+    private void resync(Follow f) {
+        RedisIndex ix = f.index;
+        Calls calls = store.calls();
+        Response live = calls.send(Request.cmd(Command.GET).arg(ix.liveKey()), "check index of " + ix.instanceId());
+        if (live == null || !ix.incarnation().equals(live.toString())) {
+            follows.remove(ix.instanceId(), f); // dropped: its index object is stale, reads go to Redis and miss
+            return;
+        }
+        Response head = calls.eval(Lua.MIRROR_HEAD, List.of(ix.stream(), ix.streamSeq()), List.of(),
+                "change stream head of " + ix.instanceId());
+        long seq = head.get(0).toLong();
+        String id = head.get(1).toString();
+        ConcurrentHashMap<Long, Block> m = new ConcurrentHashMap<>();
+        long t0 = System.nanoTime();
+        String cursor = "0";
+        do {
+            Response page = calls.send(Request.cmd(Command.HSCAN).arg(ix.blocksKey()).arg(cursor).arg("COUNT")
+                    .arg(store.options().pageSize()), "copy index of " + ix.instanceId());
+            cursor = page.get(0).toString();
+            Response kv = page.get(1);
+            // RESP2 and RESP3 both answer HSCAN's pairs flat
+            for (int j = 0; j + 1 < kv.size(); j += 2) {
+                long key = Codec.key(kv.get(j).toBytes());
+                Block b = servedOnly(key, kv.get(j + 1).toBytes());
+                if (b != null) {
+                    m.put(key, b);
+                }
+            }
+        } while (!"0".equals(cursor) && !closed);
+        if (seq < f.lastSeq) {
+            ix.resetOwnChanges(seq); // the counter restarted: numbers from before it mean nothing now
+        }
+        f.serving = m;
+        f.lastId = id;
+        f.lastSeq = seq;
+        f.applied = seq;
+        f.ready = true;
+        resyncs.increment();
+        LOG.infof("index copy of %s: %d served blocks read in %d ms, following from change %d",
+                ix.instanceId(), m.size(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0), seq);
+    }
+
+    private RedisConnection connection() {
+        if (conn == null) {
+            client = clients.get();
+            conn = await(client.connect(), store.options().timeout().toMillis(), "connect");
+        }
+        return conn;
+    }
+
+    private void dropConnection() {
+        if (conn != null) {
+            conn.close();
+            conn = null;
+        }
+        if (client != null) {
+            client.close();
+            client = null;
+        }
+    }
+
+    private static <T> T await(io.vertx.core.Future<T> f, long timeoutMs, String what) {
+        try {
+            return f.toCompletionStage().toCompletableFuture().get(timeoutMs, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new RedisStoreException("index copy: " + what + " failed: " + e.getCause().getMessage(), e.getCause());
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new RedisStoreException("index copy: no answer to " + what + " within " + timeoutMs + " ms", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RedisStoreException("index copy: interrupted during " + what, e);
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        thread.interrupt();
+        try {
+            thread.join(5000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        dropConnection();
+    }
+}

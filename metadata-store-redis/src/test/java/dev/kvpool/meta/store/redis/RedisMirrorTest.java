@@ -1,0 +1,318 @@
+package dev.kvpool.meta.store.redis;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.kvpool.meta.index.Block;
+import dev.kvpool.meta.index.InstanceIndex;
+import dev.kvpool.meta.index.Loc;
+import dev.kvpool.meta.index.LocList;
+import io.vertx.core.Vertx;
+import io.vertx.redis.client.Command;
+import io.vertx.redis.client.Redis;
+import io.vertx.redis.client.RedisOptions;
+import io.vertx.redis.client.Request;
+import io.vertx.redis.client.Response;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The replica-local copy of the served locations ({@link RedisMirror}) over a real Redis: two stores over one key
+ * prefix, as two replicas, each with its copy. What the query path reads ({@code servingAsync}) must always be
+ * what Redis holds, filtered to SERVING locations, except for a bounded lag on the replica that did not write.
+ */
+class RedisMirrorTest {
+    private static final String INST = "inst-m";
+    private static final int NOW = 1_700_000_000;
+    private static final Duration LAG = Duration.ofMillis(40);
+    private static TestRedis redis;
+    private static Vertx vertx;
+    private String prefix;
+    private RedisStore a, b;
+
+    @BeforeAll
+    static void connect() {
+        redis = new TestRedis();
+        vertx = Vertx.vertx();
+    }
+
+    @AfterAll
+    static void disconnect() {
+        redis.close();
+        vertx.close();
+    }
+
+    @BeforeEach
+    void open() {
+        prefix = TestRedis.uniquePrefix("mirror");
+        a = mirrored(prefix, 64);
+        b = mirrored(prefix, 64);
+    }
+
+    private static RedisStore mirrored(String prefix, int nativeFinishKeys) {
+        RedisStore s = RedisStore.connect(TestRedis.URI, TestRedis.options(prefix).withNativeFinishKeys(nativeFinishKeys));
+        s.startMirror(() -> Redis.createClient(vertx, new RedisOptions().setConnectionString(TestRedis.URI)), LAG);
+        return s;
+    }
+
+    @AfterEach
+    void close() {
+        a.close();
+        b.close();
+        redis.deleteAll(prefix);
+    }
+
+    private static final AtomicLong IDS = new AtomicLong(1);
+
+    private static long key(int i) {
+        return 0x5EED_0000_0000_0000L + i * 0x9E3779B97F4A7C15L;
+    }
+
+    /** Starts a session over the keys (one replica, so absent keys only) and finishes it with the mask. */
+    private static void write(InstanceIndex ix, long[] keys, boolean[] ok) {
+        long[] wa = new long[keys.length], wb = new long[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            long id = IDS.getAndIncrement();
+            wa[i] = Loc.a(id, Loc.NEW, 1, 0);
+            wb[i] = id << 8;
+        }
+        String sid = "s" + IDS.getAndIncrement();
+        assertNotNull(ix.startWrite(keys, wa, wb, 1, s -> true, 0, sid, System.currentTimeMillis() + 60_000, NOW)
+                .session());
+        assertNotNull(ix.finishWrite(sid, ok, NOW + 1));
+    }
+
+    /** What the query path must see: Redis' blocks, SERVING locations only, as (a, b) pairs; null for none. */
+    private static long[][] truth(InstanceIndex ix, long[] keys) {
+        Block[] got = new Block[keys.length];
+        ix.getAll(keys, 0, keys.length, got);
+        return served(got);
+    }
+
+    private static long[][] served(Block[] blocks) {
+        long[][] out = new long[blocks.length][];
+        for (int i = 0; i < blocks.length; i++) {
+            Block bl = blocks[i];
+            if (bl == null) {
+                continue;
+            }
+            List<Long> s = new ArrayList<>();
+            for (int r = 0; r < bl.size(); r++) {
+                if (Loc.status(bl.a(r)) == Loc.SERVING) {
+                    s.add(bl.a(r));
+                    s.add(bl.b(r));
+                }
+            }
+            out[i] = s.isEmpty() ? null : s.stream().mapToLong(Long::longValue).toArray();
+        }
+        return out;
+    }
+
+    private static long[][] serving(InstanceIndex ix, long[] keys) throws Exception {
+        Block[] out = new Block[keys.length];
+        ix.servingAsync(keys, 0, keys.length, out).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        return served(out);
+    }
+
+    private static void assertSame(long[][] expected, long[][] actual, String what) {
+        assertEquals(expected.length, actual.length);
+        for (int i = 0; i < expected.length; i++) {
+            assertTrue(Arrays.equals(expected[i], actual[i]), what + ": key #" + i + " expected "
+                    + Arrays.toString(expected[i]) + " got " + Arrays.toString(actual[i]));
+        }
+    }
+
+    private static void await(BooleanSupplier cond, String what) throws InterruptedException {
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!cond.getAsBoolean()) {
+            if (System.nanoTime() > end) {
+                throw new AssertionError("timed out waiting: " + what);
+            }
+            Thread.sleep(5);
+        }
+    }
+
+    private long counter() {
+        Response r = redis.call(Request.cmd(Command.GET).arg(a.instanceBase(INST) + "mq"));
+        return r == null ? 0 : r.toLong();
+    }
+
+    /** The copy of {@code s} has applied every change Redis has numbered so far, and may answer. */
+    private void caughtUp(RedisStore s) throws InterruptedException {
+        await(() -> {
+            long c = counter();
+            return s.mirror().applied(INST) == c && s.mirrorInSync(s.index(INST));
+        }, "copy caught up with change " + counter());
+    }
+
+    private static long[] keys(int from, int n) {
+        long[] k = new long[n];
+        for (int i = 0; i < n; i++) {
+            k[i] = key(from + i);
+        }
+        return k;
+    }
+
+    @Test
+    @Timeout(120)
+    void bothCopiesMatchRedisAfterRandomWritesDeletesAndClears() throws Exception {
+        InstanceIndex ia = a.index(INST), ib = b.index(INST);
+        Random rnd = new Random(42);
+        long[] all = keys(0, 2000);
+        for (int round = 0; round < 60; round++) {
+            boolean onA = rnd.nextBoolean();
+            InstanceIndex mine = onA ? ia : ib, other = onA ? ib : ia;
+            int op = rnd.nextInt(10);
+            if (op < 6) {
+                // writes of several sizes: FINISH_FAST below 64 keys, native commands from 64, some failed keys
+                int n = 1 + rnd.nextInt(rnd.nextBoolean() ? 20 : 300);
+                int from = rnd.nextInt(all.length - n);
+                long[] ks = Arrays.copyOfRange(all, from, from + n);
+                long[] fresh = Arrays.stream(ks).filter(k -> ia.get(k) == null).toArray();
+                boolean[] ok = new boolean[fresh.length];
+                for (int i = 0; i < ok.length; i++) {
+                    ok[i] = rnd.nextInt(8) != 0;
+                }
+                if (fresh.length > 0) {
+                    write(mine, fresh, ok);
+                }
+            } else if (op < 9) {
+                int n = 1 + rnd.nextInt(200);
+                int from = rnd.nextInt(all.length - n);
+                LocList moved = mine.markDeleting(all, from, n, null);
+                if (rnd.nextBoolean()) {
+                    mine.purgeAll(moved);
+                }
+            } else {
+                mine.clear();
+            }
+            // the replica that wrote reads its write at once; the other one once its copy caught up
+            assertSame(truth(mine, all), serving(mine, all), "round " + round + ", the writing replica");
+            caughtUp(onA ? b : a);
+            assertSame(truth(other, all), serving(other, all), "round " + round + ", the other replica");
+        }
+        long answeredBefore = b.mirrorAnswered();
+        caughtUp(a);
+        caughtUp(b);
+        assertSame(truth(ia, all), serving(ia, all), "a, caught up");
+        assertSame(truth(ib, all), serving(ib, all), "b, caught up");
+        assertTrue(b.mirrorAnswered() > answeredBefore, "the caught-up copy answered");
+        assertTrue(a.mirror().entries() > 0 && b.mirror().entries() > 0, "both followed the stream");
+    }
+
+    @Test
+    @Timeout(60)
+    void aReplicaReadsItsOwnWriteAtOnceAndTheOtherWithinItsLag() throws Exception {
+        InstanceIndex ia = a.index(INST), ib = b.index(INST);
+        write(ia, keys(0, 10), new boolean[0]); // all failed: nothing served
+        caughtUp(a);
+        caughtUp(b);
+        long[] ks = keys(100, 32);
+        boolean[] ok = new boolean[32];
+        Arrays.fill(ok, true);
+        b.mirror().pauseForTest(true);
+        a.mirror().pauseForTest(true);
+        write(ia, ks, ok);
+        long[][] now = truth(ia, ks);
+        // a's copy has not seen the write (paused): a must not answer from it
+        assertSame(now, serving(ia, ks), "the writer's own read");
+        // b's copy is stale and past its lag: its reads go to Redis
+        Thread.sleep(LAG.toMillis() * 3);
+        long declined = b.mirrorDeclined();
+        assertSame(now, serving(ib, ks), "the other replica past its lag bound");
+        assertTrue(b.mirrorDeclined() > declined, "b declined to answer from a stale copy");
+        assertFalse(b.mirrorInSync(ib));
+        a.mirror().pauseForTest(false);
+        b.mirror().pauseForTest(false);
+        caughtUp(b);
+        long answered = b.mirrorAnswered();
+        assertSame(now, serving(ib, ks), "b caught up");
+        assertEquals(answered + 1, b.mirrorAnswered(), "answered from the copy");
+    }
+
+    @Test
+    @Timeout(60)
+    void aTrimmedStreamForcesAFullReadAgain() throws Exception {
+        InstanceIndex ia = a.index(INST), ib = b.index(INST);
+        boolean[] ok = new boolean[16];
+        Arrays.fill(ok, true);
+        write(ia, keys(0, 16), ok);
+        caughtUp(b);
+        long resyncs = b.mirrorResyncs();
+        b.mirror().pauseForTest(true);
+        write(ia, keys(100, 16), ok);
+        write(ia, keys(200, 16), ok);
+        // the entries b has not read are trimmed away, as MAXLEN does to a follower that fell far behind
+        redis.call(Request.cmd(Command.XTRIM).arg(a.instanceBase(INST) + "m").arg("MAXLEN").arg(0));
+        ia.markDeleting(keys(0, 16), 0, 8, null);
+        b.mirror().pauseForTest(false);
+        await(() -> b.mirrorResyncs() > resyncs, "a resync after the gap");
+        caughtUp(b);
+        long[] all = keys(0, 300);
+        assertSame(truth(ia, all), serving(ib, all), "after the resync");
+    }
+
+    @Test
+    @Timeout(60)
+    void aLostCounterForcesAFullReadAgain() throws Exception {
+        InstanceIndex ia = a.index(INST), ib = b.index(INST);
+        boolean[] ok = new boolean[16];
+        Arrays.fill(ok, true);
+        write(ia, keys(0, 16), ok);
+        caughtUp(b);
+        long resyncs = b.mirrorResyncs();
+        // Redis lost the counter (a restart from an older snapshot): nothing is appended until a follower notices
+        redis.call(Request.cmd(Command.DEL).arg(a.instanceBase(INST) + "mq"));
+        ia.markDeleting(keys(0, 16), 0, 16, null);
+        write(ia, keys(100, 16), ok);
+        await(() -> b.mirrorResyncs() > resyncs, "a resync after the counter went missing");
+        caughtUp(b);
+        long[] all = keys(0, 200);
+        assertSame(truth(ia, all), serving(ib, all), "after the resync");
+        assertEquals(null, serving(ib, keys(0, 1))[0], "a marked block is not served");
+    }
+
+    @Test
+    @Timeout(60)
+    void aDroppedInstanceIsNoLongerServedFromTheCopy() throws Exception {
+        InstanceIndex ib = b.index(INST);
+        boolean[] ok = new boolean[16];
+        Arrays.fill(ok, true);
+        write(a.index(INST), keys(0, 16), ok);
+        caughtUp(b);
+        assertEquals(16, b.mirror().size(INST));
+        a.drop(INST);
+        await(() -> b.mirror().size(INST) == -1, "the drop marker reached b");
+        long[][] got = serving(ib, keys(0, 16));
+        for (long[] g : got) {
+            assertEquals(null, g, "nothing served after the drop");
+        }
+    }
+
+    @Test
+    @Timeout(30)
+    void aReplicaWithoutACopyWaitsOutTheLargestLag() throws Exception {
+        RedisStore plain = RedisStore.connect(TestRedis.URI, TestRedis.options(prefix));
+        try {
+            assertEquals(LAG.toMillis(), a.readerStalenessMs());
+            // read from Redis in the background: the first call starts it
+            await(() -> plain.readerStalenessMs() == LAG.toMillis(), "the published lag");
+        } finally {
+            plain.close();
+        }
+    }
+}
