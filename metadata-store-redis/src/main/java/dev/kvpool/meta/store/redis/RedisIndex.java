@@ -599,7 +599,7 @@ final class RedisIndex implements InstanceIndex {
                     List.of(blocks, sessionSet, sessionPrefix + s.id(), taint, stream, streamSeq), args), release),
                     "finishWrite " + instanceId);
             Response r = rs.getFirst();
-            done = r.size() == 2 && r.get(0).toInteger() == 1; // 0 (an integer, no elements) when not done
+            done = r.type() == io.vertx.redis.client.ResponseType.MULTI; // 0 when not done
             if (done) {
                 changed(r.get(1).toLong());
             }
@@ -784,7 +784,7 @@ final class RedisIndex implements InstanceIndex {
         all.add(taints ? "1" : "0");
         all.addAll(args);
         Response r = calls.eval(Lua.CAS, List.of(blocks, taint, stream, streamSeq), all, what + " " + instanceId);
-        if (r.size() != 2) {
+        if (r.type() != io.vertx.redis.client.ResponseType.MULTI) {
             return false; // -1: a key changed since it was read
         }
         changed(r.get(1).toLong());
