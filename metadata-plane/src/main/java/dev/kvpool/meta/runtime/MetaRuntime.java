@@ -567,6 +567,17 @@ public class MetaRuntime {
                 Gauge.builder("kvpool.meta.redis.cas.conflicts", rs, RedisStore::conflicts)
                         .description("compare-and-set attempts retried because a key changed since it was read")
                         .register(meters);
+                // the local copy (kvpool.meta.redis.mirror): how often the query path avoided Redis, and why not
+                Gauge.builder("kvpool.meta.redis.copy.answered", rs, RedisStore::mirrorAnswered)
+                        .description("query-path reads answered from this replica's local copy of the index")
+                        .register(meters);
+                Gauge.builder("kvpool.meta.redis.copy.declined", rs, RedisStore::mirrorDeclined)
+                        .description("query-path reads the local copy could not answer (not in sync, behind this"
+                                + " replica's own writes, or older than its max lag): they went to Redis")
+                        .register(meters);
+                Gauge.builder("kvpool.meta.redis.copy.resyncs", rs, RedisStore::mirrorResyncs)
+                        .description("full reads of an instance into the local copy (start, trimmed stream, lost data)")
+                        .register(meters);
             }
             Gauge.builder("kvpool.meta.events.dropped", this, r -> r.events.dropped.get())
                     .description("kvpool.cache events dropped because the queue was full").register(meters);
