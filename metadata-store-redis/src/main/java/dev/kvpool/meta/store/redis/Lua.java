@@ -32,37 +32,35 @@ public final class Lua {
 
     /** Entries the change stream of an instance keeps (approximately: trimmed with {@code MAXLEN ~}). */
     static final int MIRROR_MAXLEN = 1000;
-    /** Field and value strings per stream entry: below Lua's unpack limit. */
-    static final int MIRROR_ENTRY_ARGS = 3998;
 
     /**
      * The change stream that replica-local copies of the index follow ({@link RedisMirror}): kept only while the
      * instance's sequence counter exists (a replica with the copy turned on creates it), so that every replica's
-     * scripts feed it, whatever their own settings. {@code mirror(stream, counter, sets, dels)} appends the
-     * fields written (field, value pairs) and deleted (sent with an empty value), in entries of at most {@value
-     * #MIRROR_ENTRY_ARGS} strings, each numbered by the counter ('q' field) so a follower sees a gap; it returns
-     * the last number, or 0 when nothing was appended.
+     * scripts feed it, whatever their own settings. An entry is {@code q <number> c <changes>} or {@code q <number>
+     * ! clear|drop}; numbered by the counter, so a follower sees a gap. The changes are one string, per field:
+     * the 8-byte field, its value's length in 2 bytes (0: the field was deleted), the value (see {@link
+     * RedisMirror#decode}): one string per entry costs Redis a copy, where a stream field per block would cost it
+     * a listpack element to write and a reply element to send, each. {@code mirror(stream, counter, sets, dels)}
+     * appends what a script wrote and returns its number, or 0 when nothing was appended; {@code mirror_put}
+     * appends a prepared entry.
      */
     private static final String MIRROR = """
-            local function mirror(stream, counter, sets, dels)
-              if #sets + #dels == 0 or redis.call('EXISTS', counter) == 0 then return 0 end
-              local list = sets
-              if #dels > 0 then
-                list = {}
-                for i = 1, #sets do list[i] = sets[i] end
-                for i = 1, #dels do
-                  list[#list + 1] = dels[i]
-                  list[#list + 1] = ''
-                end
-              end
-              local seq = 0
-              for c = 1, #list, %d do
-                seq = redis.call('INCR', counter)
-                redis.call('XADD', stream, 'MAXLEN', '~', %d, '*', 'q', seq, unpack(list, c, math.min(#list, c + %d)))
-              end
+            local function mirror_put(stream, counter, kind, payload)
+              local seq = redis.call('INCR', counter)
+              redis.call('XADD', stream, 'MAXLEN', '~', %d, '*', 'q', seq, kind, payload)
               return seq
             end
-            """.formatted(MIRROR_ENTRY_ARGS, MIRROR_MAXLEN, MIRROR_ENTRY_ARGS - 1);
+            local function mirror(stream, counter, sets, dels)
+              if #sets + #dels == 0 or redis.call('EXISTS', counter) == 0 then return 0 end
+              local parts, gone = {}, string.char(0, 0)
+              for i = 1, #sets, 2 do
+                local v = sets[i + 1]
+                parts[#parts + 1] = sets[i] .. string.char(math.floor(#v / 256), #v %% 256) .. v
+              end
+              for i = 1, #dels do parts[#parts + 1] = dels[i] .. gone end
+              return mirror_put(stream, counter, 'c', table.concat(parts))
+            end
+            """.formatted(MIRROR_MAXLEN);
 
     private static final String COMMON = """
             local function u32(s, i)
@@ -325,21 +323,23 @@ public final class Lua {
      * caller runs {@link #FINISH}. (A touch, which rewrites only the meta word, may be overwritten: a WRITING
      * block is never a hit, so only a touch queued for an earlier block of the same key is lost.)
      * KEYS: blocks, session set, session key, taint counter, change stream, its counter. ARGV: session id, session
-     * header, counter, number of (field, value) pairs, the pairs, then the fields to delete. Returns {1, change
-     * number (0: none)} done | 0 not this session or tainted.
+     * header, counter, number of (field, value) pairs, the change stream's entry as Java encoded it ('' when this
+     * replica keeps no copy: then the script encodes it when the stream is on), the pairs, then the fields to
+     * delete. Returns {1, change number (0: none)} done | 0 not this session or tainted.
      */
     static final Script FINISH_FAST = Script.of("finish-fast", MIRROR + """
             local s = redis.call('GET', KEYS[3])
             if not s or string.sub(s, 1, 16) ~= ARGV[2] then return 0 end
             if (redis.call('GET', KEYS[4]) or '') ~= ARGV[3] then return 0 end
-            local last = 4 + 2 * tonumber(ARGV[4])
-            for c = 5, last, 4000 do redis.call('HSET', KEYS[1], unpack(ARGV, c, math.min(last, c + 3999))) end
+            local last = 5 + 2 * tonumber(ARGV[4])
+            for c = 6, last, 4000 do redis.call('HSET', KEYS[1], unpack(ARGV, c, math.min(last, c + 3999))) end
             for c = last + 1, #ARGV, 4000 do redis.call('HDEL', KEYS[1], unpack(ARGV, c, math.min(#ARGV, c + 3999))) end
             redis.call('DEL', KEYS[3])
             redis.call('SREM', KEYS[2], ARGV[1])
             if redis.call('EXISTS', KEYS[6]) == 0 then return {1, 0} end
+            if ARGV[5] ~= '' then return {1, mirror_put(KEYS[5], KEYS[6], 'c', ARGV[5])} end
             local sets, dels = {}, {}
-            for c = 5, last do sets[#sets + 1] = ARGV[c] end
+            for c = 6, last do sets[#sets + 1] = ARGV[c] end
             for c = last + 1, #ARGV do dels[#dels + 1] = ARGV[c] end
             return {1, mirror(KEYS[5], KEYS[6], sets, dels)}
             """);
@@ -412,9 +412,12 @@ public final class Lua {
             end
             redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4])
             if ARGV[3] == 'drop' then redis.call('DEL', KEYS[1], KEYS[5]) end
-            if mirror(KEYS[6], KEYS[7], {'!', ARGV[3]}, {}) > 0 and ARGV[3] == 'drop' then
-              redis.call('PEXPIRE', KEYS[6], 60000)
-              redis.call('PEXPIRE', KEYS[7], 60000)
+            if redis.call('EXISTS', KEYS[7]) == 1 then
+              mirror_put(KEYS[6], KEYS[7], '!', ARGV[3])
+              if ARGV[3] == 'drop' then
+                redis.call('PEXPIRE', KEYS[6], 60000)
+                redis.call('PEXPIRE', KEYS[7], 60000)
+              end
             end
             return out
             """);

@@ -591,8 +591,9 @@ final class RedisIndex implements InstanceIndex {
         if (nativeFrom > 0 && n >= nativeFrom) {
             done = finishNative(p, pairs, dels, release);
         } else {
-            List<Object> args = new ArrayList<>(4 + pairs.size() + dels.size());
-            args.addAll(List.of(s.id(), p.header(), p.taint(), served));
+            List<Object> args = new ArrayList<>(5 + pairs.size() + dels.size());
+            args.addAll(List.of(s.id(), p.header(), p.taint(), served,
+                    store.mirror() == null ? ABSENT : RedisMirror.encode(pairs, dels)));
             args.addAll(pairs);
             args.addAll(dels);
             List<Response> rs = calls.evalAll(List.of(new Calls.ScriptCall(Lua.FINISH_FAST,
@@ -662,21 +663,10 @@ final class RedisIndex implements InstanceIndex {
      * {@code from}: returns the last number appended.
      */
     private long appendChanges(List<Request> out, long from, List<byte[]> pairs, List<byte[]> dels) {
-        List<byte[]> list = new ArrayList<>(pairs.size() + 2 * dels.size());
-        list.addAll(pairs);
-        for (byte[] d : dels) {
-            list.add(d);
-            list.add(ABSENT);
-        }
-        long seq = from;
-        for (int c = 0; c < list.size(); c += Lua.MIRROR_ENTRY_ARGS) {
-            seq++;
-            out.add(Request.cmd(Command.INCR).arg(streamSeq));
-            Request x = Request.cmd(Command.XADD).arg(stream).arg("MAXLEN").arg("~").arg(Lua.MIRROR_MAXLEN).arg("*")
-                    .arg("q").arg(seq);
-            list.subList(c, Math.min(list.size(), c + Lua.MIRROR_ENTRY_ARGS)).forEach(x::arg);
-            out.add(x);
-        }
+        long seq = from + 1;
+        out.add(Request.cmd(Command.INCR).arg(streamSeq));
+        out.add(Request.cmd(Command.XADD).arg(stream).arg("MAXLEN").arg("~").arg(Lua.MIRROR_MAXLEN).arg("*")
+                .arg("q").arg(seq).arg("c").arg(RedisMirror.encode(pairs, dels)));
         return seq;
     }
 

@@ -267,8 +267,8 @@ final class RedisMirror implements AutoCloseable {
     }
 
     private void applyEntry(Follow f, String id, Response fields) {
-        // fields: 'q', number, then (block field, value) pairs; a value '' is a deleted field; '!' a marker
-        long seq = fields.size() >= 2 && "q".equals(fields.get(0).toString()) ? fields.get(1).toLong() : -1;
+        // q <number> c <changes> | q <number> ! clear|drop (see Lua.MIRROR)
+        long seq = fields.size() == 4 && "q".equals(fields.get(0).toString()) ? fields.get(1).toLong() : -1;
         if (seq != f.lastSeq + 1) {
             LOG.infof("index copy of %s: change %d after %d (trimmed or lost); reading it again",
                     f.index.instanceId(), seq, f.lastSeq);
@@ -276,23 +276,22 @@ final class RedisMirror implements AutoCloseable {
             return;
         }
         ConcurrentHashMap<Long, Block> m = f.serving;
-        for (int j = 2; j + 1 < fields.size(); j += 2) {
-            byte[] field = fields.get(j).toBytes();
-            if (field.length == 1 && field[0] == '!') {
-                m.clear();
-                if ("drop".equals(fields.get(j + 1).toString())) {
-                    f.ready = false;
-                    follows.remove(f.index.instanceId(), f);
+        String kind = fields.get(2).toString();
+        if ("!".equals(kind)) {
+            m.clear();
+            if ("drop".equals(fields.get(3).toString())) {
+                f.ready = false;
+                follows.remove(f.index.instanceId(), f);
+            }
+        } else {
+            decode(fields.get(3).toBytes(), (key, value, off, len) -> {
+                Block b = len == 0 ? null : servedOnly(key, value, off, len);
+                if (b == null) {
+                    m.remove(key);
+                } else {
+                    m.put(key, b);
                 }
-                continue;
-            }
-            long key = Codec.key(field);
-            Block b = servedOnly(key, fields.get(j + 1).toBytes());
-            if (b == null) {
-                m.remove(key);
-            } else {
-                m.put(key, b);
-            }
+            });
         }
         f.lastSeq = seq;
         f.lastId = id;
@@ -300,12 +299,65 @@ final class RedisMirror implements AutoCloseable {
         entries.increment();
     }
 
+    /** One field of a change entry: its block key and value ({@code len} 0: the field was deleted). */
+    interface Change {
+        void accept(long key, byte[] buf, int off, int len);
+    }
+
+    /** A change entry as {@link Lua}'s {@code mirror} writes it: per field, 8 bytes, a 2-byte length, the value. */
+    static byte[] encode(List<byte[]> pairs, List<byte[]> dels) {
+        int n = 0;
+        for (int i = 0; i < pairs.size(); i += 2) {
+            n += 10 + pairs.get(i + 1).length;
+        }
+        n += 10 * dels.size();
+        byte[] out = new byte[n];
+        int p = 0;
+        for (int i = 0; i < pairs.size(); i += 2) {
+            byte[] v = pairs.get(i + 1);
+            System.arraycopy(pairs.get(i), 0, out, p, 8);
+            out[p + 8] = (byte) (v.length >>> 8);
+            out[p + 9] = (byte) v.length;
+            System.arraycopy(v, 0, out, p + 10, v.length);
+            p += 10 + v.length;
+        }
+        for (byte[] d : dels) {
+            System.arraycopy(d, 0, out, p, 8); // length 0: deleted
+            p += 10;
+        }
+        return out;
+    }
+
+    static void decode(byte[] buf, Change to) {
+        int p = 0;
+        while (p + 10 <= buf.length) {
+            long key = Codec.get(buf, p);
+            int len = ((buf[p + 8] & 0xff) << 8) | (buf[p + 9] & 0xff);
+            if (p + 10 + len > buf.length) {
+                throw new RedisStoreException("index copy: a change entry ends inside a value");
+            }
+            to.accept(key, buf, p + 10, len);
+            p += 10 + len;
+        }
+        if (p != buf.length) {
+            throw new RedisStoreException("index copy: a change entry ends inside a field");
+        }
+    }
+
     /** The block with only its SERVING locations (all a reader looks at), or null when it has none. */
     static Block servedOnly(long key, byte[] value) {
-        if (value == null || value.length == 0) {
+        return value == null ? null : servedOnly(key, value, 0, value.length);
+    }
+
+    /** As {@link #servedOnly(long, byte[])} over {@code value[off, off + len)}: meta word, then 16 bytes a location. */
+    static Block servedOnly(long key, byte[] value, int off, int len) {
+        if (len < 8 + 16 || (len - 8) % 16 != 0) {
             return null;
         }
-        long[] locs = Codec.locs(value);
+        long[] locs = new long[(len - 8) / 8];
+        for (int j = 0; j < locs.length; j++) {
+            locs[j] = Codec.get(value, off + 8 + 8 * j);
+        }
         int n = 0;
         for (int j = 0; j < locs.length; j += 2) {
             if (Loc.status(locs[j]) == Loc.SERVING) {

@@ -304,6 +304,29 @@ class RedisMirrorTest {
     }
 
     @Test
+    @Timeout(60)
+    void aReplicaWithoutACopyStillFeedsTheStream() throws Exception {
+        InstanceIndex ib = b.index(INST);
+        caughtUp(b); // b has turned the stream on
+        RedisStore plain = RedisStore.connect(TestRedis.URI, TestRedis.options(prefix).withNativeFinishKeys(64));
+        try {
+            InstanceIndex ip = plain.index(INST);
+            boolean[] ok = new boolean[200];
+            Arrays.fill(ok, true);
+            ok[3] = false;
+            write(ip, keys(0, 16), Arrays.copyOf(ok, 16)); // the blind script encodes the entry itself
+            write(ip, keys(100, 200), ok); // native commands
+            ip.markDeleting(keys(100, 10), 0, 10, null); // the compare-and-set script
+            caughtUp(b);
+            long[] all = keys(0, 300);
+            assertSame(truth(ip, all), serving(ib, all), "b after writes of a replica without a copy");
+            assertEquals(16 - 1 + 200 - 1 - 10, b.mirror().size(INST));
+        } finally {
+            plain.close();
+        }
+    }
+
+    @Test
     @Timeout(30)
     void aReplicaWithoutACopyWaitsOutTheLargestLag() throws Exception {
         RedisStore plain = RedisStore.connect(TestRedis.URI, TestRedis.options(prefix));
