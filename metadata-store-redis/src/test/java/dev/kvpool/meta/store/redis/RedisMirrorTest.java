@@ -159,6 +159,12 @@ class RedisMirrorTest {
         }, "copy caught up with change " + counter());
     }
 
+    private static boolean[] allOk(int n) {
+        boolean[] ok = new boolean[n];
+        Arrays.fill(ok, true);
+        return ok;
+    }
+
     private static long[] keys(int from, int n) {
         long[] k = new long[n];
         for (int i = 0; i < n; i++) {
@@ -248,8 +254,7 @@ class RedisMirrorTest {
     @Timeout(60)
     void aTrimmedStreamForcesAFullReadAgain() throws Exception {
         InstanceIndex ia = a.index(INST), ib = b.index(INST);
-        boolean[] ok = new boolean[16];
-        Arrays.fill(ok, true);
+        boolean[] ok = allOk(16);
         write(ia, keys(0, 16), ok);
         caughtUp(b);
         long resyncs = b.mirrorResyncs();
@@ -270,8 +275,7 @@ class RedisMirrorTest {
     @Timeout(60)
     void aLostCounterForcesAFullReadAgain() throws Exception {
         InstanceIndex ia = a.index(INST), ib = b.index(INST);
-        boolean[] ok = new boolean[16];
-        Arrays.fill(ok, true);
+        boolean[] ok = allOk(16);
         write(ia, keys(0, 16), ok);
         caughtUp(b);
         long resyncs = b.mirrorResyncs();
