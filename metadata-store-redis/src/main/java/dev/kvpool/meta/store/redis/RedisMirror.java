@@ -41,9 +41,10 @@ import org.jboss.logging.Logger;
  * deletion may still be served for that long, which is why the deleter waits {@code maxLag} on top of the
  * group's reader lease ({@link RedisStore#readerStalenessMs()}).
  *
- * <p>Cost: one XADD per finish and per delete batch in Redis' thread (~10 % of a write's Redis time at 512
- * blocks), the stream's last {@value Lua#MIRROR_MAXLEN} entries in Redis, and in each replica's heap about 120
- * bytes per served block (a map entry, a boxed key and the block).
+ * <p>Cost: one XADD per finish and per delete batch in Redis' thread, the stream's last {@value
+ * Lua#MIRROR_MAXLEN} entries in Redis, and in each replica's heap about 120 bytes per served block (a map entry, a
+ * boxed key and the block). Measured on 2 shared cores (docs/benchmarks.md, "A local copy"): a written block
+ * costs ~40 % more CPU in the plane and in Redis with the copy on.
  */
 final class RedisMirror implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(RedisMirror.class);
