@@ -38,6 +38,10 @@ public final class RedisServer implements AutoCloseable {
         }
     }
 
+    public int port() {
+        return port;
+    }
+
     public String url() {
         return "redis://127.0.0.1:" + port;
     }

@@ -47,7 +47,8 @@ public final class Lua {
     private static final String MIRROR = """
             local function mirror_put(stream, counter, kind, payload)
               local seq = redis.call('INCR', counter)
-              redis.call('XADD', stream, 'MAXLEN', '~', %d, '*', 'q', seq, kind, payload)
+              -- formatted here: numbers start from the clock in µs (see MIRROR_HEAD), too long for Lua's own
+              redis.call('XADD', stream, 'MAXLEN', '~', %d, '*', 'q', string.format('%%d', seq), kind, payload)
               return seq
             end
             local function mirror(stream, counter, sets, dels)
@@ -424,11 +425,15 @@ public final class Lua {
 
     /**
      * Where a follower of the change stream starts ({@link RedisMirror}): turns the stream on (creates the counter)
-     * and returns {counter, id of the last entry or '0-0'}, in one step so that the two agree. KEYS: change
-     * stream, its counter.
+     * and returns {counter, id of the last entry or '0-0'}, in one step so that the two agree. A new counter starts
+     * from the clock in µs, so that one created again (lost, evicted) numbers above every earlier one: followers
+     * see a jump, not a sequence that goes on. KEYS: change stream, its counter.
      */
     static final Script MIRROR_HEAD = Script.of("mirror-head", """
-            redis.call('SET', KEYS[2], 0, 'NX')
+            if redis.call('EXISTS', KEYS[2]) == 0 then
+              local t = redis.call('TIME')
+              redis.call('SET', KEYS[2], t[1] .. string.format('%06d', tonumber(t[2])))
+            end
             redis.call('PERSIST', KEYS[2])
             local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
             return {tonumber(redis.call('GET', KEYS[2])), last[1] and last[1][1] or '0-0'}

@@ -26,15 +26,23 @@ import org.jboss.logging.Logger;
  * transaction that changes what a reader can see (a finish, a mark-deleting or purge, clear and drop) appends the
  * fields it wrote to the instance's stream ({@code m}) in the same atomic step, numbered by that counter (see
  * {@code Lua.MIRROR}). Starts and touches append nothing: WRITING locations and access times are not served. One
- * thread follows every stream with {@code XREAD BLOCK} on a connection of its own. A follow starts (and restarts
+ * thread follows every stream on a connection of its own: one pipelined poll reads the counters, then XREAD
+ * (without BLOCK) of what is new; it polls again at once while there is more, else after a few milliseconds. A follow starts (and restarts
  * after a gap) from {@code Lua.MIRROR_HEAD}, which creates the counter and names the last entry, then a full
  * {@code HSCAN}; entries after that head overwrite what the scan saw, so the copy converges. A number that is
  * not the last one plus one (the stream was trimmed past a slow follower, or Redis lost data and the counter
  * restarted) and a counter that went missing or backwards both force that resync.
  *
- * <h2>When it answers</h2> Only while it is provably recent: {@link #fresh} is the time a completed XREAD was sent
- * whose answer held everything appended up to then (fewer entries than asked for), and a read is answered here
- * only when that is at most {@code maxLag} ago. Otherwise, and until a follow is in sync, reads go to Redis. A
+ * <h2>Failover</h2> Everything the follower reads goes over its one connection, so it reads one server's history.
+ * Every {@code maxLag/4}, and first on each new connection, it asks that server who it is ({@code run_id} and
+ * {@code master_replid} from {@code INFO}); when that changed (a restart, a replica promoted, a primary turned
+ * replica and loaded another's data) every copy is read again. Numbers alone do not show a failover: a promoted
+ * replica that missed the last k changes numbers its next ones from below, and its stream entry ids come from its
+ * own clock, so a follower may skip them (ids below its last) and then see the k+1st as the next in line.
+ *
+ * <h2>When it answers</h2> Only while it is provably recent: {@link #fresh} is the time a poll was sent after
+ * which every copy had applied up to the counter that poll read, and a read is answered here only when that is at
+ * most {@code maxLag} ago. Otherwise, and until a follow is in sync, reads go to Redis. A
  * replica also reads its own writes: its writes return their change numbers, and the copy answers for an
  * instance only once it has applied the highest of them. Across replicas a read may lag a write by at most
  * {@code maxLag}: a new block may be a miss for that long (the engine recomputes it), and a block marked for
@@ -48,13 +56,16 @@ import org.jboss.logging.Logger;
  */
 final class RedisMirror implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(RedisMirror.class);
-    /** Entries per stream per XREAD: an answer holding this many may have left some behind. */
+    /** Entries per stream per XREAD. */
     private static final int READ_COUNT = 512;
 
     private final RedisStore store;
     private final Supplier<Redis> clients;
     private final long maxLagNanos;
-    private final long blockMs;
+    /** How often an idle follower polls; the copy is then at most about this old. */
+    private final long pollMs;
+    /** How often it asks who the server is (and always first on a new connection). */
+    private final long checkNanos;
     private final Map<String, Follow> follows = new ConcurrentHashMap<>();
     private final Thread thread;
     private volatile boolean closed;
@@ -63,6 +74,10 @@ final class RedisMirror implements AutoCloseable {
     private Redis client;
     private RedisConnection conn;
     private long lastCheck;
+    private boolean checkNow = true;
+    /** Who the server behind the copies is (run_id/master_replid); null before the first check. */
+    private String server;
+    private boolean identityUnavailable;
 
     private final LongAdder answered = new LongAdder(), declined = new LongAdder(), resyncs = new LongAdder(),
             entries = new LongAdder();
@@ -88,8 +103,9 @@ final class RedisMirror implements AutoCloseable {
         this.store = store;
         this.clients = clients;
         this.maxLagNanos = maxLag.toNanos();
-        // an idle stream is re-read this often, so that an idle copy stays provably recent
-        this.blockMs = Math.max(1, maxLag.toMillis() / 4);
+        // an idle copy is proven recent this often, well within the lag a reader accepts
+        this.pollMs = Math.max(1, Math.min(5, maxLag.toMillis() / 8));
+        this.checkNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(1, maxLag.toMillis() / 4));
         this.thread = Thread.ofPlatform().daemon().name("kvpool-index-mirror").unstarted(this::run);
         thread.start();
     }
@@ -175,34 +191,27 @@ final class RedisMirror implements AutoCloseable {
         while (!closed) {
             try {
                 if (paused) {
-                    Thread.sleep(blockMs);
+                    Thread.sleep(pollMs);
                     continue;
                 }
+                long t0 = System.nanoTime();
+                if (follows.isEmpty()) {
+                    fresh = t0;
+                    java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(pollMs));
+                    continue;
+                }
+                boolean more = poll(t0);
+                // after a poll, which asks who the server is on a new connection, so a full read is of that server
                 for (Follow f : follows.values()) {
                     if (!f.ready && !closed) {
                         resync(f);
+                        more = true;
                     }
-                }
-                List<Follow> ready = new ArrayList<>();
-                for (Follow f : follows.values()) {
-                    if (f.ready) {
-                        ready.add(f);
-                    }
-                }
-                long t0 = System.nanoTime();
-                if (ready.isEmpty()) {
-                    fresh = t0;
-                    java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(blockMs));
-                    continue;
-                }
-                if (t0 - lastCheck >= TimeUnit.MILLISECONDS.toNanos(blockMs)) {
-                    checkCounters(ready);
-                    lastCheck = t0;
-                }
-                if (tail(ready)) {
-                    fresh = t0;
                 }
                 backoffMs = 10;
+                if (!more) {
+                    java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(pollMs));
+                }
             } catch (InterruptedException e) {
                 return;
             } catch (RuntimeException e) {
@@ -223,48 +232,138 @@ final class RedisMirror implements AutoCloseable {
         }
     }
 
-    /** One XREAD over every stream in sync; true when it left nothing behind that was appended before it was sent. */
-    private boolean tail(List<Follow> ready) {
-        Request x = Request.cmd(Command.XREAD).arg("COUNT").arg(READ_COUNT).arg("BLOCK").arg(blockMs).arg("STREAMS");
-        for (Follow f : ready) {
-            x.arg(f.index.stream());
-        }
-        for (Follow f : ready) {
-            x.arg(f.lastId);
-        }
-        Response r = await(connection().send(x), blockMs + store.options().timeout().toMillis(), "XREAD");
-        if (r == null) {
-            return true; // nothing new within the block time
-        }
-        boolean complete = true;
-        Map<String, Follow> byStream = new java.util.HashMap<>();
-        for (Follow f : ready) {
-            byStream.put(f.index.stream(), f);
-        }
-        // RESP3 answers a map of stream → entries, RESP2 a list of [stream, entries]
-        if (!r.getKeys().isEmpty()) {
-            for (String k : r.getKeys()) {
-                complete &= apply(byStream.get(k), r.get(k));
-            }
-        } else {
-            for (int i = 0; i < r.size(); i++) {
-                Response pair = r.get(i);
-                complete &= apply(byStream.get(pair.get(0).toString()), pair.get(1));
+    private List<Follow> ready() {
+        List<Follow> ready = new ArrayList<>();
+        for (Follow f : follows.values()) {
+            if (f.ready) {
+                ready.add(f);
             }
         }
-        return complete;
+        return ready;
     }
 
-    /** Applies one stream's entries; false when the answer was full (more may wait). */
-    private boolean apply(Follow f, Response list) {
-        if (f == null || list == null) {
+    /**
+     * One round trip, pipelined: who the server is (on a new connection and every {@code checkMs}), each followed
+     * counter, then XREAD of what is new in each stream. The counters are read before the XREAD, so once every
+     * copy has applied up to its counter, it held everything appended before this poll was sent: the copy is
+     * {@link #fresh} as of {@code t0}. (Not XREAD BLOCK's timeout: an idle Redis answers it only at its next
+     * {@code serverCron}, 100 ms late with the default {@code hz 10}.) True when more may be waiting.
+     */
+    private boolean poll(long t0) {
+        boolean withInfo = !identityUnavailable && (checkNow || t0 - lastCheck >= checkNanos);
+        List<Follow> ready = ready();
+        List<Request> reqs = new ArrayList<>(ready.size() + 2);
+        if (withInfo) {
+            reqs.add(Request.cmd(Command.INFO).arg("server").arg("replication"));
+        }
+        for (Follow f : ready) {
+            reqs.add(Request.cmd(Command.GET).arg(f.index.streamSeq()));
+        }
+        if (!ready.isEmpty()) {
+            Request x = Request.cmd(Command.XREAD).arg("COUNT").arg(READ_COUNT).arg("STREAMS");
+            for (Follow f : ready) {
+                x.arg(f.index.stream());
+            }
+            for (Follow f : ready) {
+                x.arg(f.lastId);
+            }
+            reqs.add(x);
+        }
+        List<Response> got;
+        try {
+            got = await(connection().batch(reqs), store.options().timeout().toMillis(), "poll of the change streams");
+        } catch (RedisStoreException e) {
+            if (!withInfo || !refused(e)) {
+                throw e;
+            }
+            // INFO is not allowed (an ACL, a managed service): counters and stream numbers still guard the copy
+            LOG.warnf("index copy: the server refuses INFO (%s); a failover that loses changes may go unnoticed",
+                    e.getMessage());
+            identityUnavailable = true;
             return true;
         }
+        int at = 0;
+        if (withInfo) {
+            String id = identity(got.get(at++).toString());
+            lastCheck = t0;
+            checkNow = false;
+            if (server != null && !server.equals(id)) {
+                LOG.infof("index copy: the server changed (%s, was %s): a restart or failover; reading every copy again",
+                        id, server);
+                server = id;
+                for (Follow f : follows.values()) {
+                    f.ready = false;
+                }
+                return true;
+            }
+            server = id;
+        } else if (checkNow) {
+            checkNow = false; // the server refuses INFO
+        }
+        if (ready.isEmpty()) {
+            fresh = t0;
+            return false;
+        }
+        long[] counters = new long[ready.size()];
+        for (int i = 0; i < ready.size(); i++) {
+            Response q = got.get(at + i);
+            Follow f = ready.get(i);
+            counters[i] = q == null ? -1 : q.toLong();
+            if (counters[i] < f.lastSeq) {
+                // went missing or backwards: Redis lost it
+                LOG.infof("index copy of %s: change counter %s, last applied %d; reading it again",
+                        f.index.instanceId(), q, f.lastSeq);
+                f.ready = false;
+            }
+        }
+        Response r = got.get(at + ready.size());
+        long before = entries.sum();
+        Map<Follow, Integer> read = new java.util.HashMap<>();
+        if (r != null) {
+            Map<String, Follow> byStream = new java.util.HashMap<>();
+            for (Follow f : ready) {
+                byStream.put(f.index.stream(), f);
+            }
+            // RESP3 answers a map of stream → entries, RESP2 a list of [stream, entries]
+            if (!r.getKeys().isEmpty()) {
+                for (String k : r.getKeys()) {
+                    apply(byStream.get(k), r.get(k), read);
+                }
+            } else {
+                for (int i = 0; i < r.size(); i++) {
+                    Response pair = r.get(i);
+                    apply(byStream.get(pair.get(0).toString()), pair.get(1), read);
+                }
+            }
+        }
+        boolean current = true;
+        for (int i = 0; i < ready.size(); i++) {
+            Follow f = ready.get(i);
+            if (f.ready && f.lastSeq < counters[i] && read.getOrDefault(f, 0) < READ_COUNT) {
+                // each number's entry is appended with it, before this XREAD: these are gone (trimmed, or the
+                // counter was created again and jumped ahead)
+                LOG.infof("index copy of %s: change counter %d, but the stream ends at %d; reading it again",
+                        f.index.instanceId(), counters[i], f.lastSeq);
+                f.ready = false;
+            }
+            current &= f.ready && f.lastSeq >= counters[i];
+        }
+        if (current) {
+            fresh = t0;
+        }
+        return !current || entries.sum() > before;
+    }
+
+    /** Applies one stream's entries (at most {@link #READ_COUNT}; a poll compares with the counter for more). */
+    private void apply(Follow f, Response list, Map<Follow, Integer> read) {
+        if (f == null || list == null) {
+            return;
+        }
+        read.put(f, list.size());
         for (int i = 0; i < list.size() && f.ready; i++) {
             Response e = list.get(i);
             applyEntry(f, e.get(0).toString(), e.get(1));
         }
-        return list.size() < READ_COUNT;
     }
 
     private void applyEntry(Follow f, String id, Response fields) {
@@ -381,43 +480,45 @@ final class RedisMirror implements AutoCloseable {
         return new Block(key, locs, 0);
     }
 
-    /** Counters that went missing or backwards (Redis lost them): those copies are read again. */
-    private void checkCounters(List<Follow> ready) {
-        List<Request> gets = new ArrayList<>(ready.size());
-        for (Follow f : ready) {
-            gets.add(Request.cmd(Command.GET).arg(f.index.streamSeq()));
-        }
-        List<Response> got = store.calls().batch(gets, "change counters");
-        for (int i = 0; i < ready.size(); i++) {
-            Response q = got.get(i);
-            Follow f = ready.get(i);
-            if (q == null || q.toLong() < f.lastSeq) {
-                LOG.infof("index copy of %s: change counter %s, last applied %d; reading it again",
-                        f.index.instanceId(), q, f.lastSeq);
-                f.ready = false;
+    /** {@code run_id/master_replid} from an INFO answer. */
+    static String identity(String info) {
+        String run = null, repl = null;
+        for (String line : info.split("\r?\n")) {
+            if (line.startsWith("run_id:")) {
+                run = line.substring(7).trim();
+            } else if (line.startsWith("master_replid:")) {
+                repl = line.substring(14).trim();
             }
         }
+        if (run == null || repl == null) {
+            throw new RedisStoreException("index copy: INFO names no run_id or master_replid");
+        }
+        return run + "/" + repl;
+    }
+
+    private static boolean refused(RedisStoreException e) {
+        String m = String.valueOf(e.getMessage());
+        return m.contains("NOPERM") || m.contains("unknown command");
     }
 
     /** Starts (again) from the stream's head and a full scan of the blocks. */
     private void resync(Follow f) {
         RedisIndex ix = f.index;
-        Calls calls = store.calls();
-        Response live = calls.send(Request.cmd(Command.GET).arg(ix.liveKey()), "check index of " + ix.instanceId());
+        Response live = call(Request.cmd(Command.GET).arg(ix.liveKey()), "check index of " + ix.instanceId());
         if (live == null || !ix.incarnation().equals(live.toString())) {
             follows.remove(ix.instanceId(), f); // dropped: its index object is stale, reads go to Redis and miss
             return;
         }
-        Response head = calls.eval(Lua.MIRROR_HEAD, List.of(ix.stream(), ix.streamSeq()), List.of(),
-                "change stream head of " + ix.instanceId());
+        Response head = call(Request.cmd(Command.EVAL).arg(Lua.MIRROR_HEAD.body()).arg(2).arg(ix.stream())
+                .arg(ix.streamSeq()), "change stream head of " + ix.instanceId());
         long seq = head.get(0).toLong();
         String id = head.get(1).toString();
         ConcurrentHashMap<Long, Block> m = new ConcurrentHashMap<>();
         long t0 = System.nanoTime();
         String cursor = "0";
         do {
-            Response page = calls.send(Request.cmd(Command.HSCAN).arg(ix.blocksKey()).arg(cursor).arg("COUNT")
-                    .arg(store.options().pageSize()), "copy index of " + ix.instanceId());
+            Response page = call(Request.cmd(Command.HSCAN).arg(ix.blocksKey()).arg(cursor).arg("COUNT")
+                .arg(store.options().pageSize()), "copy index of " + ix.instanceId());
             cursor = page.get(0).toString();
             Response kv = page.get(1);
             // RESP2 and RESP3 both answer HSCAN's pairs flat
@@ -442,8 +543,13 @@ final class RedisMirror implements AutoCloseable {
                 ix.instanceId(), m.size(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0), seq);
     }
 
+    private Response call(Request r, String what) {
+        return await(connection().send(r), store.options().timeout().toMillis(), what);
+    }
+
     private RedisConnection connection() {
         if (conn == null) {
+            checkNow = true; // maybe another server now: ask who it is before reading anything
             client = clients.get();
             conn = await(client.connect(), store.options().timeout().toMillis(), "connect");
         }
@@ -451,6 +557,7 @@ final class RedisMirror implements AutoCloseable {
     }
 
     private void dropConnection() {
+        checkNow = true;
         if (conn != null) {
             conn.close();
             conn = null;
