@@ -167,6 +167,24 @@ public final class MetaProcess implements AutoCloseable {
         return send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + path)).GET(), path);
     }
 
+    /** A metric's value from /q/metrics (Prometheus text), summed over its series; 0 when absent. */
+    public double metric(String name) throws IOException {
+        try {
+            String body = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/q/metrics"))
+                    .timeout(Duration.ofSeconds(15)).GET().build(), HttpResponse.BodyHandlers.ofString()).body();
+            double sum = 0;
+            for (String line : body.split("\n")) {
+                if (line.startsWith(name + " ") || line.startsWith(name + "{")) {
+                    sum += Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+                }
+            }
+            return sum;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException(e);
+        }
+    }
+
     private JsonNode send(HttpRequest.Builder b, String what) throws IOException {
         try {
             HttpResponse<String> res = HTTP.send(b.timeout(Duration.ofSeconds(15)).build(),

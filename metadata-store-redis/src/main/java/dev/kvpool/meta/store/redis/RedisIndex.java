@@ -95,6 +95,10 @@ final class RedisIndex implements InstanceIndex {
     private void changed(long seq) {
         if (seq > 0) {
             ownChanges.accumulateAndGet(seq, Math::max);
+            RedisMirror m = store.mirror();
+            if (m != null) {
+                m.nudge(); // this replica's next read of the instance waits for the copy to have it
+            }
         }
     }
 

@@ -119,6 +119,11 @@ final class RedisMirror implements AutoCloseable {
         java.util.concurrent.locks.LockSupport.unpark(thread); // it parks while it has nothing to follow
     }
 
+    /** Polls now rather than after the idle pause: this replica just wrote, and reads its writes from here. */
+    void nudge() {
+        java.util.concurrent.locks.LockSupport.unpark(thread);
+    }
+
     void unfollow(RedisIndex index) {
         follows.computeIfPresent(index.instanceId(), (id, f) -> f.index == index ? null : f);
     }
