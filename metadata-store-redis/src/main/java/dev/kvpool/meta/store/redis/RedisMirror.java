@@ -50,8 +50,8 @@ import org.jboss.logging.Logger;
  * group's reader lease ({@link RedisStore#readerStalenessMs()}).
  *
  * <p>Cost: one XADD per finish and per delete batch in Redis' thread, the stream's last {@value
- * Lua#MIRROR_MAXLEN} entries in Redis, and in each replica's heap about 120 bytes per served block (a map entry, a
- * boxed key and the block). Measured on 2 shared cores (docs/benchmarks.md, "A local copy"): a written block
+ * Lua#MIRROR_MAXLEN} entries in Redis, and in each replica's heap 45–90 bytes per served block ({@link ServedMap}:
+ * 33 bytes a slot, filled 3/8 to 3/4). Measured on 2 shared cores (docs/benchmarks.md, "A local copy"): a written block
  * costs ~40 % more CPU in the plane and in Redis with the copy on.
  */
 final class RedisMirror implements AutoCloseable {
@@ -85,7 +85,7 @@ final class RedisMirror implements AutoCloseable {
     /** One instance's copy. The follower thread writes it; readers only look. */
     static final class Follow {
         final RedisIndex index;
-        volatile ConcurrentHashMap<Long, Block> serving = new ConcurrentHashMap<>();
+        volatile ServedMap serving = new ServedMap();
         volatile boolean ready;
         volatile long applied;
         String lastId = "0-0";
@@ -139,10 +139,7 @@ final class RedisMirror implements AutoCloseable {
             declined.increment();
             return false;
         }
-        Map<Long, Block> m = f.serving;
-        for (int i = 0; i < len; i++) {
-            out[i] = m.get(keys[off + i]);
-        }
+        f.serving.getAll(keys, off, len, out);
         answered.increment();
         return true;
     }
@@ -380,7 +377,7 @@ final class RedisMirror implements AutoCloseable {
             f.ready = false;
             return;
         }
-        ConcurrentHashMap<Long, Block> m = f.serving;
+        ServedMap m = f.serving;
         String kind = fields.get(2).toString();
         if ("!".equals(kind)) {
             m.clear();
@@ -390,11 +387,11 @@ final class RedisMirror implements AutoCloseable {
             }
         } else {
             decode(fields.get(3).toBytes(), (key, value, off, len) -> {
-                Block b = len == 0 ? null : servedOnly(key, value, off, len);
-                if (b == null) {
+                long[] locs = len == 0 ? null : servedLocs(value, off, len);
+                if (locs == null) {
                     m.remove(key);
                 } else {
-                    m.put(key, b);
+                    m.put(key, locs);
                 }
             });
         }
@@ -449,13 +446,11 @@ final class RedisMirror implements AutoCloseable {
         }
     }
 
-    /** The block with only its SERVING locations (all a reader looks at), or null when it has none. */
-    static Block servedOnly(long key, byte[] value) {
-        return value == null ? null : servedOnly(key, value, 0, value.length);
-    }
-
-    /** As {@link #servedOnly(long, byte[])} over {@code value[off, off + len)}: meta word, then 16 bytes a location. */
-    static Block servedOnly(long key, byte[] value, int off, int len) {
+    /**
+     * A block's SERVING locations (all a reader looks at) as (a, b) pairs from its stored value
+     * {@code value[off, off + len)} (meta word, then 16 bytes a location), or null when it has none.
+     */
+    static long[] servedLocs(byte[] value, int off, int len) {
         if (len < 8 + 16 || (len - 8) % 16 != 0) {
             return null;
         }
@@ -482,7 +477,7 @@ final class RedisMirror implements AutoCloseable {
             }
             locs = kept;
         }
-        return new Block(key, locs, 0);
+        return locs;
     }
 
     /** {@code run_id/master_replid} from an INFO answer. */
@@ -518,7 +513,7 @@ final class RedisMirror implements AutoCloseable {
                 .arg(ix.streamSeq()), "change stream head of " + ix.instanceId());
         long seq = head.get(0).toLong();
         String id = head.get(1).toString();
-        ConcurrentHashMap<Long, Block> m = new ConcurrentHashMap<>();
+        ServedMap m = new ServedMap();
         long t0 = System.nanoTime();
         String cursor = "0";
         do {
@@ -528,10 +523,10 @@ final class RedisMirror implements AutoCloseable {
             Response kv = page.get(1);
             // RESP2 and RESP3 both answer HSCAN's pairs flat
             for (int j = 0; j + 1 < kv.size(); j += 2) {
-                long key = Codec.key(kv.get(j).toBytes());
-                Block b = servedOnly(key, kv.get(j + 1).toBytes());
-                if (b != null) {
-                    m.put(key, b);
+                byte[] v = kv.get(j + 1).toBytes();
+                long[] locs = v == null ? null : servedLocs(v, 0, v.length);
+                if (locs != null) {
+                    m.put(Codec.key(kv.get(j).toBytes()), locs);
                 }
             }
         } while (!"0".equals(cursor) && !closed);
