@@ -123,9 +123,10 @@ public final class Calls {
      * watched key was changed, deleted or expired since the WATCH, so the check and the writes are as atomic as
      * one script. All keys of {@code watch}, {@code reads} and {@code writes} must share one cluster slot.
      *
-     * @return true when the writes ran; false when the check failed or a watched key changed (nothing written)
+     * @return EXEC's answers, one per write, when the writes ran; null when the check failed or a watched key
+     *     changed (nothing written)
      */
-    boolean watched(List<String> watch, List<Request> reads,
+    List<Response> watched(List<String> watch, List<Request> reads,
                     java.util.function.Function<List<Response>, List<Request>> plan, List<ScriptCall> alongside,
                     String what) {
         guard(what);
@@ -142,7 +143,7 @@ public final class Calls {
             List<Response> got = await(c.batch(first), what);
             List<Request> writes = plan.apply(got.subList(2, got.size()));
             if (writes == null) {
-                return false; // the watch stays until this connection's next WATCH use or EXEC: harmless to others
+                return null; // the watch stays until this connection's next WATCH use or EXEC: harmless to others
             }
             Runnable hook = beforeExec;
             if (hook != null) {
@@ -170,7 +171,15 @@ public final class Calls {
                     throw new RedisStoreException("Redis " + what + " failed: " + f.cause().getMessage(), f.cause());
                 }
             }
-            return tx.result().getLast() != null; // EXEC answers nil when a watched key changed
+            Response exec = tx.result().getLast(); // nil when a watched key changed
+            if (exec == null) {
+                return null;
+            }
+            List<Response> out = new java.util.ArrayList<>(exec.size());
+            for (int i = 0; i < exec.size(); i++) {
+                out.add(exec.get(i));
+            }
+            return out;
         } finally {
             c.close();
         }

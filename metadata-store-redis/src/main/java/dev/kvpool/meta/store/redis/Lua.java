@@ -439,6 +439,16 @@ public final class Lua {
             return {tonumber(redis.call('GET', KEYS[2])), last[1] and last[1][1] or '0-0'}
             """);
 
+    /**
+     * One change entry built by Java ({@link RedisMirror#encode}), appended when the stream is on, for the native
+     * finish's transaction (EVAL inside MULTI: the number is taken when EXEC runs, so nothing is watched for it).
+     * KEYS: change stream, its counter. ARGV: the entry. Returns its number, or 0 when the stream is off.
+     */
+    static final Script MIRROR_APPEND = Script.of("mirror-append", MIRROR + """
+            if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+            return mirror_put(KEYS[1], KEYS[2], 'c', ARGV[1])
+            """);
+
     /** Raises a number kept in a key to at least ARGV[1]. KEYS: the key. Returns the value now. */
     static final Script RAISE = Script.of("raise", """
             local v = tonumber(redis.call('GET', KEYS[1]) or '0') or 0

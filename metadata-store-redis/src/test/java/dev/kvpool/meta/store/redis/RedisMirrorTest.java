@@ -250,6 +250,46 @@ class RedisMirrorTest {
         assertEquals(answered + 1, b.mirrorAnswered(), "answered from the copy");
     }
 
+    /**
+     * Large finishes of one instance at once, as an engine's writers send them: each stays a native transaction
+     * (the entry is numbered inside it, nothing about the counter is watched, so one finish does not abort
+     * another), every change reaches the stream in order, and the other replica's copy matches Redis.
+     */
+    @Test
+    @Timeout(60)
+    void concurrentNativeFinishesAllStayNativeAndReachTheCopy() throws Exception {
+        InstanceIndex ia = a.index(INST), ib = b.index(INST);
+        caughtUp(b);
+        int writers = 4, rounds = 10, per = 100;
+        long nativeBefore = a.nativeFinishes(), counterBefore = counter();
+        List<Thread> ts = new ArrayList<>();
+        List<Throwable> failed = java.util.Collections.synchronizedList(new ArrayList<>());
+        for (int w = 0; w < writers; w++) {
+            int from = w * rounds * per;
+            ts.add(Thread.ofPlatform().start(() -> {
+                try {
+                    for (int r = 0; r < rounds; r++) {
+                        boolean[] ok = allOk(per);
+                        ok[r] = false;
+                        write(ia, keys(from + r * per, per), ok);
+                    }
+                } catch (Throwable e) {
+                    failed.add(e);
+                }
+            }));
+        }
+        for (Thread t : ts) {
+            t.join();
+        }
+        assertTrue(failed.isEmpty(), "writers failed: " + failed);
+        assertEquals(writers * rounds, a.nativeFinishes() - nativeBefore, "every finish ran natively");
+        assertEquals(counterBefore + writers * rounds, counter(), "one numbered entry per finish");
+        caughtUp(b);
+        long[] all = keys(0, writers * rounds * per);
+        assertSame(truth(ia, all), serving(ib, all), "b after concurrent native finishes");
+        assertEquals(writers * rounds * (per - 1), b.mirror().size(INST));
+    }
+
     @Test
     @Timeout(60)
     void aTrimmedStreamForcesAFullReadAgain() throws Exception {
