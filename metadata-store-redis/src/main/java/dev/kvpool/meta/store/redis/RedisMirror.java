@@ -50,9 +50,9 @@ import org.jboss.logging.Logger;
  * group's reader lease ({@link RedisStore#readerStalenessMs()}).
  *
  * <p>Cost: one XADD per finish and per delete batch in Redis' thread, the stream's last {@value
- * Lua#MIRROR_MAXLEN} entries in Redis, and in each replica's heap 45–90 bytes per served block ({@link ServedMap}:
- * 33 bytes a slot, filled 3/8 to 3/4). Measured on 2 shared cores (docs/benchmarks.md, "A local copy"): a written block
- * costs ~40 % more CPU in the plane and in Redis with the copy on.
+ * Lua#MIRROR_MAXLEN} entries in Redis, and in each replica's heap 39–77 bytes per served block ({@link ServedMap}:
+ * 29 bytes a slot, filled 3/8 to 3/4). Measured on 2 shared cores (docs/benchmarks.md, "What the copy cost writes"):
+ * a written block costs about as much with the copy as without.
  */
 final class RedisMirror implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(RedisMirror.class);
