@@ -5,9 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.InstanceIndex;
-import dev.kvpool.meta.index.Loc;
 import dev.kvpool.testing.RedisServer;
 import dev.kvpool.testing.TcpSwitch;
 import io.vertx.core.Vertx;
@@ -19,7 +17,6 @@ import io.vertx.redis.client.Response;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -32,8 +29,6 @@ import org.junit.jupiter.api.Timeout;
  */
 class RedisMirrorFailoverTest {
     private static final String INST = "inst-f";
-    private static final int NOW = 1_700_000_000;
-    private static final AtomicLong IDS = new AtomicLong(1);
 
     @Test
     @Timeout(120)
@@ -68,7 +63,7 @@ class RedisMirrorFailoverTest {
                 long lastOnA = number(ra, counter);
                 assertEquals(n1 + 2, lastOnA);
                 await(() -> s.mirror().applied(INST) == lastOnA && s.mirrorInSync(ix), "the copy has every change");
-                assertNotNull(serving(ix, keys(100, 1))[0], "served from the copy before the failover");
+                assertNotNull(RedisMirrorTest.serving(ix, keys(100, 1))[0], "served from the copy before the failover");
 
                 s.mirror().pauseForTest(true);
                 long resyncs = s.mirrorResyncs();
@@ -89,14 +84,14 @@ class RedisMirrorFailoverTest {
                 long lastOnB = number(rb, counter);
                 await(() -> s.mirror().applied(INST) == lastOnB && s.mirrorInSync(ix), "the copy caught up on b");
                 long[] all = keys(0, next);
-                long[][] truth = served(getAll(ix, all));
-                long[][] got = serving(ix, all);
+                long[][] truth = RedisMirrorTest.truth(ix, all);
+                long[][] got = RedisMirrorTest.serving(ix, all);
                 for (int i = 0; i < all.length; i++) {
                     assertTrue(Arrays.equals(truth[i], got[i]), "key #" + i + ": b holds "
                             + Arrays.toString(truth[i]) + ", the copy answered " + Arrays.toString(got[i]));
                 }
-                assertNull(serving(ix, keys(100, 1))[0], "a change lost at the failover is not served");
-                assertNotNull(serving(ix, keys(0, 1))[0], "a change b had is served");
+                assertNull(RedisMirrorTest.serving(ix, keys(100, 1))[0], "a change lost at the failover is not served");
+                assertNotNull(RedisMirrorTest.serving(ix, keys(0, 1))[0], "a change b had is served");
                 assertTrue(s.mirrorInSync(ix), "answered from the copy");
             } finally {
                 s.close();
@@ -108,32 +103,13 @@ class RedisMirrorFailoverTest {
         }
     }
 
-    private static long key(int i) {
-        return 0xFA11_0000_0000_0000L + i * 0x9E3779B97F4A7C15L;
-    }
-
     private static long[] keys(int from, int n) {
-        long[] k = new long[n];
-        for (int i = 0; i < n; i++) {
-            k[i] = key(from + i);
-        }
-        return k;
+        return RedisMirrorTest.keys(from, n);
     }
 
     /** One session over absent keys, every block written: one change number. */
     private static void write(InstanceIndex ix, long[] keys) {
-        long[] wa = new long[keys.length], wb = new long[keys.length];
-        for (int i = 0; i < keys.length; i++) {
-            long id = IDS.getAndIncrement();
-            wa[i] = Loc.a(id, Loc.NEW, 1, 0);
-            wb[i] = id << 8;
-        }
-        String sid = "f" + IDS.getAndIncrement();
-        assertNotNull(ix.startWrite(keys, wa, wb, 1, s -> true, 0, sid, System.currentTimeMillis() + 60_000, NOW)
-                .session());
-        boolean[] ok = new boolean[keys.length];
-        Arrays.fill(ok, true);
-        assertNotNull(ix.finishWrite(sid, ok, NOW + 1));
+        RedisMirrorTest.write(ix, keys, RedisMirrorTest.allOk(keys.length));
     }
 
     /** A write of 4 fresh keys from {@code next}, again on fresh keys while the store meets cut connections. */
@@ -151,39 +127,6 @@ class RedisMirrorFailoverTest {
                 Thread.sleep(20);
             }
         }
-    }
-
-    private static Block[] getAll(InstanceIndex ix, long[] keys) {
-        Block[] got = new Block[keys.length];
-        ix.getAll(keys, 0, keys.length, got);
-        return got;
-    }
-
-    private static long[][] serving(InstanceIndex ix, long[] keys) throws Exception {
-        Block[] out = new Block[keys.length];
-        ix.servingAsync(keys, 0, keys.length, out).toCompletableFuture().get(10, TimeUnit.SECONDS);
-        return served(out);
-    }
-
-    /** SERVING locations as (a, b) pairs; null for none. */
-    private static long[][] served(Block[] blocks) {
-        long[][] out = new long[blocks.length][];
-        for (int i = 0; i < blocks.length; i++) {
-            Block bl = blocks[i];
-            if (bl == null) {
-                continue;
-            }
-            long[] s = new long[bl.size() * 2];
-            int n = 0;
-            for (int r = 0; r < bl.size(); r++) {
-                if (Loc.status(bl.a(r)) == Loc.SERVING) {
-                    s[n++] = bl.a(r);
-                    s[n++] = bl.b(r);
-                }
-            }
-            out[i] = n == 0 ? null : Arrays.copyOf(s, n);
-        }
-        return out;
     }
 
     private static Response call(Redis r, Request req) {

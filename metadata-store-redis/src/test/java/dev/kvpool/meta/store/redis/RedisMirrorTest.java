@@ -83,7 +83,7 @@ class RedisMirrorTest {
     }
 
     /** Starts a session over the keys (one replica, so absent keys only) and finishes it with the mask. */
-    private static void write(InstanceIndex ix, long[] keys, boolean[] ok) {
+    static void write(InstanceIndex ix, long[] keys, boolean[] ok) {
         long[] wa = new long[keys.length], wb = new long[keys.length];
         for (int i = 0; i < keys.length; i++) {
             long id = IDS.getAndIncrement();
@@ -97,13 +97,13 @@ class RedisMirrorTest {
     }
 
     /** What the query path must see: Redis' blocks, SERVING locations only, as (a, b) pairs; null for none. */
-    private static long[][] truth(InstanceIndex ix, long[] keys) {
+    static long[][] truth(InstanceIndex ix, long[] keys) {
         Block[] got = new Block[keys.length];
         ix.getAll(keys, 0, keys.length, got);
         return served(got);
     }
 
-    private static long[][] served(Block[] blocks) {
+    static long[][] served(Block[] blocks) {
         long[][] out = new long[blocks.length][];
         for (int i = 0; i < blocks.length; i++) {
             Block bl = blocks[i];
@@ -122,7 +122,7 @@ class RedisMirrorTest {
         return out;
     }
 
-    private static long[][] serving(InstanceIndex ix, long[] keys) throws Exception {
+    static long[][] serving(InstanceIndex ix, long[] keys) throws Exception {
         Block[] out = new Block[keys.length];
         ix.servingAsync(keys, 0, keys.length, out).toCompletableFuture().get(10, TimeUnit.SECONDS);
         return served(out);
@@ -159,13 +159,13 @@ class RedisMirrorTest {
         }, "copy caught up with change " + counter());
     }
 
-    private static boolean[] allOk(int n) {
+    static boolean[] allOk(int n) {
         boolean[] ok = new boolean[n];
         Arrays.fill(ok, true);
         return ok;
     }
 
-    private static long[] keys(int from, int n) {
+    static long[] keys(int from, int n) {
         long[] k = new long[n];
         for (int i = 0; i < n; i++) {
             k[i] = key(from + i);
