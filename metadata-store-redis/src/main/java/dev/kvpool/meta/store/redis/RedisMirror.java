@@ -29,7 +29,8 @@ import org.jboss.logging.Logger;
  * thread follows every stream on a connection of its own: one pipelined poll reads the counters, then XREAD
  * (without BLOCK) of what is new; it polls again at once while there is more, else after a few milliseconds. A follow starts (and restarts
  * after a gap) from {@code Lua.MIRROR_HEAD}, which creates the counter and names the last entry, then a full
- * {@code HSCAN}; entries after that head overwrite what the scan saw, so the copy converges. A number that is
+ * {@code HSCAN}, a slice of pages at a time between polls of the others; entries after that head overwrite what
+ * the scan saw, so the copy converges. A number that is
  * not the last one plus one (the stream was trimmed past a slow follower, or Redis lost data and the counter
  * restarted) and a counter that went missing or backwards both force that resync.
  *
@@ -90,11 +91,33 @@ final class RedisMirror implements AutoCloseable {
         volatile long applied;
         String lastId = "0-0";
         long lastSeq;
+        /** A full read in progress (not ready meanwhile), taken a few pages at a time; null when none. */
+        Scan scan;
 
         Follow(RedisIndex index) {
             this.index = index;
         }
     }
+
+    /** A full read of one instance: the stream head it follows from once done, and the blocks read so far. */
+    private static final class Scan {
+        final long seq;
+        final String id;
+        final ServedMap m = new ServedMap();
+        final long t0 = System.nanoTime();
+        String cursor = "0";
+
+        Scan(long seq, String id) {
+            this.seq = seq;
+            this.id = id;
+        }
+    }
+
+    /**
+     * How long the follower reads pages of full reads before it polls again, so one instance's long full read
+     * (millions of blocks) does not leave every other copy without a poll until it ends.
+     */
+    private static final long SCAN_SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
 
     RedisMirror(RedisStore store, Supplier<Redis> clients, Duration maxLag) {
         if (maxLag.toMillis() < 4) {
@@ -203,11 +226,15 @@ final class RedisMirror implements AutoCloseable {
                     continue;
                 }
                 boolean more = poll(t0);
-                // after a poll, which asks who the server is on a new connection, so a full read is of that server
+                // after a poll, which asks who the server is on a new connection, so a full read is of that
+                // server; a slice of pages at a time, polling in between
+                long sliceEnd = System.nanoTime() + SCAN_SLICE_NANOS;
                 for (Follow f : follows.values()) {
                     if (!f.ready && !closed) {
-                        resync(f);
                         more = true;
+                        if (System.nanoTime() < sliceEnd) {
+                            resync(f, sliceEnd);
+                        }
                     }
                 }
                 backoffMs = 10;
@@ -295,6 +322,7 @@ final class RedisMirror implements AutoCloseable {
                 server = id;
                 for (Follow f : follows.values()) {
                     f.ready = false;
+                    f.scan = null; // a full read in progress read the other server
                 }
                 return true;
             }
@@ -501,47 +529,63 @@ final class RedisMirror implements AutoCloseable {
         return m.contains("NOPERM") || m.contains("unknown command");
     }
 
-    /** Starts (again) from the stream's head and a full scan of the blocks. */
-    private void resync(Follow f) {
+    /**
+     * Starts (again) from the stream's head and a full scan of the blocks, continuing a scan in progress: pages
+     * until {@code until}, then back to polling the others. Entries after the head overwrite what the scan saw.
+     */
+    private void resync(Follow f, long until) {
         RedisIndex ix = f.index;
-        Response live = call(Request.cmd(Command.GET).arg(ix.liveKey()), "check index of " + ix.instanceId());
-        if (live == null || !ix.incarnation().equals(live.toString())) {
-            follows.remove(ix.instanceId(), f); // dropped: its index object is stale, reads go to Redis and miss
-            return;
+        Scan sc = f.scan;
+        if (sc == null) {
+            Response live = call(Request.cmd(Command.GET).arg(ix.liveKey()), "check index of " + ix.instanceId());
+            if (live == null || !ix.incarnation().equals(live.toString())) {
+                follows.remove(ix.instanceId(), f); // dropped: its index object is stale, reads go to Redis and miss
+                return;
+            }
+            Response head = call(Request.cmd(Command.EVAL).arg(Lua.MIRROR_HEAD.body()).arg(2).arg(ix.stream())
+                    .arg(ix.streamSeq()), "change stream head of " + ix.instanceId());
+            sc = f.scan = new Scan(head.get(0).toLong(), head.get(1).toString());
         }
-        Response head = call(Request.cmd(Command.EVAL).arg(Lua.MIRROR_HEAD.body()).arg(2).arg(ix.stream())
-                .arg(ix.streamSeq()), "change stream head of " + ix.instanceId());
-        long seq = head.get(0).toLong();
-        String id = head.get(1).toString();
-        ServedMap m = new ServedMap();
-        long t0 = System.nanoTime();
-        String cursor = "0";
         do {
-            Response page = call(Request.cmd(Command.HSCAN).arg(ix.blocksKey()).arg(cursor).arg("COUNT")
-                .arg(store.options().pageSize()), "copy index of " + ix.instanceId());
-            cursor = page.get(0).toString();
+            Runnable hook = pageHook;
+            if (hook != null) {
+                hook.run();
+            }
+            Response page = call(Request.cmd(Command.HSCAN).arg(ix.blocksKey()).arg(sc.cursor).arg("COUNT")
+                    .arg(store.options().pageSize()), "copy index of " + ix.instanceId());
+            sc.cursor = page.get(0).toString();
             Response kv = page.get(1);
             // RESP2 and RESP3 both answer HSCAN's pairs flat
             for (int j = 0; j + 1 < kv.size(); j += 2) {
                 byte[] v = kv.get(j + 1).toBytes();
                 long[] locs = v == null ? null : servedLocs(v, 0, v.length);
                 if (locs != null) {
-                    m.put(Codec.key(kv.get(j).toBytes()), locs);
+                    sc.m.put(Codec.key(kv.get(j).toBytes()), locs);
                 }
             }
-        } while (!"0".equals(cursor) && !closed);
-        if (seq < f.lastSeq) {
-            ix.resetOwnChanges(seq); // the counter restarted: numbers from before it mean nothing now
+            if ("0".equals(sc.cursor)) {
+                break;
+            }
+            if (closed || System.nanoTime() >= until) {
+                return; // more pages next time round
+            }
+        } while (true);
+        if (sc.seq < f.lastSeq) {
+            ix.resetOwnChanges(sc.seq); // the counter restarted: numbers from before it mean nothing now
         }
-        f.serving = m;
-        f.lastId = id;
-        f.lastSeq = seq;
-        f.applied = seq;
+        f.scan = null;
+        f.serving = sc.m;
+        f.lastId = sc.id;
+        f.lastSeq = sc.seq;
+        f.applied = sc.seq;
         f.ready = true;
         resyncs.increment();
         LOG.infof("index copy of %s: %d served blocks read in %d ms, following from change %d",
-                ix.instanceId(), m.size(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0), seq);
+                ix.instanceId(), sc.m.size(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sc.t0), sc.seq);
     }
+
+    /** Tests: runs before each page of a full read, to make one slow. */
+    volatile Runnable pageHook;
 
     private Response call(Request r, String what) {
         return await(connection().send(r), store.options().timeout().toMillis(), what);
@@ -558,6 +602,9 @@ final class RedisMirror implements AutoCloseable {
 
     private void dropConnection() {
         checkNow = true;
+        for (Follow f : follows.values()) {
+            f.scan = null; // a cursor belongs to its server: full reads start again after the identity check
+        }
         if (conn != null) {
             conn.close();
             conn = null;

@@ -64,7 +64,12 @@ class RedisMirrorTest {
     }
 
     private static RedisStore mirrored(String prefix, int nativeFinishKeys) {
-        RedisStore s = RedisStore.connect(TestRedis.URI, TestRedis.options(prefix).withNativeFinishKeys(nativeFinishKeys));
+        return mirrored(prefix, nativeFinishKeys, RedisStore.Options.defaults().pageSize());
+    }
+
+    private static RedisStore mirrored(String prefix, int nativeFinishKeys, int pageSize) {
+        RedisStore s = RedisStore.connect(TestRedis.URI,
+                TestRedis.options(prefix).withNativeFinishKeys(nativeFinishKeys).withPageSize(pageSize));
         s.startMirror(() -> Redis.createClient(vertx, new RedisOptions().setConnectionString(TestRedis.URI)), LAG);
         return s;
     }
@@ -288,6 +293,57 @@ class RedisMirrorTest {
         long[] all = keys(0, writers * rounds * per);
         assertSame(truth(ia, all), serving(ib, all), "b after concurrent native finishes");
         assertEquals(writers * rounds * (per - 1), b.mirror().size(INST));
+    }
+
+    /**
+     * A long full read of one instance (here made slow: ~100 pages of 10 blocks, 10 ms each) is taken a slice at a
+     * time: the other instances' copies keep being polled, stay recent and answer meanwhile.
+     */
+    @Test
+    @Timeout(60)
+    void aLongFullReadDoesNotStallTheOtherCopies() throws Exception {
+        InstanceIndex ia = a.index(INST);
+        write(ia, keys(0, 16), allOk(16));
+        RedisStore big = RedisStore.connect(TestRedis.URI, TestRedis.options(prefix).withPageSize(10));
+        try {
+            InstanceIndex other = big.index("inst-big");
+            // above any hash-max-listpack-entries (512 here), so HSCAN pages it
+            for (int i = 0; i < 10; i++) {
+                write(other, keys(1000 + i * 100, 100), allOk(100));
+            }
+            Runnable slowPage = () -> {
+                try {
+                    Thread.sleep(10);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            };
+            RedisStore slow = mirrored(prefix, 64, 10);
+            try {
+                InstanceIndex mine = slow.index(INST);
+                await(() -> slow.mirrorInSync(mine), "the small instance's copy");
+                slow.mirror().pageHook = slowPage;
+                InstanceIndex bigHere = slow.index("inst-big"); // its full read starts: 40 slow pages
+                long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(600);
+                int answeredWhileReading = 0;
+                while (System.nanoTime() < end) {
+                    assertFalse(slow.mirrorInSync(bigHere), "the big copy is not ready before its read ends");
+                    long before = slow.mirrorAnswered();
+                    assertSame(truth(ia, keys(0, 16)), serving(mine, keys(0, 16)), "the small copy meanwhile");
+                    answeredWhileReading += slow.mirrorAnswered() > before ? 1 : 0;
+                    Thread.sleep(20);
+                }
+                assertTrue(answeredWhileReading > 10, "the small copy answered " + answeredWhileReading
+                        + " times during the big one's full read");
+                await(() -> slow.mirrorInSync(bigHere) && slow.mirror().size("inst-big") == 1000,
+                        "the big copy, once read");
+                assertSame(truth(other, keys(1000, 1000)), serving(bigHere, keys(1000, 1000)), "the big copy");
+            } finally {
+                slow.close();
+            }
+        } finally {
+            big.close();
+        }
     }
 
     @Test
