@@ -27,12 +27,12 @@ import org.jboss.logging.Logger;
  * fields it wrote to the instance's stream ({@code m}) in the same atomic step, numbered by that counter (see
  * {@code Lua.MIRROR}). Starts and touches append nothing: WRITING locations and access times are not served. One
  * thread follows every stream on a connection of its own: one pipelined poll reads the counters, then XREAD
- * (without BLOCK) of what is new; it polls again at once while there is more, else after a few milliseconds. A follow starts (and restarts
- * after a gap) from {@code Lua.MIRROR_HEAD}, which creates the counter and names the last entry, then a full
- * {@code HSCAN}, a slice of pages at a time between polls of the others; entries after that head overwrite what
- * the scan saw, so the copy converges. A number that is
- * not the last one plus one (the stream was trimmed past a slow follower, or Redis lost data and the counter
- * restarted) and a counter that went missing or backwards both force that resync.
+ * (without BLOCK) of what is new; it polls again at once while there is more, else after a few milliseconds. A
+ * follow starts (and restarts after a gap) from {@code Lua.MIRROR_HEAD}, which creates the counter and names the
+ * last entry, then a full {@code HSCAN}, a slice of pages at a time between polls of the others; entries after
+ * that head overwrite what the scan saw, so the copy converges. A number that is not the last one plus one (the
+ * stream was trimmed past a slow follower), a counter that went missing or backwards (Redis lost it) and a
+ * counter ahead of the stream's end all force that resync.
  *
  * <h2>Failover</h2> Everything the follower reads goes over its one connection, so it reads one server's history.
  * Every {@code maxLag/4}, and first on each new connection, it asks that server who it is ({@code run_id} and

@@ -174,8 +174,9 @@ public final class RedisStore implements IndexStore {
     /**
      * Keeps a local copy of every index this store opens, so that the read path answers without a Redis round trip
      * ({@link RedisMirror}); standalone Redis only (one XREAD follows every instance's stream, and those streams
-     * live in different cluster slots). {@code clients} makes the client for the follower's own connection (a
-     * blocking XREAD must not hold a pooled one); {@code maxLag} bounds how stale an answer may be.
+     * live in different cluster slots). {@code clients} makes the client for the follower's own connection (all it
+     * reads must come from one server, which it identifies on that connection); {@code maxLag} bounds how stale an
+     * answer may be.
      */
     public synchronized void startMirror(java.util.function.Supplier<Redis> clients, Duration maxLag) {
         checkOpen();
