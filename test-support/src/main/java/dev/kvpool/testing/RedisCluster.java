@@ -46,10 +46,18 @@ public final class RedisCluster implements AutoCloseable {
     }
 
     public static RedisCluster start(int n) {
+        return start(n, 0);
+    }
+
+    /**
+     * {@code primaries} primaries with {@code replicasEach} replicas each ({@code redis-cli} pairs them), and a
+     * node timeout of 2 s so that a killed primary's replica takes over within seconds.
+     */
+    public static RedisCluster start(int primaries, int replicasEach) {
         try {
             RedisCluster c = new RedisCluster(Files.createTempDirectory("kvpool-redis-cluster-"));
             try {
-                c.launch(n);
+                c.launch(primaries * (1 + replicasEach), replicasEach);
                 return c;
             } catch (RuntimeException | IOException | InterruptedException e) {
                 c.close();
@@ -63,13 +71,14 @@ public final class RedisCluster implements AutoCloseable {
         }
     }
 
-    private void launch(int n) throws IOException, InterruptedException {
+    private void launch(int n, int replicasEach) throws IOException, InterruptedException {
         for (int i = 0; i < n; i++) {
             int port = freePort();
             Path d = Files.createDirectories(dir.resolve(Integer.toString(port)));
             Process p = ChildProcesses.killOnExit(new ProcessBuilder("redis-server", "--port", Integer.toString(port),
                     "--bind", "127.0.0.1", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                    "--dir", d.toString(), "--save", "", "--appendonly", "no").redirectErrorStream(true)
+                    "--dir", d.toString(), "--save", "", "--appendonly", "no", "--cluster-node-timeout", "2000")
+                    .redirectErrorStream(true)
                     .redirectOutput(d.resolve("redis.log").toFile()).start());
             nodes.add(p);
             ports.add(port);
@@ -79,7 +88,7 @@ public final class RedisCluster implements AutoCloseable {
         }
         List<String> cmd = new ArrayList<>(List.of("redis-cli", "--cluster", "create"));
         ports.forEach(p -> cmd.add("127.0.0.1:" + p));
-        cmd.addAll(List.of("--cluster-replicas", "0", "--cluster-yes"));
+        cmd.addAll(List.of("--cluster-replicas", Integer.toString(replicasEach), "--cluster-yes"));
         Process create = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("create.log").toFile()).start();
         if (!create.waitFor(60, TimeUnit.SECONDS) || create.exitValue() != 0) {
@@ -102,6 +111,44 @@ public final class RedisCluster implements AutoCloseable {
         String out = new String(p.getInputStream().readAllBytes());
         p.waitFor(10, TimeUnit.SECONDS);
         return out.contains("cluster_state:ok");
+    }
+
+    /** Every node's port, primaries and replicas, in start order. */
+    public List<Integer> ports() {
+        return List.copyOf(ports);
+    }
+
+    /**
+     * Runs {@code redis-cli -p <port> <args>} and answers its output, trimmed (one reply per line), failing on a
+     * non-zero exit. For what a test does to the cluster itself: failovers, slot moves.
+     */
+    public String cli(int port, String... args) {
+        List<String> cmd = new ArrayList<>(List.of("redis-cli", "-p", Integer.toString(port)));
+        cmd.addAll(List.of(args));
+        try {
+            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes()).trim();
+            if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
+                throw new IllegalStateException(String.join(" ", cmd) + " failed: " + out);
+            }
+            return out;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Kills one node as {@code kill -9} would. */
+    public void kill(int port) {
+        Process p = nodes.get(ports.indexOf(port));
+        p.destroyForcibly();
+        try {
+            p.waitFor(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** {@code redis://127.0.0.1:<port>} per node. */

@@ -189,8 +189,21 @@ public class MetaRuntime {
                                 rc.mirrorMaxLag().toMillis());
                     }
                 } else if (rc.mirror()) {
-                    throw new IllegalArgumentException("kvpool.meta.redis.mirror needs a standalone Redis "
-                            + "(quarkus.redis.client-type=standalone): one XREAD follows every instance's stream");
+                    // a cluster: the copy reads each instance's stream from its node, one connection per node,
+                    // with the scheme and credentials of the configured hosts
+                    java.net.URI first = java.net.URI.create(rc.url().split(",")[0].trim());
+                    String scheme = first.getScheme() == null ? "redis" : first.getScheme();
+                    String user = first.getRawUserInfo() == null ? "" : first.getRawUserInfo() + "@";
+                    var password = config.getOptionalValue("quarkus.redis.password", String.class);
+                    var vx = vertx.get();
+                    ((RedisStore) store).startClusterMirror(node -> {
+                        var o = new io.vertx.redis.client.RedisOptions()
+                                .setConnectionString(scheme + "://" + user + node).setMaxPoolSize(1);
+                        password.ifPresent(o::setPassword);
+                        return io.vertx.redis.client.Redis.createClient(vx, o);
+                    }, rc.mirrorMaxLag());
+                    LOG.infof("index store: local copy of the served locations on, read from each cluster node "
+                            + "(max lag %d ms)", rc.mirrorMaxLag().toMillis());
                 }
                 String p = rc.prefix() + ":";
                 redisLead = new RedisLeadership(redis, p, nodeId, rc.leaseTtl(), rc.timeout());
@@ -577,6 +590,10 @@ public class MetaRuntime {
                         .register(meters);
                 Gauge.builder("kvpool.meta.redis.copy.resyncs", rs, RedisStore::mirrorResyncs)
                         .description("full reads of an instance into the local copy (start, trimmed stream, lost data)")
+                        .register(meters);
+                Gauge.builder("kvpool.meta.redis.copy.node.failures", rs, RedisStore::mirrorNodeFailures)
+                        .description("reads of the change streams that failed on a Redis node (lost, timed out, or"
+                                + " redirecting after a slot move or failover): its instances were read again")
                         .register(meters);
             }
             Gauge.builder("kvpool.meta.events.dropped", this, r -> r.events.dropped.get())

@@ -34,15 +34,23 @@ import org.jboss.logging.Logger;
  * stream was trimmed past a slow follower), a counter that went missing or backwards (Redis lost it) and a
  * counter ahead of the stream's end all force that resync.
  *
- * <h2>Failover</h2> Everything the follower reads goes over its one connection, so it reads one server's history.
- * Every {@code maxLag/4}, and first on each new connection, it asks that server who it is ({@code run_id} and
- * {@code master_replid} from {@code INFO}); when that changed (a restart, a replica promoted, a primary turned
- * replica and loaded another's data) every copy is read again. Numbers alone do not show a failover: a promoted
- * replica that missed the last k changes numbers its next ones from below, and its stream entry ids come from its
- * own clock, so a follower may skip them (ids below its last) and then see the k+1st as the next in line.
+ * <h2>Failover</h2> Everything the follower reads from a server goes over one connection to it, so it reads one
+ * server's history. Every {@code maxLag/4}, and first on each new connection, it asks that server who it is
+ * ({@code run_id} and {@code master_replid} from {@code INFO}); when that changed (a restart, a replica promoted, a
+ * primary turned replica and loaded another's data) every copy read from it is read again. Numbers alone do not
+ * show a failover: a promoted replica that missed the last k changes numbers its next ones from below, and its
+ * stream entry ids come from its own clock, so a follower may skip them (ids below its last) and then see the
+ * k+1st as the next in line.
  *
- * <h2>When it answers</h2> Only while it is provably recent: {@link #fresh} is the time a poll was sent after
- * which every copy had applied up to the counter that poll read, and a read is answered here only when that is at
+ * <h2>Cluster</h2> Each instance's keys share one hash tag, so its stream and counter live on the node holding its
+ * slot ({@link ClusterNodes}); the follower keeps one connection per node, polls all nodes at once (one XREAD per
+ * stream, since XREAD must stay in one slot) and counts each node's copies recent by that node's polls. A node
+ * that fails a poll or a full read (lost, timed out, or redirecting after a slot move or a failover) has its
+ * copies read again, from whichever node the slot map then names, after a backoff; the other nodes' copies keep
+ * answering meanwhile.
+ *
+ * <h2>When it answers</h2> Only while it is provably recent: {@link Node#fresh} is the time a poll of the
+ * copy's node was sent after which every copy read from there had applied up to the counter that poll read, and a read is answered here only when that is at
  * most {@code maxLag} ago. Otherwise, and until a follow is in sync, reads go to Redis. A
  * replica also reads its own writes: its writes return their change numbers, and the copy answers for an
  * instance only once it has applied the highest of them. Across replicas a read may lag a write by at most
@@ -60,28 +68,58 @@ final class RedisMirror implements AutoCloseable {
     /** Entries per stream per XREAD. */
     private static final int READ_COUNT = 512;
 
+    /**
+     * Where the copies are read from: one server, or in a cluster the node that holds each instance's slot. The
+     * follower keeps one connection per node and checks each node's identity on it.
+     */
+    interface Source {
+        /** The node serving this key: "" for a standalone server, else {@code host:port}. */
+        String nodeOf(String key);
+
+        /** A client for that node; the follower opens one connection with it. */
+        Redis client(String node);
+
+        /** The node map may be out of date (a redirect, a node lost): read it again before the next lookup. */
+        default void stale() {
+        }
+
+        /** Whether one XREAD may name streams of several instances (not across cluster slots). */
+        default boolean oneReadForAll() {
+            return true;
+        }
+    }
+
+    /** A standalone server (or whatever one client reaches: a sentinel-managed primary, a proxy). */
+    static Source standalone(Supplier<Redis> clients) {
+        return new Source() {
+            @Override
+            public String nodeOf(String key) {
+                return "";
+            }
+
+            @Override
+            public Redis client(String node) {
+                return clients.get();
+            }
+        };
+    }
+
     private final RedisStore store;
-    private final Supplier<Redis> clients;
+    private final Source source;
     private final long maxLagNanos;
     /** How often an idle follower polls; the copy is then at most about this old. */
     private final long pollMs;
     /** How often it asks who the server is (and always first on a new connection). */
     private final long checkNanos;
     private final Map<String, Follow> follows = new ConcurrentHashMap<>();
+    /** By address; the follower thread's own. */
+    private final Map<String, Node> nodes = new java.util.HashMap<>();
     private final Thread thread;
     private volatile boolean closed;
-    private volatile long fresh = Long.MIN_VALUE / 2;
     private volatile boolean paused; // tests: the follower stops reading, as a slow one would
-    private Redis client;
-    private RedisConnection conn;
-    private long lastCheck;
-    private boolean checkNow = true;
-    /** Who the server behind the copies is (run_id/master_replid); null before the first check. */
-    private String server;
-    private boolean identityUnavailable;
 
     private final LongAdder answered = new LongAdder(), declined = new LongAdder(), resyncs = new LongAdder(),
-            entries = new LongAdder();
+            entries = new LongAdder(), nodeFailures = new LongAdder();
 
     /** One instance's copy. The follower thread writes it; readers only look. */
     static final class Follow {
@@ -89,6 +127,8 @@ final class RedisMirror implements AutoCloseable {
         volatile ServedMap serving = new ServedMap();
         volatile boolean ready;
         volatile long applied;
+        /** The node it is read from; null until resolved (again, after a redirect or a lost node). */
+        volatile Node node;
         String lastId = "0-0";
         long lastSeq;
         /** A full read in progress (not ready meanwhile), taken a few pages at a time; null when none. */
@@ -96,6 +136,31 @@ final class RedisMirror implements AutoCloseable {
 
         Follow(RedisIndex index) {
             this.index = index;
+        }
+    }
+
+    /** One server the copies are read from, over one connection, and what the follower knows about it. */
+    static final class Node {
+        final String addr;
+        Redis client;
+        RedisConnection conn;
+        long lastCheck;
+        boolean checkNow = true;
+        /** Who the server is (run_id/master_replid); null before the first check. */
+        String server;
+        boolean identityUnavailable;
+        /** When a poll was sent after which every copy read from here had applied what that poll read. */
+        volatile long fresh = Long.MIN_VALUE / 2;
+        /** After a failure: left alone until then (nanoTime), backing off. */
+        long retryAt;
+        long backoffMs = 10;
+        // the poll in flight
+        io.vertx.core.Future<List<Response>> pending;
+        List<Follow> polled;
+        boolean withInfo;
+
+        Node(String addr) {
+            this.addr = addr;
         }
     }
 
@@ -119,12 +184,12 @@ final class RedisMirror implements AutoCloseable {
      */
     private static final long SCAN_SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
 
-    RedisMirror(RedisStore store, Supplier<Redis> clients, Duration maxLag) {
+    RedisMirror(RedisStore store, Source source, Duration maxLag) {
         if (maxLag.toMillis() < 4) {
             throw new IllegalArgumentException("the local copy's max lag must be at least 4 ms: " + maxLag);
         }
         this.store = store;
-        this.clients = clients;
+        this.source = source;
         this.maxLagNanos = maxLag.toNanos();
         // an idle copy is proven recent this often, well within the lag a reader accepts
         this.pollMs = Math.max(1, Math.min(5, maxLag.toMillis() / 8));
@@ -151,14 +216,22 @@ final class RedisMirror implements AutoCloseable {
         follows.computeIfPresent(index.instanceId(), (id, f) -> f.index == index ? null : f);
     }
 
+    /** Whether the copy may answer for this follow now: in sync, past this replica's own writes, recent. */
+    private boolean current(Follow f, RedisIndex index) {
+        if (f == null || f.index != index || !f.ready) {
+            return false;
+        }
+        Node n = f.node;
+        return n != null && f.applied >= index.ownChanges() && System.nanoTime() - n.fresh <= maxLagNanos;
+    }
+
     /**
      * Fills {@code out} from the copy when it may answer for this index now; false (nothing written) when the read
      * must go to Redis.
      */
     boolean answer(RedisIndex index, long[] keys, int off, int len, Block[] out) {
         Follow f = follows.get(index.instanceId());
-        if (f == null || f.index != index || !f.ready || f.applied < index.ownChanges()
-                || System.nanoTime() - fresh > maxLagNanos) {
+        if (!current(f, index)) {
             declined.increment();
             return false;
         }
@@ -187,10 +260,19 @@ final class RedisMirror implements AutoCloseable {
         return resyncs.sum();
     }
 
-    /** Whether the copy of this index is in sync and recent now. */
+    /** Polls or full reads that failed on a node (lost, redirected, timed out); its copies were read again. */
+    long nodeFailures() {
+        return nodeFailures.sum();
+    }
+
+    /** Whether the copy of this index is in sync and recent now (its own writes aside). */
     boolean inSync(RedisIndex index) {
         Follow f = follows.get(index.instanceId());
-        return f != null && f.index == index && f.ready && System.nanoTime() - fresh <= maxLagNanos;
+        if (f == null || f.index != index || !f.ready) {
+            return false;
+        }
+        Node n = f.node;
+        return n != null && System.nanoTime() - n.fresh <= maxLagNanos;
     }
 
     /** Blocks with a served location in the copy of an instance (-1 when it is not in sync). */
@@ -203,6 +285,13 @@ final class RedisMirror implements AutoCloseable {
     long applied(String instanceId) {
         Follow f = follows.get(instanceId);
         return f == null || !f.ready ? -1 : f.applied;
+    }
+
+    /** The node an instance's copy is read from ("" standalone; null while unresolved or not followed). */
+    String nodeOf(String instanceId) {
+        Follow f = follows.get(instanceId);
+        Node n = f == null ? null : f.node;
+        return n == null ? null : n.addr;
     }
 
     void pauseForTest(boolean p) {
@@ -221,19 +310,36 @@ final class RedisMirror implements AutoCloseable {
                 }
                 long t0 = System.nanoTime();
                 if (follows.isEmpty()) {
-                    fresh = t0;
+                    dropIdle(Map.of());
                     java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(pollMs));
                     continue;
                 }
-                boolean more = poll(t0);
-                // after a poll, which asks who the server is on a new connection, so a full read is of that
+                boolean more = pollAll(t0);
+                // after a poll, which asks each node who it is on a new connection, so a full read is of that
                 // server; a slice of pages at a time, polling in between
                 long sliceEnd = System.nanoTime() + SCAN_SLICE_NANOS;
                 for (Follow f : follows.values()) {
-                    if (!f.ready && !closed) {
-                        more = true;
-                        if (System.nanoTime() < sliceEnd) {
-                            resync(f, sliceEnd);
+                    if (f.ready || closed) {
+                        continue;
+                    }
+                    Node n = f.node;
+                    if (n == null) {
+                        if ((n = resolve(f)) == null) {
+                            continue; // the slot map could not be read; the other copies go on meanwhile
+                        }
+                    }
+                    if (System.nanoTime() - n.retryAt < 0) {
+                        continue; // backing off; reads of this instance go to Redis meanwhile
+                    }
+                    more = true;
+                    if (System.nanoTime() < sliceEnd) {
+                        try {
+                            resync(f, n, sliceEnd);
+                        } catch (RedisStoreException e) {
+                            if (closed) {
+                                return;
+                            }
+                            fail(n, e);
                         }
                     }
                 }
@@ -247,10 +353,11 @@ final class RedisMirror implements AutoCloseable {
                 if (closed) {
                     return;
                 }
-                // the copy ages past maxLag meanwhile, so reads go to Redis until the follower is back
+                // not a node's failure (handled per node above), e.g. an answer of an unexpected shape: the copies
+                // age past maxLag meanwhile, so reads go to Redis until the follower is back
                 LOG.warnf("index copy: following the change streams failed (%s); retrying in %d ms", e.getMessage(),
                         backoffMs);
-                dropConnection();
+                source.stale();
                 try {
                     Thread.sleep(backoffMs);
                 } catch (InterruptedException ie) {
@@ -261,27 +368,132 @@ final class RedisMirror implements AutoCloseable {
         }
     }
 
-    private List<Follow> ready() {
-        List<Follow> ready = new ArrayList<>();
+    private Node node(String addr) {
+        return nodes.computeIfAbsent(addr, Node::new);
+    }
+
+    /** When the slot map may be asked for again after a failure, and how long the next wait is. */
+    private long mapRetryAt;
+    private long mapBackoffMs = 10;
+
+    /** The node a follow is read from, looked up (in a cluster, in the slot map); null while that fails. */
+    private Node resolve(Follow f) {
+        if (System.nanoTime() - mapRetryAt < 0) {
+            return null;
+        }
+        try {
+            Node n = f.node = node(source.nodeOf(f.index.stream()));
+            mapBackoffMs = 10;
+            return n;
+        } catch (RuntimeException e) {
+            if (mapBackoffMs == 10) { // the first of a run of failures; the rest at debug
+                LOG.warnf("index copy: cannot tell which node serves %s (%s); retrying, its reads go to Redis",
+                        f.index.instanceId(), e.getMessage());
+            } else {
+                LOG.debugf("index copy: slot map still unavailable (%s)", e.getMessage());
+            }
+            mapRetryAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(mapBackoffMs);
+            mapBackoffMs = Math.min(1000, mapBackoffMs * 2);
+            return null;
+        }
+    }
+
+    /**
+     * A node's poll or full read failed (the connection is lost or timed out, or the node redirects: its slots
+     * moved, it was demoted): every copy read from it is read again, from whichever node then holds its slot, once
+     * a backoff has passed.
+     */
+    private void fail(Node n, RuntimeException e) {
+        nodeFailures.increment();
+        if (n.backoffMs == 10) { // the first of a run of failures (a slot moving redirects a few times); the rest at debug
+            LOG.warnf("index copy: reading from %s failed (%s); its copies are read again from %d ms on",
+                    n.addr.isEmpty() ? "Redis" : n.addr, e.getMessage(), n.backoffMs);
+        } else {
+            LOG.debugf("index copy: reading from %s failed again (%s); next try in %d ms", n.addr, e.getMessage(),
+                    n.backoffMs);
+        }
         for (Follow f : follows.values()) {
+            if (f.node == n) {
+                f.ready = false;
+                f.scan = null;
+                f.node = null;
+            }
+        }
+        drop(n);
+        source.stale();
+        n.retryAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(n.backoffMs);
+        n.backoffMs = Math.min(1000, n.backoffMs * 2);
+    }
+
+    /** Closes the connections of nodes no follow is read from any more. */
+    private void dropIdle(Map<Node, List<Follow>> used) {
+        for (Node n : nodes.values()) {
+            if (n.conn != null && !used.containsKey(n)) {
+                drop(n);
+            }
+        }
+    }
+
+    /**
+     * One round trip per node, all nodes at once, each pipelined: who the server is (on a new connection and
+     * every {@code checkMs}), each followed counter, then XREAD of what is new in each stream. The counters are read
+     * before the XREAD, so once every copy of a node has applied up to its counter, it held everything appended
+     * before this poll was sent: that node's copies are {@link Node#fresh} as of {@code t0}. (Not XREAD BLOCK's
+     * timeout: an idle Redis answers it only at its next {@code serverCron}, 100 ms late with the default
+     * {@code hz 10}.) True when more may be waiting.
+     */
+    private boolean pollAll(long t0) {
+        Map<Node, List<Follow>> byNode = new java.util.HashMap<>();
+        for (Follow f : follows.values()) {
+            Node n = f.node;
+            if (n != null) {
+                byNode.computeIfAbsent(n, k -> new ArrayList<>()).add(f);
+            }
+        }
+        dropIdle(byNode);
+        List<Node> sent = new ArrayList<>(byNode.size());
+        for (Map.Entry<Node, List<Follow>> e : byNode.entrySet()) {
+            Node n = e.getKey();
+            if (t0 - n.retryAt < 0) {
+                continue;
+            }
+            try {
+                if (send(n, e.getValue(), t0)) {
+                    sent.add(n);
+                }
+            } catch (RedisStoreException ex) {
+                fail(n, ex);
+            }
+        }
+        boolean more = false;
+        for (Node n : sent) {
+            try {
+                more |= receive(n, t0);
+            } catch (RedisStoreException ex) {
+                if (closed) {
+                    return false;
+                }
+                fail(n, ex);
+            }
+        }
+        return more;
+    }
+
+    /** Sends one node's poll; false when there was nothing to ask (it is then fresh as of {@code t0}). */
+    private boolean send(Node n, List<Follow> fs, long t0) {
+        List<Follow> ready = new ArrayList<>(fs.size());
+        for (Follow f : fs) {
             if (f.ready) {
                 ready.add(f);
             }
         }
-        return ready;
-    }
-
-    /**
-     * One round trip, pipelined: who the server is (on a new connection and every {@code checkMs}), each followed
-     * counter, then XREAD of what is new in each stream. The counters are read before the XREAD, so once every
-     * copy has applied up to its counter, it held everything appended before this poll was sent: the copy is
-     * {@link #fresh} as of {@code t0}. (Not XREAD BLOCK's timeout: an idle Redis answers it only at its next
-     * {@code serverCron}, 100 ms late with the default {@code hz 10}.) True when more may be waiting.
-     */
-    private boolean poll(long t0) {
-        boolean withInfo = !identityUnavailable && (checkNow || t0 - lastCheck >= checkNanos);
-        List<Follow> ready = ready();
-        List<Request> reqs = new ArrayList<>(ready.size() + 2);
+        RedisConnection c = connection(n);
+        boolean withInfo = !n.identityUnavailable && (n.checkNow || t0 - n.lastCheck >= checkNanos);
+        if (!withInfo && ready.isEmpty()) {
+            n.fresh = t0;
+            return false;
+        }
+        List<Request> reqs = new ArrayList<>(ready.size() * 2 + 1);
         if (withInfo) {
             reqs.add(Request.cmd(Command.INFO).arg("server").arg("replication"));
         }
@@ -289,18 +501,32 @@ final class RedisMirror implements AutoCloseable {
             reqs.add(Request.cmd(Command.GET).arg(f.index.streamSeq()));
         }
         if (!ready.isEmpty()) {
-            Request x = Request.cmd(Command.XREAD).arg("COUNT").arg(READ_COUNT).arg("STREAMS");
-            for (Follow f : ready) {
-                x.arg(f.index.stream());
+            // in a cluster each instance's stream is in a slot of its own, and XREAD must stay inside one
+            List<List<Follow>> reads = source.oneReadForAll() ? List.of(ready) : ready.stream().map(List::of).toList();
+            for (List<Follow> group : reads) {
+                Request x = Request.cmd(Command.XREAD).arg("COUNT").arg(READ_COUNT).arg("STREAMS");
+                for (Follow f : group) {
+                    x.arg(f.index.stream());
+                }
+                for (Follow f : group) {
+                    x.arg(f.lastId);
+                }
+                reqs.add(x);
             }
-            for (Follow f : ready) {
-                x.arg(f.lastId);
-            }
-            reqs.add(x);
         }
+        n.withInfo = withInfo;
+        n.polled = ready;
+        n.pending = c.batch(reqs);
+        return true;
+    }
+
+    private boolean receive(Node n, long t0) {
+        List<Follow> ready = n.polled;
+        boolean withInfo = n.withInfo;
+        n.polled = null;
         List<Response> got;
         try {
-            got = await(connection().batch(reqs), store.options().timeout().toMillis(), "poll of the change streams");
+            got = await(n.pending, store.options().timeout().toMillis(), "poll of the change streams");
         } catch (RedisStoreException e) {
             if (!withInfo || !refused(e)) {
                 throw e;
@@ -308,30 +534,21 @@ final class RedisMirror implements AutoCloseable {
             // INFO is not allowed (an ACL, a managed service): counters and stream numbers still guard the copy
             LOG.warnf("index copy: the server refuses INFO (%s); a failover that loses changes may go unnoticed",
                     e.getMessage());
-            identityUnavailable = true;
+            n.identityUnavailable = true;
             return true;
+        } finally {
+            n.pending = null;
         }
         int at = 0;
         if (withInfo) {
-            String id = identity(got.get(at++).toString());
-            lastCheck = t0;
-            checkNow = false;
-            if (server != null && !server.equals(id)) {
-                LOG.infof("index copy: the server changed (%s, was %s): a restart or failover; reading every copy again",
-                        id, server);
-                server = id;
-                for (Follow f : follows.values()) {
-                    f.ready = false;
-                    f.scan = null; // a full read in progress read the other server
-                }
+            if (!identify(n, got.get(at++).toString(), t0)) {
                 return true;
             }
-            server = id;
-        } else if (checkNow) {
-            checkNow = false; // the server refuses INFO
+        } else if (n.checkNow) {
+            n.checkNow = false; // the server refuses INFO
         }
         if (ready.isEmpty()) {
-            fresh = t0;
+            n.fresh = t0;
             return false;
         }
         long[] counters = new long[ready.size()];
@@ -346,13 +563,17 @@ final class RedisMirror implements AutoCloseable {
                 f.ready = false;
             }
         }
-        Response r = got.get(at + ready.size());
+        at += ready.size();
         long before = entries.sum();
         Map<Follow, Integer> read = new java.util.HashMap<>();
-        if (r != null) {
-            Map<String, Follow> byStream = new java.util.HashMap<>();
-            for (Follow f : ready) {
-                byStream.put(f.index.stream(), f);
+        Map<String, Follow> byStream = new java.util.HashMap<>();
+        for (Follow f : ready) {
+            byStream.put(f.index.stream(), f);
+        }
+        for (; at < got.size(); at++) {
+            Response r = got.get(at);
+            if (r == null) {
+                continue;
             }
             // RESP3 answers a map of stream → entries, RESP2 a list of [stream, entries]
             if (!r.getKeys().isEmpty()) {
@@ -379,9 +600,34 @@ final class RedisMirror implements AutoCloseable {
             current &= f.ready && f.lastSeq >= counters[i];
         }
         if (current) {
-            fresh = t0;
+            n.fresh = t0;
         }
+        n.backoffMs = 10; // copies read from here were polled: the node works again
         return !current || entries.sum() > before;
+    }
+
+    /**
+     * Records who the server is; when that changed since the last check (a restart, a failover), every copy read
+     * from it is read again, and false is answered.
+     */
+    private boolean identify(Node n, String info, long t0) {
+        String id = identity(info);
+        n.lastCheck = t0;
+        n.checkNow = false;
+        if (n.server != null && !n.server.equals(id)) {
+            LOG.infof("index copy: the server %s changed (%s, was %s): a restart or failover; reading its copies again",
+                    n.addr.isEmpty() ? "" : n.addr, id, n.server);
+            n.server = id;
+            for (Follow f : follows.values()) {
+                if (f.node == n) {
+                    f.ready = false;
+                    f.scan = null; // a full read in progress read the other server
+                }
+            }
+            return false;
+        }
+        n.server = id;
+        return true;
     }
 
     /** Applies one stream's entries (at most {@link #READ_COUNT}; a poll compares with the counter for more). */
@@ -533,16 +779,31 @@ final class RedisMirror implements AutoCloseable {
      * Starts (again) from the stream's head and a full scan of the blocks, continuing a scan in progress: pages
      * until {@code until}, then back to polling the others. Entries after the head overwrite what the scan saw.
      */
-    private void resync(Follow f, long until) {
+    private void resync(Follow f, Node n, long until) {
         RedisIndex ix = f.index;
         Scan sc = f.scan;
         if (sc == null) {
-            Response live = call(Request.cmd(Command.GET).arg(ix.liveKey()), "check index of " + ix.instanceId());
+            connection(n);
+            if (n.checkNow && !n.identityUnavailable) {
+                // a new connection (maybe another server): know who it is before reading anything from it
+                try {
+                    identify(n, call(n, Request.cmd(Command.INFO).arg("server").arg("replication"), "INFO")
+                            .toString(), System.nanoTime());
+                } catch (RedisStoreException e) {
+                    if (!refused(e)) {
+                        throw e;
+                    }
+                    LOG.warnf("index copy: the server refuses INFO (%s); a failover that loses changes may go "
+                            + "unnoticed", e.getMessage());
+                    n.identityUnavailable = true;
+                }
+            }
+            Response live = call(n, Request.cmd(Command.GET).arg(ix.liveKey()), "check index of " + ix.instanceId());
             if (live == null || !ix.incarnation().equals(live.toString())) {
                 follows.remove(ix.instanceId(), f); // dropped: its index object is stale, reads go to Redis and miss
                 return;
             }
-            Response head = call(Request.cmd(Command.EVAL).arg(Lua.MIRROR_HEAD.body()).arg(2).arg(ix.stream())
+            Response head = call(n, Request.cmd(Command.EVAL).arg(Lua.MIRROR_HEAD.body()).arg(2).arg(ix.stream())
                     .arg(ix.streamSeq()), "change stream head of " + ix.instanceId());
             sc = f.scan = new Scan(head.get(0).toLong(), head.get(1).toString());
         }
@@ -551,7 +812,7 @@ final class RedisMirror implements AutoCloseable {
             if (hook != null) {
                 hook.run();
             }
-            Response page = call(Request.cmd(Command.HSCAN).arg(ix.blocksKey()).arg(sc.cursor).arg("COUNT")
+            Response page = call(n, Request.cmd(Command.HSCAN).arg(ix.blocksKey()).arg(sc.cursor).arg("COUNT")
                     .arg(store.options().pageSize()), "copy index of " + ix.instanceId());
             sc.cursor = page.get(0).toString();
             Response kv = page.get(1);
@@ -579,39 +840,50 @@ final class RedisMirror implements AutoCloseable {
         f.lastSeq = sc.seq;
         f.applied = sc.seq;
         f.ready = true;
+        n.backoffMs = 10;
         resyncs.increment();
-        LOG.infof("index copy of %s: %d served blocks read in %d ms, following from change %d",
-                ix.instanceId(), sc.m.size(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sc.t0), sc.seq);
+        LOG.infof("index copy of %s: %d served blocks read in %d ms%s, following from change %d",
+                ix.instanceId(), sc.m.size(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sc.t0),
+                n.addr.isEmpty() ? "" : " from " + n.addr, sc.seq);
     }
 
     /** Tests: runs before each page of a full read, to make one slow. */
     volatile Runnable pageHook;
 
-    private Response call(Request r, String what) {
-        return await(connection().send(r), store.options().timeout().toMillis(), what);
+    private Response call(Node n, Request r, String what) {
+        return await(connection(n).send(r), store.options().timeout().toMillis(), what);
     }
 
-    private RedisConnection connection() {
-        if (conn == null) {
-            checkNow = true; // maybe another server now: ask who it is before reading anything
-            client = clients.get();
-            conn = await(client.connect(), store.options().timeout().toMillis(), "connect");
+    private RedisConnection connection(Node n) {
+        if (n.conn == null) {
+            n.checkNow = true; // maybe another server now: ask who it is before reading anything
+            n.client = source.client(n.addr);
+            try {
+                n.conn = await(n.client.connect(), store.options().timeout().toMillis(),
+                        "connect" + (n.addr.isEmpty() ? "" : " to " + n.addr));
+            } catch (RuntimeException e) {
+                n.client.close();
+                n.client = null;
+                throw e;
+            }
         }
-        return conn;
+        return n.conn;
     }
 
-    private void dropConnection() {
-        checkNow = true;
+    private void drop(Node n) {
+        n.checkNow = true;
         for (Follow f : follows.values()) {
-            f.scan = null; // a cursor belongs to its server: full reads start again after the identity check
+            if (f.node == n) {
+                f.scan = null; // a cursor belongs to its server: full reads start again after the identity check
+            }
         }
-        if (conn != null) {
-            conn.close();
-            conn = null;
+        if (n.conn != null) {
+            n.conn.close();
+            n.conn = null;
         }
-        if (client != null) {
-            client.close();
-            client = null;
+        if (n.client != null) {
+            n.client.close();
+            n.client = null;
         }
     }
 
@@ -637,6 +909,8 @@ final class RedisMirror implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        dropConnection();
+        for (Node n : nodes.values()) {
+            drop(n);
+        }
     }
 }

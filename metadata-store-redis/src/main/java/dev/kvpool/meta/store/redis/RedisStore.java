@@ -173,19 +173,39 @@ public final class RedisStore implements IndexStore {
 
     /**
      * Keeps a local copy of every index this store opens, so that the read path answers without a Redis round trip
-     * ({@link RedisMirror}); standalone Redis only (one XREAD follows every instance's stream, and those streams
-     * live in different cluster slots). {@code clients} makes the client for the follower's own connection (all it
-     * reads must come from one server, which it identifies on that connection); {@code maxLag} bounds how stale an
-     * answer may be.
+     * ({@link RedisMirror}), on a standalone server. {@code clients} makes the client for the follower's own
+     * connection (all it reads must come from one server, which it identifies on that connection); {@code maxLag}
+     * bounds how stale an answer may be. A Redis Cluster needs {@link #startClusterMirror}.
      */
     public synchronized void startMirror(java.util.function.Supplier<Redis> clients, Duration maxLag) {
+        start(false, RedisMirror.standalone(clients), maxLag);
+    }
+
+    /**
+     * As {@link #startMirror}, on a Redis Cluster: each instance's changes are read from the node holding its slot,
+     * on one connection per node that {@code nodeClients} makes from the node's {@code host:port} (as the cluster
+     * announces it). The slot map is read with this store's client, and again after a redirect or a lost node.
+     */
+    public synchronized void startClusterMirror(java.util.function.Function<String, Redis> nodeClients,
+            Duration maxLag) {
+        start(true, new ClusterNodes(calls, nodeClients, options.timeout()), maxLag);
+    }
+
+    private void start(boolean cluster, RedisMirror.Source source, Duration maxLag) {
         checkOpen();
         if (mirror != null) {
             throw new IllegalStateException("the local index copy is already on");
         }
+        boolean isCluster = calls.send(Request.cmd(Command.INFO).arg("cluster"), "INFO cluster").toString()
+                .contains("cluster_enabled:1");
+        if (isCluster != cluster) {
+            throw new IllegalStateException(isCluster
+                    ? "Redis is a cluster: its local index copy must follow each node (startClusterMirror)"
+                    : "Redis is not a cluster: the local index copy follows the one server (startMirror)");
+        }
         // every replica's deleter must wait out the largest lag any copy may have: it is kept in Redis
         calls.eval(Lua.RAISE, List.of(options.prefix() + ":ml"), List.of(maxLag.toMillis()), "publish copy lag");
-        mirror = new RedisMirror(this, clients, maxLag);
+        mirror = new RedisMirror(this, source, maxLag);
         indexes.values().forEach(ix -> {
             if (!ix.dropped()) {
                 mirror.follow(ix);
@@ -239,6 +259,12 @@ public final class RedisStore implements IndexStore {
     public long mirrorResyncs() {
         RedisMirror m = mirror;
         return m == null ? 0 : m.resyncs();
+    }
+
+    /** Reads of the change streams that failed on a node, whose copies were then read again (0 without one). */
+    public long mirrorNodeFailures() {
+        RedisMirror m = mirror;
+        return m == null ? 0 : m.nodeFailures();
     }
 
     /** Whether the local copy of this index is in sync and recent now (false without one). */
