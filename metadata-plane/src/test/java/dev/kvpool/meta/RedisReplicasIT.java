@@ -344,6 +344,20 @@ class RedisReplicasIT {
         }
     }
 
+    /**
+     * The same over a Redis Cluster with each replica's local copy: the copy follows every instance on the node
+     * holding its slot, and both replicas answer from their copies.
+     */
+    @Test
+    void replicasWithLocalCopiesOverARedisClusterWriteReadEvictAndTakeOver() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(dev.kvpool.testing.RedisCluster.available(), "redis-server");
+        try (var cluster = dev.kvpool.testing.RedisCluster.start(3)) {
+            List<String> nodes = cluster.connectionStrings();
+            writeReadEvictTakeOver(nodes, "quarkus.redis.client-type=cluster",
+                    "kvpool.meta.redis.url=" + String.join(",", nodes), "kvpool.meta.redis.mirror=true");
+        }
+    }
+
     /** The same on one Redis. */
     @Test
     void replicasOverOneRedisWriteReadEvictAndTakeOver() throws Exception {
