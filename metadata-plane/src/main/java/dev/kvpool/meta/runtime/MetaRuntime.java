@@ -588,6 +588,18 @@ public class MetaRuntime {
                         .description("query-path reads the local copy could not answer (not in sync, behind this"
                                 + " replica's own writes, or older than its max lag): they went to Redis")
                         .register(meters);
+                for (String reason : java.util.List.of("not-ready", "stale", "own")) {
+                    Gauge.builder("kvpool.meta.redis.copy.declined.by", rs, r -> r.mirrorDeclined(reason))
+                            .tag("reason", reason)
+                            .description("declined reads by reason: not-ready (a full read pending or running),"
+                                    + " stale (not proven recent within the max lag), own (a change of this replica"
+                                    + " the copy lacks, whose entry a script computed)")
+                            .register(meters);
+                }
+                Gauge.builder("kvpool.meta.redis.copy.answered.own", rs, RedisStore::mirrorAnsweredOwn)
+                        .description("reads answered from the copy patched with this replica's own writes that the"
+                                + " copy had not applied yet")
+                        .register(meters);
                 Gauge.builder("kvpool.meta.redis.copy.resyncs", rs, RedisStore::mirrorResyncs)
                         .description("full reads of an instance into the local copy (start, trimmed stream, lost data)")
                         .register(meters);

@@ -92,19 +92,67 @@ final class RedisIndex implements InstanceIndex {
         return ownChanges.get();
     }
 
-    /** A write of this replica got change number {@code seq} (0: the stream is off). */
+    /** A write of this replica got change number {@code seq} (0: the stream is off); its entry is not known here. */
     private void changed(long seq) {
+        changed(seq, null);
+    }
+
+    /**
+     * A write of this replica got change number {@code seq} (0: the stream is off), with the change entry it
+     * appended ({@code entry}, null when a script computed it). Until the local copy has applied it, this
+     * replica's reads of the instance are answered from the copy patched with such entries, or, when one is not
+     * known here, from Redis.
+     */
+    private void changed(long seq, byte[] entry) {
         if (seq > 0) {
-            ownChanges.accumulateAndGet(seq, Math::max);
             RedisMirror m = store.mirror();
+            // recorded before the number is published: a reader that sees the number finds the entry or the gap
             if (m != null) {
-                m.nudge(); // this replica's next read of the instance waits for the copy to have it
+                if (entry != null && ownPending.size() < OWN_PENDING_MAX) {
+                    ownPending.put(seq, RedisMirror.OwnEntry.of(entry));
+                } else {
+                    ownUncovered.accumulateAndGet(seq, Math::max);
+                }
             }
+            ownChanges.accumulateAndGet(seq, Math::max);
+            if (m != null) {
+                m.nudge(); // the copy applies it one poll from now
+            }
+        }
+    }
+
+    /** Own entries kept for reads before the copy applies them; past this the reads go to Redis. */
+    private static final int OWN_PENDING_MAX = 256;
+    /** This replica's change entries the copy may not have applied yet, by number. */
+    private final java.util.concurrent.ConcurrentSkipListMap<Long, RedisMirror.OwnEntry> ownPending =
+            new java.util.concurrent.ConcurrentSkipListMap<>();
+    /** The highest change number of this replica whose entry is not in {@link #ownPending}. */
+    private final java.util.concurrent.atomic.AtomicLong ownUncovered = new java.util.concurrent.atomic.AtomicLong();
+
+    long ownUncovered() {
+        return ownUncovered.get();
+    }
+
+    /** The own entries numbered after {@code applied}, oldest first (a snapshot). */
+    List<RedisMirror.OwnEntry> ownPendingAfter(long applied) {
+        return new ArrayList<>(ownPending.tailMap(applied, false).values());
+    }
+
+    int ownPendingCount() {
+        return ownPending.size();
+    }
+
+    /** The copy has applied every change up to {@code upTo}: the own entries it holds are no longer needed. */
+    void ownApplied(long upTo) {
+        if (!ownPending.isEmpty()) {
+            ownPending.headMap(upTo, true).clear();
         }
     }
 
     /** After a resync from a counter that restarted (Redis lost it), numbers from before mean nothing. */
     void resetOwnChanges(long upTo) {
+        ownPending.clear();
+        ownUncovered.accumulateAndGet(upTo, Math::min);
         ownChanges.accumulateAndGet(upTo, Math::min);
     }
 
@@ -597,8 +645,8 @@ final class RedisIndex implements InstanceIndex {
             done = finishNative(p, pairs, dels, release);
         } else {
             List<Object> args = new ArrayList<>(5 + pairs.size() + dels.size());
-            args.addAll(List.of(s.id(), p.header(), p.taint(), served,
-                    store.mirror() == null ? ABSENT : RedisMirror.encode(pairs, dels)));
+            byte[] entry = store.mirror() == null ? null : RedisMirror.encode(pairs, dels);
+            args.addAll(List.of(s.id(), p.header(), p.taint(), served, entry == null ? ABSENT : entry));
             args.addAll(pairs);
             args.addAll(dels);
             List<Response> rs = calls.evalAll(List.of(new Calls.ScriptCall(Lua.FINISH_FAST,
@@ -607,7 +655,7 @@ final class RedisIndex implements InstanceIndex {
             Response r = rs.getFirst();
             done = r.type() == io.vertx.redis.client.ResponseType.MULTI; // 0 when not done
             if (done) {
-                changed(r.get(1).toLong());
+                changed(r.get(1).toLong(), entry);
             }
         }
         if (!done) {
@@ -643,9 +691,10 @@ final class RedisIndex implements InstanceIndex {
         // the change stream's entry, when it is on: numbered inside the transaction by a script, not by watching
         // the counter, which every concurrent finish of the instance raises (watching it aborted ~40 % of them)
         boolean feed = !pairs.isEmpty() || !dels.isEmpty();
+        byte[] entry = feed ? RedisMirror.encode(pairs, dels) : null;
         if (feed) {
             writes.add(Request.cmd(Command.EVAL).arg(Lua.MIRROR_APPEND.body()).arg(2).arg(stream).arg(streamSeq)
-                    .arg(RedisMirror.encode(pairs, dels)));
+                    .arg(entry));
         }
         List<Response> done = calls.watched(List.of(sessionKey, taint), reads, got -> {
             // a missing session reads as an empty range; a never-raised counter as nil, remembered as ''
@@ -668,7 +717,7 @@ final class RedisIndex implements InstanceIndex {
                 LOG.warnf("finishWrite %s: the change stream's entry failed (%s); local copies miss these blocks",
                         instanceId, seq);
             } else {
-                changed(seq.toLong());
+                changed(seq.toLong(), entry);
             }
         }
         return true;

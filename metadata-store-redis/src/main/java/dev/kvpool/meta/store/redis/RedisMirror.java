@@ -9,6 +9,7 @@ import io.vertx.redis.client.Request;
 import io.vertx.redis.client.Response;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -118,8 +119,9 @@ final class RedisMirror implements AutoCloseable {
     private volatile boolean closed;
     private volatile boolean paused; // tests: the follower stops reading, as a slow one would
 
-    private final LongAdder answered = new LongAdder(), declined = new LongAdder(), resyncs = new LongAdder(),
-            entries = new LongAdder(), nodeFailures = new LongAdder();
+    private final LongAdder answered = new LongAdder(), answeredOwn = new LongAdder(), resyncs = new LongAdder(),
+            entries = new LongAdder(), nodeFailures = new LongAdder(), declinedNotReady = new LongAdder(),
+            declinedStale = new LongAdder(), declinedOwn = new LongAdder();
 
     /** One instance's copy. The follower thread writes it; readers only look. */
     static final class Follow {
@@ -216,28 +218,96 @@ final class RedisMirror implements AutoCloseable {
         follows.computeIfPresent(index.instanceId(), (id, f) -> f.index == index ? null : f);
     }
 
-    /** Whether the copy may answer for this follow now: in sync, past this replica's own writes, recent. */
-    private boolean current(Follow f, RedisIndex index) {
-        if (f == null || f.index != index || !f.ready) {
-            return false;
-        }
-        Node n = f.node;
-        return n != null && f.applied >= index.ownChanges() && System.nanoTime() - n.fresh <= maxLagNanos;
-    }
-
     /**
      * Fills {@code out} from the copy when it may answer for this index now; false (nothing written) when the read
-     * must go to Redis.
+     * must go to Redis. Right after this replica's own writes, before the copy has applied them, the copy answers
+     * patched with their entries, when it has every one of them ({@link OwnEntry}).
      */
     boolean answer(RedisIndex index, long[] keys, int off, int len, Block[] out) {
         Follow f = follows.get(index.instanceId());
-        if (!current(f, index)) {
-            declined.increment();
+        if (f == null || f.index != index || !f.ready) {
+            declinedNotReady.increment();
             return false;
         }
+        Node n = f.node;
+        if (n == null || System.nanoTime() - n.fresh > maxLagNanos) {
+            declinedStale.increment();
+            return false;
+        }
+        long applied = f.applied;
+        if (applied >= index.ownChanges()) {
+            f.serving.getAll(keys, off, len, out);
+            answered.increment();
+            return true;
+        }
+        if (index.ownUncovered() > applied) {
+            declinedOwn.increment(); // a change of ours the copy lacks and whose entry a script computed
+            return false;
+        }
+        // the entries before the copy's values: one the follower applies and drops meanwhile is then in them
+        List<OwnEntry> mine = index.ownPendingAfter(applied);
         f.serving.getAll(keys, off, len, out);
+        for (OwnEntry e : mine) {
+            e.patch(keys, off, len, out);
+        }
         answered.increment();
+        answeredOwn.increment();
         return true;
+    }
+
+    /**
+     * A change entry of this replica, decoded for lookups (keys sorted; per key its served locations, or null when
+     * the change leaves it none). It is exactly what the follower will apply, so a read patched with it sees what
+     * the copy will hold once it has.
+     */
+    static final class OwnEntry {
+        final long[] keys;
+        final long[][] locs;
+
+        private OwnEntry(long[] keys, long[][] locs) {
+            this.keys = keys;
+            this.locs = locs;
+        }
+
+        static OwnEntry of(byte[] entry) {
+            List<long[]> ls = new ArrayList<>();
+            long[][] kv = {new long[16]};
+            int[] n = {0};
+            decode(entry, (key, value, off, len) -> {
+                if (n[0] == kv[0].length) {
+                    kv[0] = Arrays.copyOf(kv[0], n[0] * 2);
+                }
+                kv[0][n[0]++] = key;
+                ls.add(len == 0 ? null : servedLocs(value, off, len));
+            });
+            // sorted by key; a key twice in one entry keeps its last value, as applying it in order would
+            Integer[] order = new Integer[n[0]];
+            for (int i = 0; i < order.length; i++) {
+                order[i] = i;
+            }
+            long[] ks = kv[0];
+            Arrays.sort(order, (x, y) -> ks[x] != ks[y] ? Long.compare(ks[x], ks[y]) : Integer.compare(x, y));
+            long[] keys = new long[order.length];
+            long[][] locs = new long[order.length][];
+            int m = 0;
+            for (Integer i : order) {
+                if (m > 0 && keys[m - 1] == ks[i]) {
+                    m--;
+                }
+                keys[m] = ks[i];
+                locs[m++] = ls.get(i);
+            }
+            return new OwnEntry(Arrays.copyOf(keys, m), Arrays.copyOf(locs, m));
+        }
+
+        void patch(long[] want, int off, int len, Block[] out) {
+            for (int i = 0; i < len; i++) {
+                int at = Arrays.binarySearch(keys, want[off + i]);
+                if (at >= 0) {
+                    out[i] = locs[at] == null ? null : new Block(keys[at], locs[at], 0);
+                }
+            }
+        }
     }
 
     /** Reads answered from the copy. */
@@ -247,7 +317,25 @@ final class RedisMirror implements AutoCloseable {
 
     /** Reads the copy could not answer (not in sync, behind this replica's own writes, or not recent enough). */
     long declined() {
-        return declined.sum();
+        return declinedNotReady.sum() + declinedStale.sum() + declinedOwn.sum();
+    }
+
+    /** Declined reads by reason: the copy not in sync (a full read pending or running), not recent, behind own. */
+    long declinedNotReady() {
+        return declinedNotReady.sum();
+    }
+
+    long declinedStale() {
+        return declinedStale.sum();
+    }
+
+    long declinedOwn() {
+        return declinedOwn.sum();
+    }
+
+    /** Reads answered from the copy patched with this replica's own entries it had not applied yet. */
+    long answeredOwn() {
+        return answeredOwn.sum();
     }
 
     /** Change-stream entries applied. */
@@ -598,6 +686,7 @@ final class RedisMirror implements AutoCloseable {
                 f.ready = false;
             }
             current &= f.ready && f.lastSeq >= counters[i];
+            f.index.ownApplied(f.applied);
         }
         if (current) {
             n.fresh = t0;
@@ -840,6 +929,7 @@ final class RedisMirror implements AutoCloseable {
         f.lastSeq = sc.seq;
         f.applied = sc.seq;
         f.ready = true;
+        ix.ownApplied(sc.seq);
         n.backoffMs = 10;
         resyncs.increment();
         LOG.infof("index copy of %s: %d served blocks read in %d ms%s, following from change %d",

@@ -261,6 +261,30 @@ public final class RedisStore implements IndexStore {
         return m == null ? 0 : m.resyncs();
     }
 
+    /**
+     * Declined reads by reason (0 without a copy): {@code not-ready} (a full read pending or running), {@code stale}
+     * (the last proof of recency older than the max lag), {@code own} (a change of this replica the copy lacks and
+     * whose entry a script computed).
+     */
+    public long mirrorDeclined(String reason) {
+        RedisMirror m = mirror;
+        if (m == null) {
+            return 0;
+        }
+        return switch (reason) {
+            case "not-ready" -> m.declinedNotReady();
+            case "stale" -> m.declinedStale();
+            case "own" -> m.declinedOwn();
+            default -> throw new IllegalArgumentException("no such reason: " + reason);
+        };
+    }
+
+    /** Reads answered from the copy patched with this replica's own entries, before it applied them (0 without). */
+    public long mirrorAnsweredOwn() {
+        RedisMirror m = mirror;
+        return m == null ? 0 : m.answeredOwn();
+    }
+
     /** Reads of the change streams that failed on a node, whose copies were then read again (0 without one). */
     public long mirrorNodeFailures() {
         RedisMirror m = mirror;

@@ -68,9 +68,13 @@ class RedisMirrorTest {
     }
 
     private static RedisStore mirrored(String prefix, int nativeFinishKeys, int pageSize) {
+        return mirrored(prefix, nativeFinishKeys, pageSize, LAG);
+    }
+
+    private static RedisStore mirrored(String prefix, int nativeFinishKeys, int pageSize, Duration lag) {
         RedisStore s = RedisStore.connect(TestRedis.URI,
                 TestRedis.options(prefix).withNativeFinishKeys(nativeFinishKeys).withPageSize(pageSize));
-        s.startMirror(() -> Redis.createClient(vertx, new RedisOptions().setConnectionString(TestRedis.URI)), LAG);
+        s.startMirror(() -> Redis.createClient(vertx, new RedisOptions().setConnectionString(TestRedis.URI)), lag);
         return s;
     }
 
@@ -253,6 +257,51 @@ class RedisMirrorTest {
         long answered = b.mirrorAnswered();
         assertSame(now, serving(ib, ks), "b caught up");
         assertEquals(answered + 1, b.mirrorAnswered(), "answered from the copy");
+    }
+
+    /**
+     * Right after its own finishes, before its copy has applied them, a replica answers from the copy patched with
+     * the entries those finishes appended (it knows them: it computed the values). A change whose entry a script
+     * computed (a mark-deleting) sends its reads to Redis until the copy has it. Here the follower is paused under
+     * a 5 s max lag, so the copy stays recent but applies nothing.
+     */
+    @Test
+    @Timeout(60)
+    void ownWritesAreReadFromTheCopyBeforeItAppliesThem() throws Exception {
+        RedisStore c = mirrored(prefix, 64, RedisStore.Options.defaults().pageSize(), Duration.ofSeconds(5));
+        try {
+            InstanceIndex ic = c.index(INST);
+            write(ic, keys(0, 10), allOk(10));
+            caughtUp(c);
+            c.mirror().pauseForTest(true);
+            long[] all = keys(0, 400);
+            long own = c.mirror().answeredOwn();
+            boolean[] small = allOk(20), large = allOk(200);
+            small[3] = false;
+            large[150] = false;
+            write(ic, keys(100, 20), small); // FINISH_FAST (under 64 keys)
+            write(ic, keys(200, 200), large); // native, MULTI/EXEC
+            assertEquals(2, ((RedisIndex) ic).ownPendingCount());
+            assertSame(truth(ic, all), serving(ic, all), "own writes, not yet applied to the copy");
+            assertEquals(own + 1, c.mirror().answeredOwn(), "answered from the copy and the own entries");
+
+            long declinedOwn = c.mirror().declinedOwn();
+            LocList marked = ic.markDeleting(all, 200, 5, null);
+            assertEquals(5, marked.size());
+            assertSame(truth(ic, all), serving(ic, all), "after a change whose entry a script computed");
+            assertEquals(declinedOwn + 1, c.mirror().declinedOwn(), "that read went to Redis");
+
+            c.mirror().pauseForTest(false);
+            caughtUp(c);
+            assertEquals(0, ((RedisIndex) ic).ownPendingCount(), "entries the copy applied are dropped");
+            long answered = c.mirrorAnswered();
+            own = c.mirror().answeredOwn();
+            assertSame(truth(ic, all), serving(ic, all), "caught up");
+            assertEquals(answered + 1, c.mirrorAnswered());
+            assertEquals(own, c.mirror().answeredOwn(), "from the copy alone");
+        } finally {
+            c.close();
+        }
     }
 
     /**
