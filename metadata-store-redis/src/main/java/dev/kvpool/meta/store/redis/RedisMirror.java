@@ -51,10 +51,11 @@ import org.jboss.logging.Logger;
  * answering meanwhile.
  *
  * <h2>When it answers</h2> Only while it is provably recent: {@link Node#fresh} is the time a poll of the
- * copy's node was sent after which every copy read from there had applied up to the counter that poll read, and a read is answered here only when that is at
- * most {@code maxLag} ago. Otherwise, and until a follow is in sync, reads go to Redis. A
- * replica also reads its own writes: its writes return their change numbers, and the copy answers for an
- * instance only once it has applied the highest of them. Across replicas a read may lag a write by at most
+ * copy's node was sent after which every copy read from there had applied up to the counter that poll read, and a
+ * read is answered here only when that is at most {@code maxLag} ago. Otherwise, and until a follow is in sync,
+ * reads go to Redis. A replica also reads its own writes: its writes return their change numbers, and until the
+ * copy has applied the highest of them it answers patched with this replica's own entries ({@link OwnEntry}), or
+ * sends the read to Redis when one of those changes has no entry here. Across replicas a read may lag a write by at most
  * {@code maxLag}: a new block may be a miss for that long (the engine recomputes it), and a block marked for
  * deletion may still be served for that long, which is why the deleter waits {@code maxLag} on top of the
  * group's reader lease ({@link RedisStore#readerStalenessMs()}).
