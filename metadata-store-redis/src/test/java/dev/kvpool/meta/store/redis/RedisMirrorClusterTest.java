@@ -169,29 +169,7 @@ class RedisMirrorClusterTest {
             boolean onA = rnd.nextBoolean();
             RedisStore me = onA ? a : b, other = onA ? b : a;
             InstanceIndex mine = me.index(inst);
-            int op = rnd.nextInt(10);
-            if (op < 6) {
-                int n = 1 + rnd.nextInt(rnd.nextBoolean() ? 20 : 200);
-                int from = rnd.nextInt(all.length - n);
-                long[] fresh = Arrays.stream(Arrays.copyOfRange(all, from, from + n))
-                        .filter(k -> mine.get(k) == null).toArray();
-                boolean[] ok = new boolean[fresh.length];
-                for (int i = 0; i < ok.length; i++) {
-                    ok[i] = rnd.nextInt(8) != 0;
-                }
-                if (fresh.length > 0) {
-                    write(mine, fresh, ok);
-                }
-            } else if (op < 9) {
-                int n = 1 + rnd.nextInt(100);
-                int from = rnd.nextInt(all.length - n);
-                LocList moved = mine.markDeleting(all, from, n, null);
-                if (rnd.nextBoolean()) {
-                    mine.purgeAll(moved);
-                }
-            } else {
-                mine.clear();
-            }
+            RedisMirrorTest.randomChange(mine, all, rnd, 200, 100);
             assertSame(truth(mine, all), serving(mine, all), "round " + round + ", the writing replica");
             caughtUp(other, inst);
             assertSame(truth(other.index(inst), all), serving(other.index(inst), all),

@@ -182,6 +182,37 @@ class RedisMirrorTest {
         return k;
     }
 
+    /**
+     * One random change through {@code ix}: a write of up to {@code maxWrite} keys of {@code all} not yet present
+     * (small ones blind, from 64 keys native; about one in eight failed), a mark-deleting of up to {@code maxMark}
+     * keys, half the time purged, or a clear.
+     */
+    static void randomChange(InstanceIndex ix, long[] all, Random rnd, int maxWrite, int maxMark) {
+        int op = rnd.nextInt(10);
+        if (op < 6) {
+            int n = 1 + rnd.nextInt(rnd.nextBoolean() ? 20 : maxWrite);
+            int from = rnd.nextInt(all.length - n);
+            long[] fresh = Arrays.stream(Arrays.copyOfRange(all, from, from + n)).filter(k -> ix.get(k) == null)
+                    .toArray();
+            boolean[] ok = new boolean[fresh.length];
+            for (int i = 0; i < ok.length; i++) {
+                ok[i] = rnd.nextInt(8) != 0;
+            }
+            if (fresh.length > 0) {
+                write(ix, fresh, ok);
+            }
+        } else if (op < 9) {
+            int n = 1 + rnd.nextInt(maxMark);
+            int from = rnd.nextInt(all.length - n);
+            LocList moved = ix.markDeleting(all, from, n, null);
+            if (rnd.nextBoolean()) {
+                ix.purgeAll(moved);
+            }
+        } else {
+            ix.clear();
+        }
+    }
+
     @Test
     @Timeout(120)
     void bothCopiesMatchRedisAfterRandomWritesDeletesAndClears() throws Exception {
@@ -191,30 +222,7 @@ class RedisMirrorTest {
         for (int round = 0; round < 60; round++) {
             boolean onA = rnd.nextBoolean();
             InstanceIndex mine = onA ? ia : ib, other = onA ? ib : ia;
-            int op = rnd.nextInt(10);
-            if (op < 6) {
-                // writes of several sizes: FINISH_FAST below 64 keys, native commands from 64, some failed keys
-                int n = 1 + rnd.nextInt(rnd.nextBoolean() ? 20 : 300);
-                int from = rnd.nextInt(all.length - n);
-                long[] ks = Arrays.copyOfRange(all, from, from + n);
-                long[] fresh = Arrays.stream(ks).filter(k -> ia.get(k) == null).toArray();
-                boolean[] ok = new boolean[fresh.length];
-                for (int i = 0; i < ok.length; i++) {
-                    ok[i] = rnd.nextInt(8) != 0;
-                }
-                if (fresh.length > 0) {
-                    write(mine, fresh, ok);
-                }
-            } else if (op < 9) {
-                int n = 1 + rnd.nextInt(200);
-                int from = rnd.nextInt(all.length - n);
-                LocList moved = mine.markDeleting(all, from, n, null);
-                if (rnd.nextBoolean()) {
-                    mine.purgeAll(moved);
-                }
-            } else {
-                mine.clear();
-            }
+            randomChange(mine, all, rnd, 300, 200);
             // the replica that wrote reads its write at once; the other one once its copy caught up
             assertSame(truth(mine, all), serving(mine, all), "round " + round + ", the writing replica");
             caughtUp(onA ? b : a);
