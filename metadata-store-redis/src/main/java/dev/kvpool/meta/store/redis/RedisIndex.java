@@ -108,8 +108,9 @@ final class RedisIndex implements InstanceIndex {
             RedisMirror m = store.mirror();
             // recorded before the number is published: a reader that sees the number finds the entry or the gap
             if (m != null) {
-                if (entry != null && ownPending.size() < OWN_PENDING_MAX) {
+                if (entry != null && ownPendingCount.get() < OWN_PENDING_MAX) {
                     ownPending.put(seq, RedisMirror.OwnEntry.of(entry));
+                    ownPendingCount.incrementAndGet();
                 } else {
                     ownUncovered.accumulateAndGet(seq, Math::max);
                 }
@@ -126,6 +127,9 @@ final class RedisIndex implements InstanceIndex {
     /** This replica's change entries the copy may not have applied yet, by number. */
     private final java.util.concurrent.ConcurrentSkipListMap<Long, RedisMirror.OwnEntry> ownPending =
             new java.util.concurrent.ConcurrentSkipListMap<>();
+    /** Entries in {@link #ownPending} (the skip list's size() walks it, and a finish asks). */
+    private final java.util.concurrent.atomic.AtomicInteger ownPendingCount =
+            new java.util.concurrent.atomic.AtomicInteger();
     /** The highest change number of this replica whose entry is not in {@link #ownPending}. */
     private final java.util.concurrent.atomic.AtomicLong ownUncovered = new java.util.concurrent.atomic.AtomicLong();
 
@@ -139,19 +143,21 @@ final class RedisIndex implements InstanceIndex {
     }
 
     int ownPendingCount() {
-        return ownPending.size();
+        return ownPendingCount.get();
     }
 
     /** The copy has applied every change up to {@code upTo}: the own entries it holds are no longer needed. */
     void ownApplied(long upTo) {
-        if (!ownPending.isEmpty()) {
-            ownPending.headMap(upTo, true).clear();
+        for (var e = ownPending.firstEntry(); e != null && e.getKey() <= upTo; e = ownPending.firstEntry()) {
+            if (ownPending.remove(e.getKey(), e.getValue())) {
+                ownPendingCount.decrementAndGet();
+            }
         }
     }
 
     /** After a resync from a counter that restarted (Redis lost it), numbers from before mean nothing. */
     void resetOwnChanges(long upTo) {
-        ownPending.clear();
+        ownApplied(Long.MAX_VALUE);
         ownUncovered.accumulateAndGet(upTo, Math::min);
         ownChanges.accumulateAndGet(upTo, Math::min);
     }

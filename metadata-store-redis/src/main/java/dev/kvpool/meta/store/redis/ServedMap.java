@@ -55,7 +55,8 @@ final class ServedMap {
         return c;
     }
 
-    private static int slot(long key, int mask) {
+    /** Where a key's probe starts in a table of {@code mask + 1} slots ({@link RedisMirror.OwnEntry} too). */
+    static int slot(long key, int mask) {
         long h = key * 0x9E3779B97F4A7C15L;
         return (int) (h ^ (h >>> 32)) & mask;
     }
