@@ -184,7 +184,7 @@ public class MetaRuntime {
                     ((RedisStore) store).loopClients(() -> io.vertx.redis.client.Redis.createClient(vx, perLoop));
                     if (rc.mirror()) {
                         ((RedisStore) store).startMirror(() -> io.vertx.redis.client.Redis.createClient(vx, perLoop),
-                                rc.mirrorMaxLag());
+                                rc.mirrorMaxLag(), rc.mirrorIdleAfter());
                         LOG.infof("index store: local copy of the served locations on (max lag %d ms)",
                                 rc.mirrorMaxLag().toMillis());
                     }
@@ -201,7 +201,7 @@ public class MetaRuntime {
                                 .setConnectionString(scheme + "://" + user + node).setMaxPoolSize(1);
                         password.ifPresent(o::setPassword);
                         return io.vertx.redis.client.Redis.createClient(vx, o);
-                    }, rc.mirrorMaxLag());
+                    }, rc.mirrorMaxLag(), rc.mirrorIdleAfter());
                     LOG.infof("index store: local copy of the served locations on, read from each cluster node "
                             + "(max lag %d ms)", rc.mirrorMaxLag().toMillis());
                 }
@@ -599,6 +599,10 @@ public class MetaRuntime {
                 Gauge.builder("kvpool.meta.redis.copy.answered.own", rs, RedisStore::mirrorAnsweredOwn)
                         .description("reads answered from the copy patched with this replica's own writes that the"
                                 + " copy had not applied yet")
+                        .register(meters);
+                Gauge.builder("kvpool.meta.redis.copy.wakes", rs, RedisStore::mirrorWakes)
+                        .description("reads that found the copy dozing (no read and no change for"
+                                + " kvpool.meta.redis.mirror-idle-after) and woke it; such a read goes to Redis")
                         .register(meters);
                 Gauge.builder("kvpool.meta.redis.copy.resyncs", rs, RedisStore::mirrorResyncs)
                         .description("full reads of an instance into the local copy (start, trimmed stream, lost data)")

@@ -147,6 +147,14 @@ public interface MetaSettings {
          */
         @WithDefault("50ms")
         Duration mirrorMaxLag();
+
+        /**
+         * After this long without a read of the copy and without a change to apply, the copy polls Redis only every
+         * 250 ms (its max lag, if longer) instead of every quarter of its max lag, until the next read wakes it;
+         * that read goes to Redis. 0: never.
+         */
+        @WithDefault("1s")
+        Duration mirrorIdleAfter();
     }
 
     @WithName("meta.events")

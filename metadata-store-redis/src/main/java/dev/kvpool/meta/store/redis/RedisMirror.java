@@ -121,7 +121,27 @@ final class RedisMirror implements AutoCloseable {
 
     private final LongAdder answered = new LongAdder(), answeredOwn = new LongAdder(), resyncs = new LongAdder(),
             entries = new LongAdder(), nodeFailures = new LongAdder(), declinedNotReady = new LongAdder(),
-            declinedStale = new LongAdder(), declinedOwn = new LongAdder();
+            declinedStale = new LongAdder(), declinedOwn = new LongAdder(), wakes = new LongAdder(),
+            polls = new LongAdder();
+
+    /** Default of how long without a read and without a change before the follower dozes. */
+    static final Duration IDLE_AFTER = Duration.ofSeconds(1);
+    /**
+     * How often a dozing follower still polls: it keeps the connection and the server's identity checked and
+     * applies what other replicas wrote in between, so waking rarely needs a full read (a stream keeps ~1,000
+     * entries: more than 4,000 changes a second to one instance would outrun it).
+     */
+    static final Duration DOZE = Duration.ofMillis(250);
+    private final long idleAfterNanos;
+    private volatile long dozeNanos;
+    /** When a read last asked the copy (nanoTime, to within {@link #ASK_GRAIN_NANOS}). */
+    private volatile long lastAsked = System.nanoTime();
+    /** The follower is parked for a doze: the next read unparks it. */
+    private volatile boolean dozing;
+    /** When a poll or full read last applied something (the follower's own). */
+    private long lastChange = System.nanoTime();
+    /** Readers record their time only when it moved this much, so busy readers do not all write one field. */
+    private static final long ASK_GRAIN_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
     /** One instance's copy. The follower thread writes it; readers only look. */
     static final class Follow {
@@ -159,7 +179,7 @@ final class RedisMirror implements AutoCloseable {
         // the poll in flight
         io.vertx.core.Future<List<Response>> pending;
         List<Follow> polled;
-        boolean withInfo;
+        boolean withInfo, oneGet;
 
         Node(String addr) {
             this.addr = addr;
@@ -186,9 +206,12 @@ final class RedisMirror implements AutoCloseable {
      */
     private static final long SCAN_SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
 
-    RedisMirror(RedisStore store, Source source, Duration maxLag) {
+    RedisMirror(RedisStore store, Source source, Duration maxLag, Duration idleAfter) {
         if (maxLag.toMillis() < 4) {
             throw new IllegalArgumentException("the local copy's max lag must be at least 4 ms: " + maxLag);
+        }
+        if (idleAfter.isNegative()) {
+            throw new IllegalArgumentException("the local copy's idle time must not be negative: " + idleAfter);
         }
         this.store = store;
         this.source = source;
@@ -202,6 +225,10 @@ final class RedisMirror implements AutoCloseable {
         // live connection can miss (a primary turned replica and synced from another) is caught within the max lag.
         // INFO is the dearest command the follower sends (24-43 us of Redis each, measured)
         this.checkNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(1, maxLag.toMillis()));
+        // a follower that nobody reads from and that has nothing to apply proves itself recent for no one: it polls
+        // at a walk until a read wakes it (that read goes to Redis; the next ones, one round trip later, do not)
+        this.idleAfterNanos = idleAfter.toNanos();
+        this.dozeNanos = Math.max(DOZE.toNanos(), TimeUnit.MILLISECONDS.toNanos(pollMs));
         this.thread = Thread.ofPlatform().daemon().name("kvpool-index-mirror").unstarted(this::run);
         thread.start();
     }
@@ -230,13 +257,14 @@ final class RedisMirror implements AutoCloseable {
      * patched with their entries, when it has every one of them ({@link OwnEntry}).
      */
     boolean answer(RedisIndex index, long[] keys, int off, int len, Block[] out) {
+        long now = asked();
         Follow f = follows.get(index.instanceId());
         if (f == null || f.index != index || !f.ready) {
             declinedNotReady.increment();
             return false;
         }
         Node n = f.node;
-        if (n == null || System.nanoTime() - n.fresh > maxLagNanos) {
+        if (n == null || now - n.fresh > maxLagNanos) {
             declinedStale.increment();
             return false;
         }
@@ -259,6 +287,20 @@ final class RedisMirror implements AutoCloseable {
         answered.increment();
         answeredOwn.increment();
         return true;
+    }
+
+    /** A read asks the copy: noted, and a dozing follower woken. Returns now (nanoTime). */
+    private long asked() {
+        long now = System.nanoTime();
+        if (now - lastAsked > ASK_GRAIN_NANOS) {
+            lastAsked = now;
+        }
+        if (dozing) { // read after lastAsked is written; the follower writes dozing before it reads lastAsked
+            dozing = false;
+            wakes.increment();
+            java.util.concurrent.locks.LockSupport.unpark(thread);
+        }
+        return now;
     }
 
     /**
@@ -360,14 +402,35 @@ final class RedisMirror implements AutoCloseable {
         return nodeFailures.sum();
     }
 
-    /** Whether the copy of this index is in sync and recent now (its own writes aside). */
+    /** Whether the copy of this index is in sync and recent now (its own writes aside). Asking wakes a doze. */
     boolean inSync(RedisIndex index) {
+        long now = asked();
         Follow f = follows.get(index.instanceId());
         if (f == null || f.index != index || !f.ready) {
             return false;
         }
         Node n = f.node;
-        return n != null && System.nanoTime() - n.fresh <= maxLagNanos;
+        return n != null && now - n.fresh <= maxLagNanos;
+    }
+
+    /** Reads that found the follower dozing and woke it. */
+    long wakes() {
+        return wakes.sum();
+    }
+
+    /** Polls sent, one per node per round. */
+    long polls() {
+        return polls.sum();
+    }
+
+    /** Tests: a longer doze, so that waking by a read is told apart from the doze's own end. */
+    void dozeForTest(Duration d) {
+        dozeNanos = d.toNanos();
+    }
+
+    /** Whether the follower is dozing now (tests). */
+    boolean dozing() {
+        return dozing;
     }
 
     /** Blocks with a served location in the copy of an instance (-1 when it is not in sync). */
@@ -404,6 +467,7 @@ final class RedisMirror implements AutoCloseable {
                     continue;
                 }
                 long t0 = System.nanoTime();
+                long applied = entries.sum() + resyncs.sum();
                 if (follows.isEmpty()) {
                     dropIdle(Map.of());
                     java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(pollMs));
@@ -439,8 +503,12 @@ final class RedisMirror implements AutoCloseable {
                     }
                 }
                 backoffMs = 10;
+                long now = System.nanoTime();
+                if (more || entries.sum() + resyncs.sum() != applied) {
+                    lastChange = now;
+                }
                 if (!more) {
-                    java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(pollMs));
+                    pause(now);
                 }
             } catch (InterruptedException e) {
                 return;
@@ -460,6 +528,20 @@ final class RedisMirror implements AutoCloseable {
                 }
                 backoffMs = Math.min(1000, backoffMs * 2);
             }
+        }
+    }
+
+    /** Parks until the next poll: {@code pollMs}, or a doze while nobody reads and nothing changes. */
+    private void pause(long now) {
+        if (idleAfterNanos > 0 && now - lastChange > idleAfterNanos && now - lastAsked > idleAfterNanos) {
+            dozing = true;
+            // a read that saw dozing still false wrote lastAsked before: look again
+            if (System.nanoTime() - lastAsked > idleAfterNanos) {
+                java.util.concurrent.locks.LockSupport.parkNanos(dozeNanos);
+            }
+            dozing = false;
+        } else {
+            java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(pollMs));
         }
     }
 
@@ -592,8 +674,19 @@ final class RedisMirror implements AutoCloseable {
         if (withInfo) {
             reqs.add(info());
         }
-        for (Follow f : ready) {
-            reqs.add(Request.cmd(Command.GET).arg(f.index.streamSeq()));
+        // the counters: one MGET where every key lives on this server; a cluster keeps each instance in a slot of its
+        // own, and a multi-key command must stay inside one
+        boolean oneGet = source.oneReadForAll() && ready.size() > 1;
+        if (oneGet) {
+            Request mget = Request.cmd(Command.MGET);
+            for (Follow f : ready) {
+                mget.arg(f.index.streamSeq());
+            }
+            reqs.add(mget);
+        } else {
+            for (Follow f : ready) {
+                reqs.add(Request.cmd(Command.GET).arg(f.index.streamSeq()));
+            }
         }
         if (!ready.isEmpty()) {
             // in a cluster each instance's stream is in a slot of its own, and XREAD must stay inside one
@@ -610,8 +703,10 @@ final class RedisMirror implements AutoCloseable {
             }
         }
         n.withInfo = withInfo;
+        n.oneGet = oneGet;
         n.polled = ready;
         n.pending = c.batch(reqs);
+        polls.increment();
         return true;
     }
 
@@ -647,8 +742,9 @@ final class RedisMirror implements AutoCloseable {
             return false;
         }
         long[] counters = new long[ready.size()];
+        Response mget = n.oneGet ? got.get(at) : null;
         for (int i = 0; i < ready.size(); i++) {
-            Response q = got.get(at + i);
+            Response q = mget != null ? mget.get(i) : got.get(at + i);
             Follow f = ready.get(i);
             counters[i] = q == null ? -1 : q.toLong();
             if (counters[i] < f.lastSeq) {
@@ -658,7 +754,7 @@ final class RedisMirror implements AutoCloseable {
                 f.ready = false;
             }
         }
-        at += ready.size();
+        at += mget != null ? 1 : ready.size();
         long before = entries.sum();
         Map<Follow, Integer> read = new java.util.HashMap<>();
         Map<String, Follow> byStream = new java.util.HashMap<>();

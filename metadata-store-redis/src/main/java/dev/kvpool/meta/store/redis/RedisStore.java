@@ -178,7 +178,17 @@ public final class RedisStore implements IndexStore {
      * bounds how stale an answer may be. A Redis Cluster needs {@link #startClusterMirror}.
      */
     public synchronized void startMirror(java.util.function.Supplier<Redis> clients, Duration maxLag) {
-        start(false, RedisMirror.standalone(clients), maxLag);
+        startMirror(clients, maxLag, RedisMirror.IDLE_AFTER);
+    }
+
+    /**
+     * As {@link #startMirror(java.util.function.Supplier, Duration)}; after {@code idleAfter} without a read and
+     * without a change, the follower polls only every {@link RedisMirror#DOZE} until the next read wakes it
+     * (zero: it never slows down).
+     */
+    public synchronized void startMirror(java.util.function.Supplier<Redis> clients, Duration maxLag,
+            Duration idleAfter) {
+        start(false, RedisMirror.standalone(clients), maxLag, idleAfter);
     }
 
     /**
@@ -188,10 +198,16 @@ public final class RedisStore implements IndexStore {
      */
     public synchronized void startClusterMirror(java.util.function.Function<String, Redis> nodeClients,
             Duration maxLag) {
-        start(true, new ClusterNodes(calls, nodeClients, options.timeout()), maxLag);
+        startClusterMirror(nodeClients, maxLag, RedisMirror.IDLE_AFTER);
     }
 
-    private void start(boolean cluster, RedisMirror.Source source, Duration maxLag) {
+    /** As {@link #startClusterMirror(java.util.function.Function, Duration)}, dozing as {@code startMirror} does. */
+    public synchronized void startClusterMirror(java.util.function.Function<String, Redis> nodeClients,
+            Duration maxLag, Duration idleAfter) {
+        start(true, new ClusterNodes(calls, nodeClients, options.timeout()), maxLag, idleAfter);
+    }
+
+    private void start(boolean cluster, RedisMirror.Source source, Duration maxLag, Duration idleAfter) {
         checkOpen();
         if (mirror != null) {
             throw new IllegalStateException("the local index copy is already on");
@@ -205,7 +221,7 @@ public final class RedisStore implements IndexStore {
         }
         // every replica's deleter must wait out the largest lag any copy may have: it is kept in Redis
         calls.eval(Lua.RAISE, List.of(options.prefix() + ":ml"), List.of(maxLag.toMillis()), "publish copy lag");
-        mirror = new RedisMirror(this, source, maxLag);
+        mirror = new RedisMirror(this, source, maxLag, idleAfter);
         indexes.values().forEach(ix -> {
             if (!ix.dropped()) {
                 mirror.follow(ix);
@@ -289,6 +305,12 @@ public final class RedisStore implements IndexStore {
     public long mirrorNodeFailures() {
         RedisMirror m = mirror;
         return m == null ? 0 : m.nodeFailures();
+    }
+
+    /** Reads that found the copy dozing (no read and no change for its idle time) and woke it (0 without one). */
+    public long mirrorWakes() {
+        RedisMirror m = mirror;
+        return m == null ? 0 : m.wakes();
     }
 
     /** Whether the local copy of this index is in sync and recent now (false without one). */

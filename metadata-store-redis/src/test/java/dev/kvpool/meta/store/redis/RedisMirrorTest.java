@@ -72,9 +72,15 @@ class RedisMirrorTest {
     }
 
     private static RedisStore mirrored(String prefix, int nativeFinishKeys, int pageSize, Duration lag) {
+        return mirrored(prefix, nativeFinishKeys, pageSize, lag, RedisMirror.IDLE_AFTER);
+    }
+
+    private static RedisStore mirrored(String prefix, int nativeFinishKeys, int pageSize, Duration lag,
+            Duration idleAfter) {
         RedisStore s = RedisStore.connect(TestRedis.URI,
                 TestRedis.options(prefix).withNativeFinishKeys(nativeFinishKeys).withPageSize(pageSize));
-        s.startMirror(() -> Redis.createClient(vertx, new RedisOptions().setConnectionString(TestRedis.URI)), lag);
+        s.startMirror(() -> Redis.createClient(vertx, new RedisOptions().setConnectionString(TestRedis.URI)), lag,
+                idleAfter);
         return s;
     }
 
@@ -156,16 +162,24 @@ class RedisMirrorTest {
     }
 
     private long counter() {
-        Response r = redis.call(Request.cmd(Command.GET).arg(a.instanceBase(INST) + "mq"));
+        return counter(INST);
+    }
+
+    private long counter(String inst) {
+        Response r = redis.call(Request.cmd(Command.GET).arg(a.instanceBase(inst) + "mq"));
         return r == null ? 0 : r.toLong();
     }
 
     /** The copy of {@code s} has applied every change Redis has numbered so far, and may answer. */
     private void caughtUp(RedisStore s) throws InterruptedException {
+        caughtUp(s, INST);
+    }
+
+    private void caughtUp(RedisStore s, String inst) throws InterruptedException {
         await(() -> {
-            long c = counter();
-            return s.mirror().applied(INST) == c && s.mirrorInSync(s.index(INST));
-        }, "copy caught up with change " + counter());
+            long c = counter(inst);
+            return s.mirror().applied(inst) == c && s.mirrorInSync(s.index(inst));
+        }, "copy of " + inst + " caught up with change " + counter(inst));
     }
 
     static boolean[] allOk(int n) {
@@ -216,25 +230,39 @@ class RedisMirrorTest {
     @Test
     @Timeout(120)
     void bothCopiesMatchRedisAfterRandomWritesDeletesAndClears() throws Exception {
-        InstanceIndex ia = a.index(INST), ib = b.index(INST);
+        // two instances, so each poll reads both counters in one MGET and both streams in one XREAD
+        String[] insts = {INST, INST + "-2"};
         Random rnd = new Random(42);
         long[] all = keys(0, 2000);
+        for (String inst : insts) {
+            b.index(inst); // opened: followed
+            a.index(inst).clear(); // a counter that exists
+            caughtUp(a, inst);
+            caughtUp(b, inst);
+        }
+        long resyncsA = a.mirrorResyncs(), resyncsB = b.mirrorResyncs();
         for (int round = 0; round < 60; round++) {
             boolean onA = rnd.nextBoolean();
-            InstanceIndex mine = onA ? ia : ib, other = onA ? ib : ia;
+            String inst = insts[rnd.nextInt(2)];
+            InstanceIndex mine = (onA ? a : b).index(inst), other = (onA ? b : a).index(inst);
             randomChange(mine, all, rnd, 300, 200);
             // the replica that wrote reads its write at once; the other one once its copy caught up
             assertSame(truth(mine, all), serving(mine, all), "round " + round + ", the writing replica");
-            caughtUp(onA ? b : a);
+            caughtUp(onA ? b : a, inst);
             assertSame(truth(other, all), serving(other, all), "round " + round + ", the other replica");
         }
         long answeredBefore = b.mirrorAnswered();
-        caughtUp(a);
-        caughtUp(b);
-        assertSame(truth(ia, all), serving(ia, all), "a, caught up");
-        assertSame(truth(ib, all), serving(ib, all), "b, caught up");
+        for (String inst : insts) {
+            caughtUp(a, inst);
+            caughtUp(b, inst);
+            assertSame(truth(a.index(inst), all), serving(a.index(inst), all), "a, caught up, " + inst);
+            assertSame(truth(b.index(inst), all), serving(b.index(inst), all), "b, caught up, " + inst);
+        }
         assertTrue(b.mirrorAnswered() > answeredBefore, "the caught-up copy answered");
         assertTrue(a.mirror().entries() > 0 && b.mirror().entries() > 0, "both followed the stream");
+        // every change came through the stream: no copy had to be read in full again
+        assertEquals(resyncsA, a.mirrorResyncs(), "full reads on a after the first");
+        assertEquals(resyncsB, b.mirrorResyncs(), "full reads on b after the first");
     }
 
     @Test
@@ -265,6 +293,74 @@ class RedisMirrorTest {
         long answered = b.mirrorAnswered();
         assertSame(now, serving(ib, ks), "b caught up");
         assertEquals(answered + 1, b.mirrorAnswered(), "answered from the copy");
+    }
+
+    /**
+     * A copy nobody reads and with nothing to apply slows its polls to one per doze (here 2 s), still applies what
+     * another replica writes meanwhile, and the next read wakes it: that read goes to Redis (correct, not from a
+     * copy older than its lag), the follower polls at once, and reads answer from the copy again, well before the
+     * doze would have ended. With an idle time of zero it never dozes.
+     */
+    @Test
+    @Timeout(60)
+    void anIdleCopyDozesAndTheNextReadWakesIt() throws Exception {
+        RedisStore c = mirrored(prefix, 64, RedisStore.Options.defaults().pageSize(), LAG, Duration.ofMillis(300));
+        RedisStore d = mirrored(prefix, 64, RedisStore.Options.defaults().pageSize(), LAG, Duration.ZERO);
+        try {
+            c.mirror().dozeForTest(Duration.ofSeconds(2));
+            InstanceIndex ia = a.index(INST), ic = c.index(INST), id = d.index(INST);
+            write(ia, keys(0, 16), allOk(16));
+            caughtUp(c);
+            caughtUp(d);
+            await(() -> c.mirror().dozing(), "c dozes once nobody reads it");
+            long cPolls = c.mirror().polls(), dPolls = d.mirror().polls();
+            Thread.sleep(1000);
+            long cIdle = c.mirror().polls() - cPolls, dIdle = d.mirror().polls() - dPolls;
+            assertTrue(cIdle <= 1, "a dozing copy polled " + cIdle + " times in 1 s");
+            assertTrue(dIdle >= 20, "a copy that never dozes polled " + dIdle + " times in 1 s (every "
+                    + LAG.toMillis() / 4 + " ms)");
+            assertFalse(d.mirror().dozing());
+            assertEquals(0, c.mirrorWakes(), "nothing read c yet");
+
+            // another replica writes while c dozes: c applies it without being read
+            long[] ks = keys(100, 24);
+            write(ia, ks, allOk(24));
+            long want = counter();
+            await(() -> c.mirror().applied(INST) == want, "the dozing copy applies another replica's write");
+            await(() -> c.mirror().dozing(), "c dozes again");
+
+            // the first read after a doze: woken, and answered by Redis (the copy is older than its lag)
+            Thread.sleep(LAG.toMillis() * 2);
+            long answered = c.mirrorAnswered(), stale = c.mirrorDeclined("stale");
+            assertSame(truth(ic, ks), serving(ic, ks), "the read that wakes the copy");
+            assertEquals(1, c.mirrorWakes(), "that read woke the copy");
+            assertEquals(stale + 1, c.mirrorDeclined("stale"), "and went to Redis");
+            assertEquals(answered, c.mirrorAnswered());
+            long woken = System.nanoTime();
+            caughtUp(c);
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - woken);
+            assertTrue(ms < 1000, "awake and recent " + ms + " ms after the read, before the doze's end");
+            assertSame(truth(ic, ks), serving(ic, ks), "awake");
+            assertEquals(answered + 1, c.mirrorAnswered(), "answered from the copy once awake");
+            assertSame(truth(id, ks), serving(id, ks), "the copy that never dozes");
+            assertEquals(0, d.mirrorWakes());
+
+            // nobody reads c, but another replica writes fast: more than a stream keeps in one doze. A copy that
+            // applies changes does not doze, so it never falls off the stream's end into a full read
+            long resyncs = c.mirrorResyncs();
+            long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(2500);
+            int writes = 0;
+            for (int i = 0; System.nanoTime() < end || i < 1500; i++, writes++) {
+                write(ia, new long[] {key(1000 + i)}, allOk(1));
+            }
+            long last = counter();
+            await(() -> c.mirror().applied(INST) == last, "c applied all " + writes + " writes");
+            assertEquals(resyncs, c.mirrorResyncs(), "full reads of the busy, unread copy");
+            assertEquals(1, c.mirrorWakes());
+        } finally {
+            c.close();
+            d.close();
+        }
     }
 
     /**
