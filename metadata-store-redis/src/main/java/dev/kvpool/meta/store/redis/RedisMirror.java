@@ -122,7 +122,7 @@ final class RedisMirror implements AutoCloseable {
     private final LongAdder answered = new LongAdder(), answeredOwn = new LongAdder(), resyncs = new LongAdder(),
             entries = new LongAdder(), nodeFailures = new LongAdder(), declinedNotReady = new LongAdder(),
             declinedStale = new LongAdder(), declinedOwn = new LongAdder(), wakes = new LongAdder(),
-            polls = new LongAdder();
+            polls = new LongAdder(), streamsRead = new LongAdder();
 
     /** Default of how long without a read and without a change before the follower dozes. */
     static final Duration IDLE_AFTER = Duration.ofSeconds(1);
@@ -152,6 +152,11 @@ final class RedisMirror implements AutoCloseable {
         /** The node it is read from; null until resolved (again, after a redirect or a lost node). */
         volatile Node node;
         String lastId = "0-0";
+        /**
+         * Its stream is read in the next poll: it had news in the last one. A stream whose counter stood still is
+         * not read (an idle replica's polls would otherwise read every stream, for nothing, each time).
+         */
+        boolean hot = true;
         long lastSeq;
         /** A full read in progress (not ready meanwhile), taken a few pages at a time; null when none. */
         Scan scan;
@@ -178,7 +183,7 @@ final class RedisMirror implements AutoCloseable {
         long backoffMs = 10;
         // the poll in flight
         io.vertx.core.Future<List<Response>> pending;
-        List<Follow> polled;
+        List<Follow> polled, streamed;
         boolean withInfo, oneGet;
 
         Node(String addr) {
@@ -428,6 +433,18 @@ final class RedisMirror implements AutoCloseable {
         dozeNanos = d.toNanos();
     }
 
+    /** Streams named in the polls' XREADs (a stream whose counter stood still is not read). */
+    long streamsRead() {
+        return streamsRead.sum();
+    }
+
+    /** Tests: when the copy of an instance was last proven to hold every change (nanoTime; MIN_VALUE: never). */
+    long provenAt(String instanceId) {
+        Follow f = follows.get(instanceId);
+        Node n = f == null ? null : f.node;
+        return f == null || !f.ready || n == null ? Long.MIN_VALUE : n.fresh;
+    }
+
     /** Whether the follower is dozing now (tests). */
     boolean dozing() {
         return dozing;
@@ -613,7 +630,8 @@ final class RedisMirror implements AutoCloseable {
 
     /**
      * One round trip per node, all nodes at once, each pipelined: who the server is (on a new connection and
-     * every {@code checkMs}), each followed counter, then XREAD of what is new in each stream. The counters are read
+     * every {@code checkMs}), each followed counter, then XREAD of what is new in each stream that had news in the
+     * last poll (one whose counter moves meanwhile is read in a poll sent right after). The counters are read
      * before the XREAD, so once every copy of a node has applied up to its counter, it held everything appended
      * before this poll was sent: that node's copies are {@link Node#fresh} as of {@code t0}. (Not XREAD BLOCK's
      * timeout: an idle Redis answers it only at its next {@code serverCron}, 100 ms late with the default
@@ -688,9 +706,16 @@ final class RedisMirror implements AutoCloseable {
                 reqs.add(Request.cmd(Command.GET).arg(f.index.streamSeq()));
             }
         }
-        if (!ready.isEmpty()) {
+        List<Follow> hot = new ArrayList<>(ready.size());
+        for (Follow f : ready) {
+            if (f.hot) {
+                hot.add(f);
+            }
+        }
+        if (!hot.isEmpty()) {
+            streamsRead.add(hot.size());
             // in a cluster each instance's stream is in a slot of its own, and XREAD must stay inside one
-            List<List<Follow>> reads = source.oneReadForAll() ? List.of(ready) : ready.stream().map(List::of).toList();
+            List<List<Follow>> reads = source.oneReadForAll() ? List.of(hot) : hot.stream().map(List::of).toList();
             for (List<Follow> group : reads) {
                 Request x = Request.cmd(Command.XREAD).arg("COUNT").arg(READ_COUNT).arg("STREAMS");
                 for (Follow f : group) {
@@ -705,15 +730,17 @@ final class RedisMirror implements AutoCloseable {
         n.withInfo = withInfo;
         n.oneGet = oneGet;
         n.polled = ready;
+        n.streamed = hot;
         n.pending = c.batch(reqs);
         polls.increment();
         return true;
     }
 
     private boolean receive(Node n, long t0) {
-        List<Follow> ready = n.polled;
+        List<Follow> ready = n.polled, streamed = n.streamed;
         boolean withInfo = n.withInfo;
         n.polled = null;
+        n.streamed = null;
         List<Response> got;
         try {
             got = await(n.pending, store.options().timeout().toMillis(), "poll of the change streams");
@@ -758,7 +785,7 @@ final class RedisMirror implements AutoCloseable {
         long before = entries.sum();
         Map<Follow, Integer> read = new java.util.HashMap<>();
         Map<String, Follow> byStream = new java.util.HashMap<>();
-        for (Follow f : ready) {
+        for (Follow f : streamed) {
             byStream.put(f.index.stream(), f);
         }
         for (; at < got.size(); at++) {
@@ -781,6 +808,15 @@ final class RedisMirror implements AutoCloseable {
         boolean current = true;
         for (int i = 0; i < ready.size(); i++) {
             Follow f = ready.get(i);
+            boolean wasRead = f.hot;
+            // read next time: news now, or maybe more to come (the stream had news); a stream read and found
+            // without news (after one that had some) goes quiet
+            f.hot = f.lastSeq < counters[i] || read.getOrDefault(f, 0) > 0;
+            if (!wasRead) {
+                current &= !f.hot && f.ready; // a counter that moved: its stream is read in the next poll, now
+                f.index.ownApplied(f.applied);
+                continue;
+            }
             if (f.ready && f.lastSeq < counters[i] && read.getOrDefault(f, 0) < READ_COUNT) {
                 // each number's entry is appended with it, before this XREAD: these are gone (trimmed, or the
                 // counter was created again and jumped ahead)
@@ -1036,6 +1072,7 @@ final class RedisMirror implements AutoCloseable {
         f.lastId = sc.id;
         f.lastSeq = sc.seq;
         f.applied = sc.seq;
+        f.hot = true; // what was appended during the full read is read in the next poll, not one after
         f.ready = true;
         ix.ownApplied(sc.seq);
         n.backoffMs = 10;

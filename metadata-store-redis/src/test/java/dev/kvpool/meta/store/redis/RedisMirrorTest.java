@@ -299,7 +299,7 @@ class RedisMirrorTest {
      * A copy nobody reads and with nothing to apply slows its polls to one per doze (here 2 s), still applies what
      * another replica writes meanwhile, and the next read wakes it: that read goes to Redis (correct, not from a
      * copy older than its lag), the follower polls at once, and reads answer from the copy again, well before the
-     * doze would have ended. With an idle time of zero it never dozes.
+     * doze would have ended. With an idle time of zero it never dozes, and its idle polls read no stream.
      */
     @Test
     @Timeout(60)
@@ -313,13 +313,15 @@ class RedisMirrorTest {
             caughtUp(c);
             caughtUp(d);
             await(() -> c.mirror().dozing(), "c dozes once nobody reads it");
-            long cPolls = c.mirror().polls(), dPolls = d.mirror().polls();
+            long cPolls = c.mirror().polls(), dPolls = d.mirror().polls(), dStreams = d.mirror().streamsRead();
             Thread.sleep(1000);
             long cIdle = c.mirror().polls() - cPolls, dIdle = d.mirror().polls() - dPolls;
             assertTrue(cIdle <= 1, "a dozing copy polled " + cIdle + " times in 1 s");
             assertTrue(dIdle >= 20, "a copy that never dozes polled " + dIdle + " times in 1 s (every "
                     + LAG.toMillis() / 4 + " ms)");
             assertFalse(d.mirror().dozing());
+            // and its polls read the counter only: a stream whose counter stood still is not read
+            assertEquals(dStreams, d.mirror().streamsRead(), "streams read by idle polls");
             assertEquals(0, c.mirrorWakes(), "nothing read c yet");
 
             // another replica writes while c dozes: c applies it without being read
@@ -360,6 +362,38 @@ class RedisMirrorTest {
         } finally {
             c.close();
             d.close();
+        }
+    }
+
+    /**
+     * A poll does not read a stream whose counter stood still; when such a counter moves, that poll must not prove
+     * the copy current (it did not read the change): the stream is read in a poll sent at once, and only that one
+     * proves it. With a 5 s max lag (polls 1.25 s apart), a copy proven as of a time after another replica's write
+     * must already hold that write.
+     */
+    @Test
+    @Timeout(60)
+    void aCounterThatMovedIsReadBeforeTheCopyIsProvenCurrent() throws Exception {
+        RedisStore c = mirrored(prefix, 64, RedisStore.Options.defaults().pageSize(), Duration.ofSeconds(5),
+                Duration.ZERO);
+        try {
+            InstanceIndex ia = a.index(INST), ic = c.index(INST);
+            write(ia, keys(0, 8), allOk(8));
+            caughtUp(c);
+            for (int round = 0; round < 3; round++) {
+                long before = c.mirror().streamsRead();
+                Thread.sleep(1500); // polls with nothing new: the stream goes quiet and is not read
+                assertEquals(before, c.mirror().streamsRead(), "a quiet stream was read");
+                long[] ks = keys(100 + 10 * round, 4);
+                write(ia, ks, allOk(4));
+                long written = System.nanoTime(), want = counter();
+                await(() -> c.mirror().provenAt(INST) - written > 0, "a poll after the write proves the copy");
+                assertTrue(c.mirror().applied(INST) >= want, "proven current after change " + want + " but applied "
+                        + c.mirror().applied(INST));
+                assertSame(truth(ic, ks), serving(ic, ks), "round " + round);
+            }
+        } finally {
+            c.close();
         }
     }
 
