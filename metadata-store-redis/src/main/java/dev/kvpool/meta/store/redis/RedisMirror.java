@@ -184,7 +184,7 @@ final class RedisMirror implements AutoCloseable {
         // the poll in flight
         io.vertx.core.Future<List<Response>> pending;
         List<Follow> polled, streamed;
-        boolean withInfo, oneGet;
+        boolean withInfo;
 
         Node(String addr) {
             this.addr = addr;
@@ -694,8 +694,7 @@ final class RedisMirror implements AutoCloseable {
         }
         // the counters: one MGET where every key lives on this server; a cluster keeps each instance in a slot of its
         // own, and a multi-key command must stay inside one
-        boolean oneGet = source.oneReadForAll() && ready.size() > 1;
-        if (oneGet) {
+        if (source.oneReadForAll() && !ready.isEmpty()) {
             Request mget = Request.cmd(Command.MGET);
             for (Follow f : ready) {
                 mget.arg(f.index.streamSeq());
@@ -728,7 +727,6 @@ final class RedisMirror implements AutoCloseable {
             }
         }
         n.withInfo = withInfo;
-        n.oneGet = oneGet;
         n.polled = ready;
         n.streamed = hot;
         n.pending = c.batch(reqs);
@@ -769,7 +767,7 @@ final class RedisMirror implements AutoCloseable {
             return false;
         }
         long[] counters = new long[ready.size()];
-        Response mget = n.oneGet ? got.get(at) : null;
+        Response mget = source.oneReadForAll() ? got.get(at) : null; // ready is not empty here
         for (int i = 0; i < ready.size(); i++) {
             Response q = mget != null ? mget.get(i) : got.get(at + i);
             Follow f = ready.get(i);
@@ -808,16 +806,12 @@ final class RedisMirror implements AutoCloseable {
         boolean current = true;
         for (int i = 0; i < ready.size(); i++) {
             Follow f = ready.get(i);
-            boolean wasRead = f.hot;
+            boolean wasRead = f.hot; // only this thread changes it, and not between a poll's send and receive
             // read next time: news now, or maybe more to come (the stream had news); a stream read and found
-            // without news (after one that had some) goes quiet
+            // without news goes quiet. A quiet stream whose counter moved leaves this poll not current (below),
+            // so the next poll, which reads it, is sent at once
             f.hot = f.lastSeq < counters[i] || read.getOrDefault(f, 0) > 0;
-            if (!wasRead) {
-                current &= !f.hot && f.ready; // a counter that moved: its stream is read in the next poll, now
-                f.index.ownApplied(f.applied);
-                continue;
-            }
-            if (f.ready && f.lastSeq < counters[i] && read.getOrDefault(f, 0) < READ_COUNT) {
+            if (wasRead && f.ready && f.lastSeq < counters[i] && read.getOrDefault(f, 0) < READ_COUNT) {
                 // each number's entry is appended with it, before this XREAD: these are gone (trimmed, or the
                 // counter was created again and jumped ahead)
                 LOG.infof("index copy of %s: change counter %d, but the stream ends at %d; reading it again",
