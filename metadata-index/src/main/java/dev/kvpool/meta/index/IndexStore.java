@@ -42,6 +42,35 @@ public interface IndexStore extends AutoCloseable {
         return 0;
     }
 
+    /**
+     * The key counts of several instances ({@link InstanceIndex#keyCount}; 0 for one that does not exist), in
+     * {@code instanceIds} order. A remote store asks for all of them in one round trip: the reclaimer checks every
+     * instance of a group each trigger period, and one call after another grew with the group.
+     */
+    default long[] keyCounts(java.util.List<String> instanceIds) {
+        long[] out = new long[instanceIds.size()];
+        for (int i = 0; i < out.length; i++) {
+            InstanceIndex ix = existing(instanceIds.get(i));
+            out[i] = ix == null ? 0 : ix.keyCount();
+        }
+        return out;
+    }
+
+    /**
+     * The open write sessions of several instances whose deadline is at or before {@code nowMs}, in
+     * {@code instanceIds} order (empty for one that does not exist): what session expiry closes. A remote store asks
+     * for all instances in one round trip and sends only the sessions that are due, not every open one.
+     */
+    default java.util.List<java.util.List<WriteSession>> sessionsDue(java.util.List<String> instanceIds, long nowMs) {
+        java.util.List<java.util.List<WriteSession>> out = new java.util.ArrayList<>(instanceIds.size());
+        for (String id : instanceIds) {
+            InstanceIndex ix = existing(id);
+            out.add(ix == null ? java.util.List.of()
+                    : ix.sessions().stream().filter(s -> s.deadlineMs() <= nowMs).toList());
+        }
+        return out;
+    }
+
     /** A short name for metrics and logs ("embedded", "redis"). */
     String kind();
 

@@ -966,6 +966,56 @@ public abstract class IndexStoreContractTest {
         assertEquals(INST, store.sessionOwner(sa));
     }
 
+    @Test
+    void keyCountsAndDueSessionsOfSeveralInstancesInOneCall() throws Exception {
+        InstanceIndex b = store.index("inst-b");
+        store.index("inst-empty");
+        serve(1, 2, 3);
+        long d = NOW + 3_600_000L;
+        String early = sid(), late = sid(), other = sid();
+        startAt(idx, early, d, 4);
+        startAt(idx, late, d + 10_000, 5, 6);
+        startAt(b, other, d + 5_000, 7);
+        List<String> ids = List.of("inst-b", INST, "inst-none", "inst-empty");
+        for (int round = 0; round < 2; round++) {
+            assertArrayEquals(new long[] {1, 6, 0, 0}, store.keyCounts(ids));
+            assertEquals(List.of(List.of(), List.of(), List.of(), List.of()), dueIds(ids, d - 1), "none due yet");
+            assertEquals(List.of(List.of(), List.of(early), List.of(), List.of()), dueIds(ids, d), "at the deadline");
+            assertEquals(List.of(List.of(other), List.of(early), List.of(), List.of()), dueIds(ids, d + 9_999));
+            assertEquals(List.of(List.of(other), java.util.stream.Stream.of(early, late).sorted().toList(), List.of(),
+                    List.of()), dueIds(ids, d + 10_000));
+            WriteSession got = store.sessionsDue(List.of(INST), d + 10_000).getFirst().stream()
+                    .filter(x -> x.id().equals(late)).findFirst().orElseThrow();
+            assertEquals(INST, got.instanceId());
+            assertEquals(d + 10_000, got.deadlineMs());
+            assertArrayEquals(new long[] {5, 6}, got.keys());
+            assertArrayEquals(idx.session(late).locIds(), got.locIds());
+            restartAndCompare();
+            b = store.index("inst-b");
+        }
+        assertNotNull(idx.finishWrite(early, new boolean[] {true}, NOW));
+        assertEquals(List.of(List.of(other), List.of(late)), dueIds(List.of("inst-b", INST), d + 10_000),
+                "a closed session is not due");
+        assertArrayEquals(new long[0], store.keyCounts(List.of()));
+        assertTrue(store.sessionsDue(List.of(), d).isEmpty());
+    }
+
+    private StartResult startAt(InstanceIndex ix, String session, long deadlineMs, long... keys) {
+        long[] a = new long[keys.length], bs = new long[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            long id = nextId++;
+            a[i] = Loc.a(id, Loc.NEW, 1, 0);
+            bs[i] = addr(id);
+        }
+        return ix.startWrite(keys, a, bs, 1, ANY_STORAGE, 0, session, deadlineMs, NOW);
+    }
+
+    /** The ids of the due sessions per instance, sorted. */
+    private List<List<String>> dueIds(List<String> ids, long nowMs) {
+        return store.sessionsDue(ids, nowMs).stream()
+                .map(l -> l.stream().map(WriteSession::id).sorted().toList()).toList();
+    }
+
     private static void assertNotEquals(long x, long y) {
         assertTrue(x != y, x + " == " + y);
     }

@@ -164,8 +164,8 @@ public final class Reclaimer implements AutoCloseable {
             }
         }
         if (g.maxKeyCount() > 0) {
-            for (Instance i : registry.instancesOf(g.name())) {
-                if (i.index.keyCount() >= URGENT_SHARE * g.maxKeyCount()) {
+            for (long k : registry.keyCounts(registry.instancesOf(g.name()))) {
+                if (k >= URGENT_SHARE * g.maxKeyCount()) {
                     return true;
                 }
             }
@@ -344,7 +344,7 @@ public final class Reclaimer implements AutoCloseable {
             }
             if (p > 0 && g.maxKeyCount() > 0) {
                 List<Instance> insts = registry.instancesOf(g.name());
-                long keys = insts.stream().mapToLong(i -> i.index.keyCount()).sum();
+                long keys = java.util.Arrays.stream(registry.keyCounts(insts)).sum();
                 long bpk = insts.stream().mapToLong(i -> i.bytesPerKey).max().orElse(1);
                 keys = Math.max(0, keys - out.total() / Math.max(1, bpk)); // DELETING keys are on their way out
                 long cap = g.maxKeyCount() * Math.max(1, insts.size());
@@ -380,10 +380,11 @@ public final class Reclaimer implements AutoCloseable {
         }
         overSince.putIfAbsent(g.name(), nowMs);
         long[] weight = new long[insts.size()];
+        long[] counts = registry.keyCounts(insts);
         long keys = 0, sum = 0;
         for (int i = 0; i < weight.length; i++) {
             Instance inst = insts.get(i);
-            long k = inst.index.keyCount();
+            long k = counts[i];
             keys += k;
             weight[i] = k * Math.max(1, inst.bytesPerKey);
             sum += weight[i];

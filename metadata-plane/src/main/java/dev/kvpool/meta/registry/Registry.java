@@ -334,6 +334,16 @@ public final class Registry {
                 .sorted(Comparator.comparing(i -> i.id)).toList();
     }
 
+    /** The key counts of these instances, in order: one round trip on a shared store (see {@link IndexStore#keyCounts}). */
+    public long[] keyCounts(List<Instance> insts) {
+        return store.keyCounts(insts.stream().map(i -> i.id).toList());
+    }
+
+    /** Their write sessions past the deadline at {@code nowMs}, in order (see {@link IndexStore#sessionsDue}). */
+    public List<List<dev.kvpool.meta.index.WriteSession>> sessionsDue(List<Instance> insts, long nowMs) {
+        return store.sessionsDue(insts.stream().map(i -> i.id).toList(), nowMs);
+    }
+
     /** storage_configs (§3.1.4): registered storages named by the group's candidates, sorted by name. */
     public String storageConfigsJson(GroupConfig g) {
         ArrayNode arr = JSON.createArrayNode();

@@ -121,8 +121,10 @@ public class GroupsResource {
                         e.getValue(), e.getValue() > 0 ? (double) u.byType(e.getKey()) / e.getValue() : 0))
                 .toList();
         Map<String, Long> keys = new LinkedHashMap<>();
-        for (Instance inst : runtime.registry().instancesOf(g.name())) {
-            keys.put(inst.id, inst.index.keyCount());
+        List<Instance> insts = runtime.registry().instancesOf(g.name());
+        long[] counts = runtime.registry().keyCounts(insts);
+        for (int i = 0; i < counts.length; i++) {
+            keys.put(insts.get(i).id, counts[i]);
         }
         ObjectNode rs = g.reclaim().toJson();
         return new GroupState(g.name(), g.version(), g.capacity(), u.total(), (double) u.total() / g.capacity(),

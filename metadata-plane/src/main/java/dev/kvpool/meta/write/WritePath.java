@@ -491,9 +491,11 @@ public final class WritePath implements AutoCloseable {
     /** Fails every session past its deadline, exactly like a finish in which every block failed. */
     public int expire(long nowMs) {
         int n = 0;
-        for (Instance inst : registry.instances()) {
-            for (WriteSession s : inst.index.sessions()) {
-                if (s.deadlineMs() <= nowMs && close(inst, s.id(), new boolean[s.size()]) != null) {
+        List<Instance> insts = List.copyOf(registry.instances());
+        List<List<WriteSession>> due = registry.sessionsDue(insts, nowMs); // one round trip, only what is due
+        for (int i = 0; i < insts.size(); i++) {
+            for (WriteSession s : due.get(i)) {
+                if (close(insts.get(i), s.id(), new boolean[s.size()]) != null) {
                     n++;
                 }
             }

@@ -153,6 +153,53 @@ class RedisReclaimTest {
         }
     }
 
+    @Test
+    void aGroupsChecksCostOneRoundTripWhateverTheNumberOfInstances() throws Exception {
+        var lru = new ReclaimConfig(ReclaimPolicy.LRU, 0.5, 0, 0, 5, 0, 0, 0, 60);
+        try (Chains ch = new Chains(dir, 1_000_000, 1, lru)) {
+            RedisGroup rg = ch.rg;
+            GroupConfig was = rg.registry.group("g");
+            // at most 20 keys an instance: 13 instances make a key level of 0.5 × 260 = 130 keys
+            rg.registry.putGroup(new GroupConfig(was.name(), was.storageCandidates(), was.quotaGroupName(),
+                    was.maxInstanceCount(), was.capacity(), was.typeQuotas(), was.prefer(), 20, was.mutexShardNum(),
+                    was.searchCacheCapacity(), was.extraInfo(), was.userData(), was.version() + 1, was.reclaim()));
+            GroupConfig g = rg.registry.group("g");
+            List<Instance> others = new java.util.ArrayList<>();
+            for (int i = 0; i < 12; i++) {
+                Instance inst = RedisGroup.register(rg.registry, "other-" + i);
+                others.add(inst);
+                ch.clock.set(T0 + i);
+                rg.save(ch.write, inst, 0, 10, 10);
+            }
+            Reclaimer r = new Reclaimer(rg.registry, rg.ledger, ch.write, () -> true, (i, p, re, k, b, y) -> { },
+                    Reclaimer.Settings.DEFAULT);
+            long before = rg.store.roundTrips();
+            assertNull(r.trigger(g), "122 keys: under the level");
+            assertEquals(0, r.runGroup(g, T0 + 100_000));
+            assertEquals(2, rg.store.roundTrips() - before, "one round trip for 13 key counts, per check");
+
+            // each instance holds a session past its deadline: one round trip finds them all, and only them
+            ch.clock.set(T0 + 50_000);
+            long key = 100;
+            for (Instance inst : others) {
+                ch.write.start(inst, new long[] {key++}, List.of(), 30, 1); // deadline T0 + 80 s
+            }
+            before = rg.store.roundTrips();
+            assertEquals(0, ch.write.expire(T0 + 79_999), "none due yet");
+            assertEquals(1, rg.store.roundTrips() - before, "one round trip for 13 instances' sessions");
+            assertEquals(12, ch.write.expire(T0 + 80_000));
+            for (Instance inst : others) {
+                assertTrue(inst.index.sessions().isEmpty(), "closed: " + inst.id);
+            }
+
+            rg.save(ch.write, rg.inst, 10, 18, 8); // 130 keys: at the level
+            Reclaimer.Trigger t = r.trigger(g);
+            assertNotNull(t, "130 of 260 keys");
+            assertEquals(Reclaimer.Reason.KEY_COUNT, t.reason());
+            assertTrue(r.runGroup(g, T0 + 200_000) > 0);
+        }
+    }
+
     /** Group "g" on Redis with {@code reclaim}, and {@code chains} chains saved, chain c at second c. */
     private static final class Chains implements AutoCloseable {
         final TraceSimulation.TraceClock clock = new TraceSimulation.TraceClock();

@@ -394,6 +394,27 @@ public final class Lua {
             """);
 
     /**
+     * The open sessions of an instance that are due: deadline (the blob's first 8 bytes, big-endian) at or before
+     * ARGV[2] ms. KEYS and ARGV[1] as {@link #SESSION_LIST}, which it follows for a session Redis expired. Reads
+     * only the 8-byte header of a session not yet due, so expiry no longer copies every open session each period.
+     */
+    static final Script SESSIONS_DUE = Script.of("sessions-due", """
+            local out = {}
+            local now = tonumber(ARGV[2])
+            for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+              local k = ARGV[1] .. id
+              local h = redis.call('GETRANGE', k, 0, 7)
+              if #h < 8 then
+                redis.call('SMOVE', KEYS[1], KEYS[2], id) -- expired by its PEXPIREAT, never closed
+              elseif struct.unpack('>i8', h) <= now then
+                out[#out + 1] = id
+                out[#out + 1] = redis.call('GET', k)
+              end
+            end
+            return out
+            """);
+
+    /**
      * clear / drop. KEYS: live, blocks, session set, expired-unclosed set, taint counter, change stream, its
      * counter. ARGV: incarnation (clear only), session key prefix, 'clear' or 'drop'. Returns the sessions it
      * removed {id, blob, ...}, or nil when clear found the index dropped. The change stream gets a marker ('!' and

@@ -2,6 +2,7 @@ package dev.kvpool.meta.store.redis;
 
 import dev.kvpool.meta.index.IndexStore;
 import dev.kvpool.meta.index.InstanceIndex;
+import dev.kvpool.meta.index.WriteSession;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import io.vertx.redis.client.Command;
@@ -519,6 +520,47 @@ public final class RedisStore implements IndexStore {
             }
         }
         return Set.copyOf(out);
+    }
+
+    @Override
+    public long[] keyCounts(List<String> instanceIds) {
+        checkOpen();
+        if (instanceIds.isEmpty()) {
+            return new long[0];
+        }
+        List<Request> rs = new ArrayList<>(instanceIds.size());
+        instanceIds.forEach(id -> rs.add(Request.cmd(Command.HLEN).arg(instanceBase(id) + "b")));
+        List<Response> got = calls.all(rs, "key counts of " + instanceIds.size() + " instances");
+        long[] out = new long[got.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = got.get(i) == null ? 0 : got.get(i).toLong();
+        }
+        return out;
+    }
+
+    @Override
+    public List<List<WriteSession>> sessionsDue(List<String> instanceIds, long nowMs) {
+        checkOpen();
+        if (instanceIds.isEmpty()) {
+            return List.of();
+        }
+        List<Calls.ScriptCall> scripts = new ArrayList<>(instanceIds.size());
+        for (String id : instanceIds) {
+            String base = instanceBase(id);
+            scripts.add(new Calls.ScriptCall(Lua.SESSIONS_DUE, List.of(base + "ss", base + "sx"),
+                    List.of(base + "s:", nowMs)));
+        }
+        List<Response> got = calls.evalAll(scripts, "due sessions of " + instanceIds.size() + " instances");
+        List<List<WriteSession>> out = new ArrayList<>(got.size());
+        for (int i = 0; i < got.size(); i++) {
+            Response r = got.get(i);
+            List<WriteSession> due = new ArrayList<>(r == null ? 0 : r.size() / 2);
+            for (int j = 0; r != null && j + 1 < r.size(); j += 2) {
+                due.add(Codec.session(r.get(j).toString(), instanceIds.get(i), r.get(j + 1).toBytes()));
+            }
+            out.add(due);
+        }
+        return out;
     }
 
     @Override
