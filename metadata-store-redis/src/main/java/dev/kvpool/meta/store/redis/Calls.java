@@ -99,10 +99,24 @@ public final class Calls {
     }
 
     /**
+     * Most calls {@link #all} and {@link #evalAll} have in flight at once: each may take a pooled connection, and
+     * callers beyond the pool wait in a bounded queue (the plane's is 1,024), so a group of thousands of instances
+     * goes in waves of this many, a round trip each.
+     */
+    static final int WAVE = 256;
+
+    /**
      * Sends the requests concurrently, each on its own (they may live on different cluster nodes, which a batch
      * cannot span): one round trip of latency.
      */
     List<Response> all(List<Request> rs, String what) {
+        if (rs.size() > WAVE) {
+            List<Response> out = new java.util.ArrayList<>(rs.size());
+            for (int i = 0; i < rs.size(); i += WAVE) {
+                out.addAll(all(rs.subList(i, Math.min(rs.size(), i + WAVE)), what));
+            }
+            return out;
+        }
         guard(what);
         roundTrips.increment();
         List<Future<Response>> fs = new java.util.ArrayList<>(rs.size());
@@ -211,6 +225,13 @@ public final class Calls {
      * is thrown after every call has answered, so the caller knows none is still in flight.
      */
     public List<Response> evalAll(List<ScriptCall> scripts, String what) {
+        if (scripts.size() > WAVE) {
+            List<Response> out = new java.util.ArrayList<>(scripts.size());
+            for (int i = 0; i < scripts.size(); i += WAVE) {
+                out.addAll(evalAll(scripts.subList(i, Math.min(scripts.size(), i + WAVE)), what));
+            }
+            return out;
+        }
         guard(what);
         roundTrips.increment();
         List<Future<Response>> fs = new java.util.ArrayList<>(scripts.size());

@@ -388,6 +388,40 @@ class RedisStoreReplicasTest {
     }
 
     @Test
+    void checksOfManyInstancesGoInWavesOfARoundTripEach() {
+        // 600 instances, 3 of them with keys and an open session, one in each wave of 256
+        List<String> ids = new java.util.ArrayList<>();
+        for (int i = 0; i < 600; i++) {
+            ids.add("inst-" + i);
+        }
+        // write() gives each session a deadline of its own clock + 60 s: bracket the three
+        long before = System.currentTimeMillis();
+        for (int i : new int[] {3, 300, 599}) {
+            write(a.index(ids.get(i)), "s-" + i, 1, 1, keys(0, 1 + i % 7));
+        }
+        long after = System.currentTimeMillis();
+        warmScripts(ids.getFirst());
+        long t0 = a.roundTrips();
+        long[] counts = a.keyCounts(ids);
+        long t1 = a.roundTrips();
+        List<List<dev.kvpool.meta.index.WriteSession>> due = b.sessionsDue(ids, after + 60_000);
+        List<List<dev.kvpool.meta.index.WriteSession>> early = b.sessionsDue(ids, before + 59_000);
+        assertEquals(3, t1 - t0, "600 key counts: waves of 256");
+        for (int i = 0; i < 600; i++) {
+            boolean used = i == 3 || i == 300 || i == 599;
+            assertEquals(used ? 1 + i % 7 : 0, counts[i], "keys of " + ids.get(i));
+            assertEquals(used ? List.of("s-" + i) : List.of(),
+                    due.get(i).stream().map(dev.kvpool.meta.index.WriteSession::id).toList(), "due at the deadline");
+            assertEquals(List.of(), early.get(i), "none due a second before");
+        }
+    }
+
+    /** Loads the sessions-due script into the server off the round-trip count (another test may flush scripts). */
+    private void warmScripts(String id) {
+        a.sessionsDue(List.of(id), 0);
+    }
+
+    @Test
     void batchesAreSingleRoundTrips() {
         // the server may not know the scripts yet (another test flushed them): load each once, off the count and
         // on another instance
