@@ -105,17 +105,22 @@ public final class Calls {
      */
     static final int WAVE = 256;
 
+    /** Answers of {@code wave} applied to consecutive slices of at most {@link #WAVE} items, in order. */
+    private static <T> List<Response> inWaves(List<T> items, java.util.function.Function<List<T>, List<Response>> wave) {
+        List<Response> out = new java.util.ArrayList<>(items.size());
+        for (int i = 0; i < items.size(); i += WAVE) {
+            out.addAll(wave.apply(items.subList(i, Math.min(items.size(), i + WAVE))));
+        }
+        return out;
+    }
+
     /**
      * Sends the requests concurrently, each on its own (they may live on different cluster nodes, which a batch
      * cannot span): one round trip of latency.
      */
     List<Response> all(List<Request> rs, String what) {
         if (rs.size() > WAVE) {
-            List<Response> out = new java.util.ArrayList<>(rs.size());
-            for (int i = 0; i < rs.size(); i += WAVE) {
-                out.addAll(all(rs.subList(i, Math.min(rs.size(), i + WAVE)), what));
-            }
-            return out;
+            return inWaves(rs, w -> all(w, what));
         }
         guard(what);
         roundTrips.increment();
@@ -226,11 +231,7 @@ public final class Calls {
      */
     public List<Response> evalAll(List<ScriptCall> scripts, String what) {
         if (scripts.size() > WAVE) {
-            List<Response> out = new java.util.ArrayList<>(scripts.size());
-            for (int i = 0; i < scripts.size(); i += WAVE) {
-                out.addAll(evalAll(scripts.subList(i, Math.min(scripts.size(), i + WAVE)), what));
-            }
-            return out;
+            return inWaves(scripts, w -> evalAll(w, what));
         }
         guard(what);
         roundTrips.increment();

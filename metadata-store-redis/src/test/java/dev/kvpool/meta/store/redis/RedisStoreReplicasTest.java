@@ -400,7 +400,7 @@ class RedisStoreReplicasTest {
             write(a.index(ids.get(i)), "s-" + i, 1, 1, keys(0, 1 + i % 7));
         }
         long after = System.currentTimeMillis();
-        warmScripts(ids.getFirst());
+        a.sessionsDue(List.of(ids.getFirst()), 0); // loads the script off the count (another test may flush scripts)
         long t0 = a.roundTrips();
         long[] counts = a.keyCounts(ids);
         long t1 = a.roundTrips();
@@ -414,11 +414,6 @@ class RedisStoreReplicasTest {
                     due.get(i).stream().map(dev.kvpool.meta.index.WriteSession::id).toList(), "due at the deadline");
             assertEquals(List.of(), early.get(i), "none due a second before");
         }
-    }
-
-    /** Loads the sessions-due script into the server off the round-trip count (another test may flush scripts). */
-    private void warmScripts(String id) {
-        a.sessionsDue(List.of(id), 0);
     }
 
     @Test
