@@ -100,11 +100,18 @@ public final class BearerToken {
             throw new InvalidTokenException("malformed token: expected <claims>.<signature>");
         }
         String body = token.substring(0, dot);
+        byte[] claimBytes, sig;
+        try {
+            claimBytes = canonical(body);
+            sig = canonical(token.substring(dot + 1));
+        } catch (IllegalArgumentException e) {
+            throw new InvalidTokenException("malformed token: " + e.getMessage());
+        }
         try {
             Signature s = Signature.getInstance("Ed25519");
             s.initVerify(key);
             s.update(body.getBytes(StandardCharsets.US_ASCII));
-            if (!s.verify(B64D.decode(token.substring(dot + 1)))) {
+            if (!s.verify(sig)) {
                 throw new InvalidTokenException("bad token signature");
             }
         } catch (IllegalArgumentException | GeneralSecurityException e) {
@@ -112,7 +119,7 @@ public final class BearerToken {
         }
         Claims c;
         try {
-            JsonNode n = MAPPER.readTree(B64D.decode(body));
+            JsonNode n = MAPPER.readTree(claimBytes);
             List<String> groups = new ArrayList<>();
             n.path("groups").forEach(x -> groups.add(x.asText()));
             c = new Claims(n.path("sub").asText(), n.path("role").asText(), new TreeSet<>(groups),
@@ -127,6 +134,25 @@ public final class BearerToken {
             throw new InvalidTokenException("token expired");
         }
         return c;
+    }
+
+    /**
+     * Decodes one part, accepting only the encoding {@link #issue} produces: unpadded base64url whose unused low
+     * bits of the last character are zero. A decoder alone also accepts other spellings of the same bytes, so one
+     * token would have several accepted forms (and a token denylist or cache keyed by the text could be bypassed).
+     */
+    private static byte[] canonical(String part) {
+        for (int i = 0; i < part.length(); i++) {
+            char c = part.charAt(i);
+            if (!(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_')) {
+                throw new IllegalArgumentException("not unpadded base64url");
+            }
+        }
+        byte[] bytes = B64D.decode(part);
+        if (!B64.encodeToString(bytes).equals(part)) {
+            throw new IllegalArgumentException("not the canonical base64url encoding");
+        }
+        return bytes;
     }
 
     public static String encodePublicKey(PublicKey key) {

@@ -45,8 +45,10 @@ public final class BodyErrors {
     /**
      * Makes request bodies strict where Jackson's defaults silently change what the client sent: 1.5 is not read
      * as the integer 1, a null is not read as 0 or false, and (when asked) an unknown field is an error rather
-     * than ignored, so a misspelt option cannot pass for its default. Numbers in strings ("42") stay accepted, as
-     * proto JSON writes 64-bit integers that way.
+     * than ignored, so a misspelt option cannot pass for its default. A value of one kind is never taken for another:
+     * 42 or true is not the name "42", "42" is not the number 42 (KVCM's proto JSON, which writes 64-bit integers as
+     * strings, is read by {@link ProtoJson}, not here). Duplicate keys and nesting deeper than
+     * {@link ProtoJson#MAX_NESTING} are refused.
      */
     public static ObjectMapper strict(ObjectMapper mapper, boolean rejectUnknownFields) {
         mapper.disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT);
@@ -59,6 +61,32 @@ public final class BodyErrors {
                 boolean[].class}) {
             mapper.configOverride(c).setSetterInfo(JsonSetter.Value.forContentNulls(Nulls.FAIL));
         }
+        // a key given twice is refused rather than last-one-wins; deep nesting is refused while parsing (400)
+        mapper.getFactory().enable(com.fasterxml.jackson.core.JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
+        mapper.getFactory().setStreamReadConstraints(com.fasterxml.jackson.core.StreamReadConstraints.builder()
+                .maxNestingDepth(ProtoJson.MAX_NESTING).build());
+        // a number or a boolean where a string belongs is refused, not turned into the name "42" or "true"; a
+        // string where a number or a boolean belongs is refused too
+        for (var target : new com.fasterxml.jackson.databind.type.LogicalType[] {
+                com.fasterxml.jackson.databind.type.LogicalType.Textual}) {
+            var c = mapper.coercionConfigFor(target);
+            c.setCoercion(com.fasterxml.jackson.databind.cfg.CoercionInputShape.Integer,
+                    com.fasterxml.jackson.databind.cfg.CoercionAction.Fail);
+            c.setCoercion(com.fasterxml.jackson.databind.cfg.CoercionInputShape.Float,
+                    com.fasterxml.jackson.databind.cfg.CoercionAction.Fail);
+            c.setCoercion(com.fasterxml.jackson.databind.cfg.CoercionInputShape.Boolean,
+                    com.fasterxml.jackson.databind.cfg.CoercionAction.Fail);
+        }
+        for (var target : new com.fasterxml.jackson.databind.type.LogicalType[] {
+                com.fasterxml.jackson.databind.type.LogicalType.Integer,
+                com.fasterxml.jackson.databind.type.LogicalType.Float,
+                com.fasterxml.jackson.databind.type.LogicalType.Boolean}) {
+            mapper.coercionConfigFor(target).setCoercion(com.fasterxml.jackson.databind.cfg.CoercionInputShape.String,
+                    com.fasterxml.jackson.databind.cfg.CoercionAction.Fail);
+        }
+        mapper.coercionConfigFor(com.fasterxml.jackson.databind.type.LogicalType.Boolean).setCoercion(
+                com.fasterxml.jackson.databind.cfg.CoercionInputShape.Integer,
+                com.fasterxml.jackson.databind.cfg.CoercionAction.Fail);
         mapper.addHandler(new Wording());
         return mapper;
     }
@@ -97,7 +125,11 @@ public final class BodyErrors {
      */
     public static Fault of(Throwable e) {
         for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof JsonMappingException m && !(m.getCause() instanceof StreamReadException)) {
+            if (t instanceof com.fasterxml.jackson.core.exc.StreamConstraintsException c) {
+                return new Fault(null, "body refused: " + firstLine(c.getOriginalMessage()));
+            }
+            if (t instanceof JsonMappingException m && !(m.getCause() instanceof StreamReadException)
+                    && !(m.getCause() instanceof com.fasterxml.jackson.core.exc.StreamConstraintsException)) {
                 if (m instanceof InvalidDefinitionException && !(m.getProcessor() instanceof JsonParser)) {
                     return null;
                 }
@@ -137,9 +169,12 @@ public final class BodyErrors {
         }
         Class<?> target = e instanceof MismatchedInputException mi ? mi.getTargetType()
                 : e instanceof InvalidDefinitionException d && d.getType() != null ? d.getType().getRawClass() : null;
-        String got = e instanceof InvalidFormatException f ? value(f.getValue()) : null;
+        String got = e instanceof InvalidFormatException f ? value(f.getValue()) : coerced(e.getOriginalMessage());
         if (target == null) {
             return new Fault(field, firstLine(e.getOriginalMessage()));
+        }
+        if (target.isArray() && field != null && field.endsWith("]")) {
+            target = target.getComponentType(); // a primitive array's element: Jackson names the array
         }
         String expected = describe(target);
         if (expected.equals("an object") && (got == null || got.equals("an object"))) {
@@ -147,6 +182,20 @@ public final class BodyErrors {
             return new Fault(field, firstLine(e.getOriginalMessage()));
         }
         return new Fault(field, "expected " + expected + (got == null ? "" : ", got " + got));
+    }
+
+    private static final java.util.regex.Pattern COERCION = java.util.regex.Pattern.compile(
+            "^Cannot coerce (String|Integer|Floating-point|Boolean) value \\((.*?)\\) to ");
+
+    /** What a refused coercion was given, from Jackson's words (the value is not kept in the exception). */
+    private static String coerced(String message) {
+        var m = message == null ? null : COERCION.matcher(message);
+        if (m == null || !m.find()) {
+            return null;
+        }
+        String v = m.group(2);
+        return m.group(1).equals("String") && v.length() >= 2 && v.startsWith("\"") && v.endsWith("\"")
+                ? value(v.substring(1, v.length() - 1)) : v;
     }
 
     /** {@code a.b[2].c}, or null for the body itself. */

@@ -36,10 +36,18 @@ import java.nio.charset.StandardCharsets;
  * (Timestamp, Duration, Struct, Any) are treated as ordinary messages, which the KVCM protos never need.
  */
 public final class ProtoJson {
+    /**
+     * The deepest nesting of objects and arrays a body may have: the KVCM messages need 6, and protobuf itself
+     * refuses more than 100 when the message is built; this refuses it while parsing, before any work is spent.
+     */
+    public static final int MAX_NESTING = 64;
 
     private static final JsonFactory FACTORY = new JsonFactoryBuilder()
             // vLLM sends whole prompts (64 MiB bodies); do not cap string sizes below that
-            .streamReadConstraints(StreamReadConstraints.builder().maxStringLength(Integer.MAX_VALUE).build())
+            .streamReadConstraints(StreamReadConstraints.builder().maxStringLength(Integer.MAX_VALUE)
+                    .maxNestingDepth(MAX_NESTING).build())
+            // a key given twice is refused (400), as protobuf's own JsonFormat does, instead of last-one-wins
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
             .characterEscapes(JsonEscapes.INSTANCE)
             .enable(JsonWriteFeature.COMBINE_UNICODE_SURROGATES_IN_UTF8) // 4-byte UTF-8, as JsonFormat emits
             .disable(StreamReadFeature.AUTO_CLOSE_SOURCE)

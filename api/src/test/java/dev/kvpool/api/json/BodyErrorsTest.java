@@ -72,10 +72,23 @@ class BodyErrorsTest {
     }
 
     @Test
-    void stringsHoldingNumbersStayAccepted() throws Exception {
-        Body b = strict.readValue("{\"keys\":[\"7\"],\"quota\":\"30000000000\"}", Body.class);
-        assertEquals(7, b.keys()[0]);
-        assertEquals(30_000_000_000L, b.quota());
+    void aValueOfOneKindIsNeverTakenForAnother() {
+        assertEquals("keys[0]: expected an integer, got the string \"7\"", fault(strict, "{\"keys\":[\"7\"]}").message());
+        assertEquals("quota: expected an integer, got the string \"30000000000\"",
+                fault(strict, "{\"quota\":\"30000000000\"}").message());
+        assertEquals("name: expected a string, got 42", fault(strict, "{\"name\":42}").message());
+        assertEquals("name: expected a string, got true", fault(strict, "{\"name\":true}").message());
+        assertEquals("name: expected a string, got 1.5", fault(strict, "{\"name\":1.5}").message());
+        assertEquals("global: expected true or false, got 1", fault(strict, "{\"global\":1}").message());
+    }
+
+    @Test
+    void duplicateKeysAndDeepNestingAreRefused() {
+        BodyErrors.Fault dup = fault(strict, "{\"name\":\"a\",\"name\":\"b\"}");
+        assertTrue(dup.detail().contains("Duplicate field 'name'"), dup.detail());
+        String deep = "{\"unknown\":" + "[".repeat(ProtoJson.MAX_NESTING + 1) + "]".repeat(ProtoJson.MAX_NESTING + 1) + "}";
+        BodyErrors.Fault f = fault(lenient, deep);
+        assertTrue(f.detail().contains("nesting depth"), f.detail());
     }
 
     @Test
