@@ -288,6 +288,7 @@ public class MetaRuntime {
                 }
             }
             if (controlPlane != null) {
+                controlPlane.onStorageDeleted(this::dropStorageBlocks);
                 controlPlane.start(registry, ledger, leadership::isLeader, this::dropInstance);
             }
             registerGauges();
@@ -397,6 +398,14 @@ public class MetaRuntime {
     }
 
     /** An instance deleted in the control plane: its blocks are freed (bytes, slots, usage), then it is forgotten. */
+    /** A storage deleted in the control plane: its blocks released (one replica of a shared store suffices). */
+    private void dropStorageBlocks(String name) {
+        dev.kvpool.meta.storage.Storage st = registry.storage(name);
+        if (st != null && (!registry.sharedStore() || leadership.isLeader())) {
+            write.removeBlocksOn(st);
+        }
+    }
+
     private boolean dropInstance(String id) {
         Instance inst = registry.instance(id);
         if (inst == null) {

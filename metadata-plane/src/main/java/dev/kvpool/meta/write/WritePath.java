@@ -602,6 +602,46 @@ public final class WritePath implements AutoCloseable {
         }
     }
 
+    /**
+     * A storage deleted from the configuration: every block with a location on it leaves service and is deleted
+     * through the normal path (reader lease, bytes, slots, usage, metadata). A block that also has replicas on other
+     * storages goes whole: the index moves keys, not single replicas, to DELETING. Returns the locations moved.
+     */
+    public long removeBlocksOn(Storage st) {
+        long moved = 0;
+        for (Instance inst : registry.instances()) {
+            long cursor = 0;
+            do {
+                List<Long> page = new ArrayList<>(1024);
+                cursor = inst.index.scan(cursor, 1024, page::add);
+                long[] keys = page.stream().mapToLong(Long::longValue).toArray();
+                Block[] blocks = new Block[keys.length];
+                inst.index.getAll(keys, 0, keys.length, blocks);
+                int n = 0;
+                for (int i = 0; i < keys.length; i++) {
+                    Block bl = blocks[i];
+                    boolean on = false;
+                    for (int j = 0; bl != null && j < bl.size() && !on; j++) {
+                        on = Loc.storage(bl.a(j)) == st.number;
+                    }
+                    if (on) {
+                        keys[n++] = keys[i];
+                    }
+                }
+                if (n > 0) {
+                    // WRITING ones stay with their session, which finishes them as failed (the storage is gone
+                    // from the configuration) or expires them, releasing what it reserved
+                    LocList m = inst.index.markDeleting(keys, 0, n, null, false);
+                    moved += m.size();
+                    submitDelete(inst, m, readerLeaseMs(inst));
+                }
+            } while (cursor != 0);
+        }
+        LOG.infof("storage %s deleted from the configuration: %d locations on it leave service and are deleted",
+                st.name, moved);
+        return moved;
+    }
+
     void submitDelete(Instance inst, LocList deleting) {
         submitDelete(inst, deleting, 0);
     }
