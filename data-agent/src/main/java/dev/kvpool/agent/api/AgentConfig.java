@@ -130,6 +130,15 @@ public interface AgentConfig {
 
         @WithDefault("true")
         boolean requireChecksum();
+
+        /**
+         * The root paths of the file storages the pool's slab files are in (their {@code root_path}), as this host
+         * sees them. Every location the metadata plane hands out must lie in one of them, in this agent's instance
+         * directory; anything else is refused (a failed write, a miss). Default {@code $KVPOOL_DATA_DIR/nfs}, the
+         * default storage of {@code ./kvpool up}.
+         */
+        @WithDefault("data/nfs")
+        List<String> storageRoots();
     }
 
     interface Events {
