@@ -3,6 +3,7 @@ package dev.kvpool.meta.kvcm;
 import com.google.protobuf.Message;
 import dev.kvpool.api.json.ProtoJson;
 import dev.kvpool.api.json.ProtoJsonException;
+import dev.kvpool.api.naming.Text;
 import dev.kvpool.api.proto.meta.*;
 import dev.kvpool.meta.runtime.MetaRuntime;
 import io.vertx.core.buffer.Buffer;
@@ -14,7 +15,6 @@ import jakarta.inject.Inject;
 import java.util.Map;
 import java.util.function.BiFunction;
 import java.util.function.Supplier;
-import org.eclipse.microprofile.config.inject.ConfigProperty;
 
 /**
  * KVCM meta HTTP routes: {@code POST /api/<lowerCamelRpc>} with proto3 JSON in and out (§1.3–1.5). Unparsable
@@ -53,8 +53,16 @@ public class KvcmHttpRoutes {
     @Inject
     MetaRuntime runtime;
 
-    @ConfigProperty(name = "kvpool.meta.http.max-body-bytes", defaultValue = "67108864")
+    @Inject
+    dev.kvpool.meta.runtime.MetaSettings settings;
     long maxBody;
+    long bodyTimeoutMs;
+
+    @jakarta.annotation.PostConstruct
+    void limits() {
+        maxBody = settings.maxBodyBytes();
+        bodyTimeoutMs = Math.max(1, settings.bodyTimeout().toMillis());
+    }
 
     void routes(@Observes Router router) {
         router.post("/api/:rpc").handler(this::receive);
@@ -67,16 +75,27 @@ public class KvcmHttpRoutes {
     void receive(RoutingContext ctx) {
         Rpc rpc = RPCS.get(ctx.pathParam("rpc"));
         if (rpc == null) {
-            ctx.response().setStatusCode(404).putHeader("Content-Type", "application/json").end(EMPTY_JSON);
+            ctx.response().setStatusCode(404).putHeader("Content-Type", "application/json")
+                    .putHeader("X-KVPool-Error", "no KVCM meta RPC '" + Text.safe(ctx.pathParam("rpc")) + "'")
+                    .end(EMPTY_JSON);
             return;
         }
-        String len = ctx.request().getHeader("Content-Length");
-        long declared = len == null ? -1 : Long.parseLong(len.trim());
+        long declared;
+        try {
+            String len = ctx.request().getHeader("Content-Length");
+            declared = len == null ? -1 : Long.parseLong(len.trim());
+        } catch (NumberFormatException e) {
+            // Vert.x's codec refuses most bad lengths itself; whatever reaches here is answered, not a 500
+            badRequest(ctx, "Content-Length is not a number");
+            return;
+        }
         if (declared > maxBody) {
             tooLarge(ctx);
             return;
         }
-        Buffer body = Buffer.buffer((int) Math.max(256, declared));
+        // a declared length is a promise, not bytes: grow with what arrives (a few idle connections each
+        // declaring 64 MiB must not reserve 64 MiB each)
+        Buffer body = Buffer.buffer((int) Math.min(INITIAL_BUFFER, Math.max(256, declared)));
         ctx.request().handler(chunk -> {
             if (body.length() + chunk.length() > maxBody) {
                 tooLarge(ctx);
@@ -84,17 +103,37 @@ public class KvcmHttpRoutes {
                 body.appendBuffer(chunk);
             }
         });
+        long timer = ctx.vertx().setTimer(bodyTimeoutMs, id -> {
+            if (!ctx.response().ended() && !ctx.request().isEnded()) {
+                ctx.response().setStatusCode(408).putHeader("Content-Type", "application/json")
+                        .putHeader("Connection", "close").putHeader("X-KVPool-Error", "request body not complete after "
+                                + bodyTimeoutMs + " ms (" + body.length() + " bytes arrived)").end(EMPTY_JSON);
+            }
+        });
         ctx.request().endHandler(v -> {
+            ctx.vertx().cancelTimer(timer);
             if (!ctx.response().ended()) {
                 handle(ctx, rpc, body);
             }
         });
+        ctx.response().closeHandler(v -> ctx.vertx().cancelTimer(timer));
         ctx.request().resume();
+    }
+
+    /** The first allocation for a body; it grows with the bytes that really arrive. */
+    static final int INITIAL_BUFFER = 64 * 1024;
+
+    private void badRequest(RoutingContext ctx, String why) {
+        if (!ctx.response().ended() && !ctx.response().closed()) {
+            ctx.response().setStatusCode(400).putHeader("Content-Type", "application/json")
+                    .putHeader("Connection", "close").putHeader("X-KVPool-Error", Text.safe(why)).end(EMPTY_JSON);
+        }
     }
 
     private void tooLarge(RoutingContext ctx) {
         if (!ctx.response().ended()) {
             ctx.response().setStatusCode(413).putHeader("Content-Type", "application/json")
+                    .putHeader("Connection", "close")
                     .putHeader("X-KVPool-Error", "request body exceeds " + maxBody + " bytes").end(EMPTY_JSON);
         }
     }
@@ -205,9 +244,11 @@ public class KvcmHttpRoutes {
                 .end(Buffer.buffer(io.netty.buffer.Unpooled.wrappedBuffer(json)));
     }
 
-    /** The 400 body must stay exactly {} (clients parse it); the reason travels in a header instead. */
+    /**
+     * The 400 body must stay exactly {} (clients parse it); the reason travels in a header instead, escaped: a
+     * control character in a header value makes Netty refuse the whole response, and the client would wait forever.
+     */
     private static String sanitize(String s) {
-        String one = s == null ? "unparsable JSON" : s.replaceAll("[\\r\\n]", " ");
-        return one.length() > 300 ? one.substring(0, 300) : one;
+        return s == null ? "unparsable JSON" : Text.safe(s);
     }
 }

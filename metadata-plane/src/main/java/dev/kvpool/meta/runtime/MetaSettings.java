@@ -29,6 +29,22 @@ public interface MetaSettings {
     @WithDefault("6381")
     int grpcPort();
 
+    /**
+     * The largest body a KVCM meta HTTP call may send (413 beyond it). The body is read as it arrives, so a client
+     * that only declares a large Content-Length holds no more than 64 KiB until its bytes come.
+     */
+    @WithName("meta.http.max-body-bytes")
+    @WithDefault("67108864")
+    long maxBodyBytes();
+
+    /**
+     * How long a KVCM meta HTTP body may take to arrive once its headers have: past it the call is answered 408 and
+     * the connection closed, so a client that stalls mid-body holds no connection or buffer for long.
+     */
+    @WithName("meta.http.body-timeout")
+    @WithDefault("30s")
+    Duration bodyTimeout();
+
     @WithName("meta.index")
     Index index();
 
@@ -231,6 +247,14 @@ public interface MetaSettings {
          */
         @WithDefault("1.0")
         double dutyCycle();
+
+        /**
+         * How often the leader recounts each group's usage from its index and compares it with the ledger (the
+         * usage invariant; a difference confirmed by two quiet audits in a row is logged and counted). 0 turns it
+         * off. Each audit reads every index of the group: on a large Redis-backed pool, lengthen it.
+         */
+        @WithDefault("15m")
+        java.time.Duration usageAudit();
     }
 
     interface Events {
