@@ -1,5 +1,6 @@
 package dev.kvpool.agent.api;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.exc.InvalidDefinitionException;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import dev.kvpool.api.json.BodyErrors;
@@ -20,11 +21,13 @@ public class BodyErrorMappers {
     private static final Logger LOG = Logger.getLogger(BodyErrorMappers.class);
 
     /**
-     * Parse errors arrive wrapped in a WebApplicationException; any other one keeps its status, with the agent's
-     * error body where RESTEasy leaves it empty (an unknown route, a wrong method or Content-Type).
+     * Parse errors arrive wrapped in a WebApplicationException, or bare where Jackson's stream constraints refuse a
+     * body (nesting past 64: a checked exception no RuntimeException mapper sees, which Quarkus answered 500 with its
+     * stack trace); any other WebApplicationException keeps its status, with the agent's error body where RESTEasy
+     * leaves it empty (an unknown route, a wrong method or Content-Type).
      */
     @ServerExceptionMapper({MismatchedInputException.class, InvalidDefinitionException.class,
-            WebApplicationException.class})
+            WebApplicationException.class, JsonProcessingException.class})
     public Response body(Exception e) {
         return BodyErrors.answer(e, f -> error(400, f.message()), t -> t instanceof WebApplicationException w
                 ? described(w) : internal(t));
@@ -69,7 +72,9 @@ public class BodyErrorMappers {
                 + (t.getMessage() == null ? "" : ": " + t.getMessage()));
     }
 
+    /** The agent's error body; the message echoes client text, so control characters go out escaped ({@link Text#safe}). */
     static Response error(int status, String message) {
-        return Response.status(status).type(MediaType.APPLICATION_JSON).entity(Map.of("error", message)).build();
+        return Response.status(status).type(MediaType.APPLICATION_JSON).entity(Map.of("error", Text.safe(message)))
+                .build();
     }
 }

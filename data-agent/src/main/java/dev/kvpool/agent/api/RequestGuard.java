@@ -1,6 +1,5 @@
 package dev.kvpool.agent.api;
 
-import dev.kvpool.api.naming.Text;
 import io.quarkus.runtime.configuration.MemorySize;
 import io.quarkus.vertx.http.runtime.RouteConstants;
 import io.vertx.core.http.HttpHeaders;
@@ -11,26 +10,21 @@ import io.vertx.ext.web.RoutingContext;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
-import org.jboss.logging.Logger;
 
 /**
- * The engine API's first look at every request, before any byte of its body is read:
- * <ul>
- * <li>a declared {@code Content-Length} beyond {@code quarkus.http.limits.max-body-size} is answered 413 at once,
- * with the agent's error body (Quarkus' own check, right behind this one, answers an empty 413); a chunked body that
- * grows past it is cut off by Quarkus as it arrives. A Content-Length that is not a number, negative or beyond a
- * long never gets here: Netty's decoder refuses the request head with an empty 400 and closes.</li>
- * <li>a body whose framing breaks after the head (a chunk size that is not hex, say) fails the connection in Vert.x,
- * which then closes it without an answer; the handler installed here answers 400 first, naming what broke.</li>
- * <li>a body that stops short of its Content-Length is closed after {@code quarkus.http.idle-timeout} (60 s) without
- * traffic, with nothing logged: no one is left to answer.</li>
- * </ul>
- * Neither is logged above DEBUG: it is the client's fault, and a client could fill the log with it.
+ * The engine API's first look at a request's size, before any byte of its body is read: a declared
+ * {@code Content-Length} beyond {@code quarkus.http.limits.max-body-size} is answered 413 at once, with the agent's
+ * error body, and the connection closed (Quarkus' own check, right behind this one, answers an empty 413). A chunked
+ * body that grows past the bound is cut off by Quarkus as it arrives (an empty 413).
+ *
+ * <p>The rest of the framing is answered before this runs: a Content-Length that is not a number, negative or
+ * beyond a long, or a broken header line, by Netty's decoder (an empty 400, connection closed); an ambiguous length
+ * or transfer coding, and a chunked body whose framing breaks, by api's {@code RequestFraming} (400 with a problem
+ * body); a body that stops short of its Content-Length is closed after {@code quarkus.http.idle-timeout} without
+ * traffic, with nothing logged: no one is left to answer.
  */
 @ApplicationScoped
 public class RequestGuard {
-    private static final Logger LOG = Logger.getLogger(RequestGuard.class);
-
     @ConfigProperty(name = "quarkus.http.limits.max-body-size", defaultValue = "10240K")
     MemorySize maxBodySize;
 
@@ -57,25 +51,6 @@ public class RequestGuard {
                 return;
             }
         }
-        // Vert.x reports a body's framing error to the connection (not to the request) and then closes it
-        rc.request().connection().exceptionHandler(e -> {
-            LOG.debugf("request body of %s %s broke off: %s", rc.request().method(), Text.safe(rc.request().path()),
-                    e.toString());
-            HttpServerResponse r = rc.response();
-            // a connection that closed or timed out (a body shorter than its Content-Length) has no one to answer;
-            // RESTEasy finishes that request itself
-            boolean framing = !(e instanceof io.vertx.core.http.HttpClosedException) && !(e instanceof java.io.IOException)
-                    && !(e instanceof io.netty.handler.timeout.TimeoutException);
-            if (framing && !r.headWritten() && !r.ended() && !r.closed()) {
-                r.putHeader(HttpHeaders.CONNECTION, "close");
-                answer(r, 400, "request body: malformed HTTP framing: " + Text.safe(String.valueOf(e.getMessage())));
-                // writes made while Vert.x reads are flushed when the read completes, and the connection is closed
-                // before that: without this the answer would go with it
-                if (rc.request().connection() instanceof io.vertx.core.net.impl.ConnectionBase c) {
-                    c.flush();
-                }
-            }
-        });
         rc.next();
     }
 
