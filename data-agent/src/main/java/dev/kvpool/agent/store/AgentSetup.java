@@ -98,6 +98,14 @@ public final class AgentSetup {
                         + " path of each file storage it writes to (the storages' root_path), so that no location"
                         + " the metadata plane hands out can lead outside them");
             }
+            for (Path r : poolRoots == null ? List.<Path>of() : poolRoots) {
+                for (Path part : r) { // a root is meant as written: '/data/../etc' is a mistake, not /etc
+                    if (part.toString().equals(".") || part.toString().equals("..")) {
+                        throw new IllegalArgumentException("kvpool.agent.pool.storage-roots: '" + Text.safe(r.toString())
+                                + "' holds a '" + part + "' segment; give the root as a plain path");
+                    }
+                }
+            }
             return this;
         }
 

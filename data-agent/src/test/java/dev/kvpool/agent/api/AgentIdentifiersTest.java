@@ -62,6 +62,12 @@ class AgentIdentifiersTest {
                 .withPool("http://127.0.0.1:1", "agent").withPoolRoots(List.of());
         var e = assertThrows(IllegalArgumentException.class, () -> AgentSetup.build(s, EventSink.NONE));
         assertTrue(e.getMessage().startsWith("kvpool.agent.pool.storage-roots"), e.getMessage());
+        for (String root : new String[] {"/data/../etc", "./nfs", "/data/nfs/.."}) {
+            var dotted = AgentSetup.Settings.defaults(dir).withNvme(List.of(), 0)
+                    .withPool("http://127.0.0.1:1", "agent").withPoolRoots(List.of(Path.of(root)));
+            e = assertThrows(IllegalArgumentException.class, () -> AgentSetup.build(dotted, EventSink.NONE), root);
+            assertTrue(e.getMessage().startsWith("kvpool.agent.pool.storage-roots: '" + root + "'"), e.getMessage());
+        }
     }
 
     /** Each setting that is a name, and how to set it. */
