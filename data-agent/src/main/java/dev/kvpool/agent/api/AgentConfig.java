@@ -22,11 +22,15 @@ public interface AgentConfig {
     @WithDefault("127.0.0.1")
     String httpHost();
 
-    /** Port of {@code /q/metrics} (Quarkus' management interface, on {@code metrics-host}, default 0.0.0.0). */
+    /** Port of {@code /q/metrics} (Quarkus' management interface, on {@code metrics-host}). */
     @WithDefault("6389")
     int metricsPort();
 
-    @WithDefault("0.0.0.0")
+    /**
+     * Interface of the metrics port (default 127.0.0.1): it takes no credentials either, so it stays on the node
+     * unless set otherwise (0.0.0.0 for a Prometheus elsewhere).
+     */
+    @WithDefault("127.0.0.1")
     String metricsHost();
 
     @WithDefault("262144")
@@ -126,6 +130,15 @@ public interface AgentConfig {
 
         @WithDefault("true")
         boolean requireChecksum();
+
+        /**
+         * The root paths of the file storages the pool's slab files are in (their {@code root_path}), as this host
+         * sees them. Every location the metadata plane hands out must lie in one of them, in this agent's instance
+         * directory; anything else is refused (a failed write, a miss). Default {@code $KVPOOL_DATA_DIR/nfs}, the
+         * default storage of {@code ./kvpool up}.
+         */
+        @WithDefault("data/nfs")
+        List<String> storageRoots();
     }
 
     interface Events {

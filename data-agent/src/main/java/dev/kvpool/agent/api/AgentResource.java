@@ -23,7 +23,10 @@ import java.util.Map;
 
 /**
  * The engine-facing control API (port 6390). Block bytes never travel in JSON: they sit in the shared segment
- * ({@link SharedMemory}) and requests carry offsets into it.
+ * ({@link SharedMemory}) and requests carry offsets into it. Every request is checked before it reaches the store:
+ * a body is present, names at most {@link #MAX_KEYS_PER_CALL} keys, gives one offset per key where offsets are taken
+ * and each offset is a block-sized, 4 KiB-aligned range inside the segment, and carries no field the route does not
+ * take; anything else is a 400 naming the field. (Bodies are bounded before they are read: RequestGuard.)
  */
 @Path("/v1")
 @Produces(MediaType.APPLICATION_JSON)
@@ -31,6 +34,13 @@ import java.util.Map;
 public class AgentResource {
     @Inject
     AgentService agent;
+
+    /**
+     * The most block keys one call may name: 65,536, above a 1 M-token prompt in 16-token blocks (62,500). Below the
+     * platform-wide {@link dev.kvpool.api.limits.Limits#MAX_KEYS_PER_CALL} because a call's body must fit the agent's
+     * 4 MiB body bound (65,536 keys and offsets take at most ~2.2 MB of JSON) and its answer is built in memory.
+     */
+    public static final int MAX_KEYS_PER_CALL = 1 << 16;
 
     /** save / load / query / remove bodies. */
     public record BlocksRequest(long[] keys, long[] offsets, Long parent, Boolean global) {
@@ -54,10 +64,11 @@ public class AgentResource {
     @POST
     @Path("/save")
     public SaveResponse save(BlocksRequest r) {
-        long[] keys = keys(r);
+        long[] keys = keys(r, "save");
+        refuse(r.global(), "global", "save");
         if (r.offsets() == null || r.offsets().length != keys.length) {
-            throw new BadRequestException("save: 'offsets' must give one shared-memory offset per key ("
-                    + keys.length + " keys)");
+            throw new BadRequestException("offsets: save needs one shared-memory offset per key (" + keys.length
+                    + " keys, " + (r.offsets() == null ? "no offsets" : r.offsets().length + " offsets") + ")");
         }
         BlockStore s = agent.store();
         MemorySegment[] src = new MemorySegment[keys.length];
@@ -75,7 +86,9 @@ public class AgentResource {
     @POST
     @Path("/load")
     public LoadResponse load(BlocksRequest r) {
-        long[] keys = keys(r);
+        long[] keys = keys(r, "load");
+        refuse(r.parent(), "parent", "load");
+        refuse(r.global(), "global", "load");
         BlockStore s = agent.store();
         long[] offsets = r.offsets();
         if (offsets == null) {
@@ -85,7 +98,8 @@ public class AgentResource {
                 throw new BadRequestException("load: " + e.getMessage());
             }
         } else if (offsets.length != keys.length) {
-            throw new BadRequestException("load: 'offsets' has " + offsets.length + " entries for " + keys.length + " keys");
+            throw new BadRequestException("offsets: load has " + offsets.length + " offsets for " + keys.length
+                    + " keys (give one per key, or none for offsets in the agent's half)");
         }
         MemorySegment[] dst = new MemorySegment[keys.length];
         for (int i = 0; i < keys.length; i++) {
@@ -98,7 +112,10 @@ public class AgentResource {
     @POST
     @Path("/query")
     public QueryResponse query(BlocksRequest r) {
-        long[] keys = keys(r);
+        long[] keys = keys(r, "query");
+        refuse(r.offsets(), "offsets", "query");
+        refuse(r.parent(), "parent", "query");
+        refuse(r.global(), "global", "query");
         List<List<String>> where = agent.store().query(keys);
         List<QueryEntry> out = new ArrayList<>(keys.length);
         for (int i = 0; i < keys.length; i++) {
@@ -110,7 +127,10 @@ public class AgentResource {
     @POST
     @Path("/remove")
     public RemoveResponse remove(BlocksRequest r) {
-        return new RemoveResponse(agent.store().remove(keys(r), Boolean.TRUE.equals(r.global())));
+        long[] keys = keys(r, "remove");
+        refuse(r.offsets(), "offsets", "remove");
+        refuse(r.parent(), "parent", "remove");
+        return new RemoveResponse(agent.store().remove(keys, Boolean.TRUE.equals(r.global())));
     }
 
     @GET
@@ -174,11 +194,23 @@ public class AgentResource {
         return m;
     }
 
-    private static long[] keys(BlocksRequest r) {
+    private static long[] keys(BlocksRequest r, String route) {
         if (r == null || r.keys() == null || r.keys().length == 0) {
-            throw new BadRequestException("the body needs 'keys': a non-empty array of int64 block keys");
+            throw new BadRequestException("keys: " + route + " needs a body with 'keys', a non-empty array of int64"
+                    + " block keys");
+        }
+        if (r.keys().length > MAX_KEYS_PER_CALL) {
+            throw new BadRequestException("keys: at most " + MAX_KEYS_PER_CALL + " keys per call, got "
+                    + r.keys().length);
         }
         return r.keys();
+    }
+
+    /** A field this route does not take is refused rather than ignored: the caller meant something by it. */
+    private static void refuse(Object value, String field, String route) {
+        if (value != null) {
+            throw new BadRequestException(field + ": not taken by " + route);
+        }
     }
 
     private MemorySegment slice(long offset, int len, String what) {

@@ -10,6 +10,8 @@ import dev.kvpool.agent.store.AgentSetup;
 import dev.kvpool.agent.store.BlockStore;
 import dev.kvpool.agent.tier.GlobalPoolTier;
 import dev.kvpool.agent.tier.GpuDevice;
+import dev.kvpool.api.naming.Identifiers;
+import dev.kvpool.api.naming.Text;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.runtime.ShutdownEvent;
@@ -53,7 +55,7 @@ public class AgentService {
                     + " blocks. Keep it on 127.0.0.1 (engines on the node share /dev/shm with the agent anyway) or behind"
                     + " a network policy.");
         }
-        agentId = config.id().orElseGet(AgentService::hostName);
+        agentId = agentId(config.id().orElse(null), hostName());
         Path data = Path.of(config.dataDir());
         List<Path> dirs = new ArrayList<>();
         if (config.nvme().enabled()) {
@@ -69,14 +71,16 @@ public class AgentService {
                 config.pool().instanceId(), config.pool().instanceGroup(), config.pool().spec(),
                 config.pool().writeTimeoutSeconds(), config.pool().model(), config.pool().requireChecksum(),
                 config.sched().chunkOps(), config.sched().highWaterOps(), config.sched().guardMicros(),
-                config.nvme().keep());
+                config.nvme().keep(), config.pool().storageRoots().stream().map(Path::of).toList())
+                .validate(); // before anything is created from these names: the seq file below carries the agent id
+
         EventSink sink = EventSink.NONE;
         if (config.events().bootstrapServers().filter(x -> !x.isBlank()).isPresent()) {
             publisher = new BlockEventPublisher(config.events().bootstrapServers().get(), agentId,
                     config.pool().instanceId(), config.pool().instanceGroup(), config.events().maxEvents(),
                     config.events().lingerMs(), config.events().spoolBatches(),
-                    SeqFile.open(data.resolve("events-" + fileSafe(agentId) + ".seq")),
-                    SpoolLog.open(data.resolve("events-" + fileSafe(agentId) + ".spool")))
+                    SeqFile.open(data.resolve("events-" + agentId + ".seq")), // a valid id is one plain file name
+                    SpoolLog.open(data.resolve("events-" + agentId + ".spool")))
                     .maxBatchBytes(config.events().maxBatchBytes()).maxSpoolBytes(config.events().spoolMib() << 20);
             sink = publisher;
         }
@@ -86,9 +90,9 @@ public class AgentService {
                 config.shm().mib() << 20);
         built.pinForGpu(shm.segment()); // engine buffers: GPU-tier copies DMA straight from/to them
         metrics();
-        LOG.info(String.format("KVPool data agent %s ready in %d ms: engine API http://%s:%d, metrics :%d/q/metrics,"
+        LOG.info(String.format("KVPool data agent %s ready in %d ms: engine API http://%s:%d, metrics %s/q/metrics,"
                         + " shared memory %s (%d MiB), block %d KiB, tiers %s, NVMe I/O %s, GPU %s, events %s", agentId,
-                (System.nanoTime() - t0) / 1_000_000, config.httpHost(), httpPort, config.metricsPort(), shm.path(), shm.size() >> 20, config.blockBytes() / 1024, store, built.ioEngine(), built.gpu(),
+                (System.nanoTime() - t0) / 1_000_000, config.httpHost(), httpPort, config.metricsHost() + ":" + config.metricsPort(), shm.path(), shm.size() >> 20, config.blockBytes() / 1024, store, built.ioEngine(), built.gpu(),
                 publisher == null ? "off" : config.events().bootstrapServers().get()));
     }
 
@@ -127,6 +131,10 @@ public class AgentService {
             Gauge.builder("kvpool_agent_checksum_failures_total", pool, GlobalPoolTier::checksumFailures)
                     .tag("tier", "pool").register(registry);
             gauge("kvpool_agent_pool_write_failures_total", pool, GlobalPoolTier::writeFailures);
+            Gauge.builder("kvpool_agent_pool_refused_locations_total", pool, GlobalPoolTier::refusedLocations)
+                    .description("locations from the metadata plane refused: outside the storage roots or this"
+                            + " instance's directory, or not a slot of this tier (a failed write, a miss)")
+                    .register(registry);
             Gauge.builder("kvpool_agent_pool_late_skips_total", pool, GlobalPoolTier::lateSkips)
                     .description("blocks not written to the pool because their session neared its deadline")
                     .register(registry);
@@ -163,8 +171,22 @@ public class AgentService {
         Gauge.builder(name, obj, f).register(registry);
     }
 
-    private static String fileSafe(String s) {
-        return s.replaceAll("[^A-Za-z0-9._-]", "_");
+    /**
+     * The agent id: {@code kvpool.agent.id} when set, else the host name; either way checked against the identifier
+     * rule (it names the event spool's files and every event's source), so a start-up with a bad one fails saying
+     * which setting to fix.
+     */
+    static String agentId(String configured, String hostName) {
+        if (configured != null) {
+            return AgentSetup.checkName(Identifiers.Kind.AGENT, "kvpool.agent.id", configured);
+        }
+        String problem = Identifiers.problem(Identifiers.Kind.AGENT, hostName);
+        if (problem != null) {
+            throw new IllegalArgumentException("kvpool.agent.id is not set and the host name '" + Text.safe(hostName)
+                    + "' is not a valid agent id (" + problem + "): set kvpool.agent.id to 1 to "
+                    + Identifiers.MAX_LENGTH + " characters of A-Z a-z 0-9 . _ -, not starting with . or -");
+        }
+        return hostName;
     }
 
     private static String hostName() {

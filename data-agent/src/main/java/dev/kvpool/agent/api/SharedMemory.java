@@ -57,7 +57,9 @@ public final class SharedMemory implements AutoCloseable {
 
     /** The bytes of one block at {@code offset}; 400 (IllegalArgumentException) when out of range or misaligned. */
     public MemorySegment slice(long offset, long len) {
-        if (offset < 0 || offset % 4096 != 0 || offset + len > segment.byteSize()) {
+        long size = segment.byteSize();
+        // offset > size - len, not offset + len > size: an offset near Long.MAX_VALUE would overflow past the check
+        if (offset < 0 || len < 0 || len > size || offset % 4096 != 0 || offset > size - len) {
             throw new IllegalArgumentException("offset " + offset + " (+" + len + " bytes) is not a 4 KiB-aligned range of the "
                     + segment.byteSize() + "-byte shared segment " + path);
         }

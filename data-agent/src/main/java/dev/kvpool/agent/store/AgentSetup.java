@@ -17,6 +17,9 @@ import dev.kvpool.agent.tier.GpuDevice;
 import dev.kvpool.agent.tier.MemoryDevice;
 import dev.kvpool.api.client.KvcmHttpClient;
 import dev.kvpool.api.events.BlockBatch.BlockEvent;
+import dev.kvpool.api.limits.Limits;
+import dev.kvpool.api.naming.Identifiers;
+import dev.kvpool.api.naming.Text;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.nio.file.Path;
@@ -38,33 +41,72 @@ public final class AgentSetup {
             boolean gpuEnabled, long gpuBytes,
             boolean poolEnabled, String metaUri, String instanceId, String instanceGroup, String spec,
             int writeTimeoutSeconds, String model, boolean requireChecksum,
-            int chunkOps, int highWaterOps, long guardMicros, boolean nvmeKeep) {
+            int chunkOps, int highWaterOps, long guardMicros, boolean nvmeKeep, List<Path> poolRoots) {
 
         public static Settings defaults(Path dataDir) {
             return new Settings("agent", 256 * 1024, 16, 2, 64L << 20, List.of(dataDir.resolve("nvme0")),
                     256L << 20, "auto", 8, List.of(), List.of(), 16L << 20, false, 64L << 20, false,
-                    "http://127.0.0.1:6382", "agent", "default", "tp0", 30, "kvpool-agent", true, 4, 4096, 500, true);
+                    "http://127.0.0.1:6382", "agent", "default", "tp0", 30, "kvpool-agent", true, 4, 4096, 500, true,
+                    List.of(dataDir.resolve("nfs")));
         }
 
         public Settings withNvme(List<Path> dirs, long deviceBytes) {
             return new Settings(agentId, blockBytes, blockTokens, hostRegions, hostRegionBytes, dirs, deviceBytes,
                     ioEngine, queueDepth, nvmeBandwidthMBps, nvmeThrottleMBps, probeBytes, gpuEnabled, gpuBytes,
                     poolEnabled, metaUri, instanceId, instanceGroup, spec, writeTimeoutSeconds, model,
-                    requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep);
+                    requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep, poolRoots);
         }
 
         public Settings withPool(String uri, String instance) {
             return new Settings(agentId, blockBytes, blockTokens, hostRegions, hostRegionBytes, nvmeDirs,
                     nvmeDeviceBytes, ioEngine, queueDepth, nvmeBandwidthMBps, nvmeThrottleMBps, probeBytes, gpuEnabled,
                     gpuBytes, true, uri, instance, instanceGroup, spec, writeTimeoutSeconds, model, requireChecksum,
-                    chunkOps, highWaterOps, guardMicros, nvmeKeep);
+                    chunkOps, highWaterOps, guardMicros, nvmeKeep, poolRoots);
         }
 
         public Settings withBlock(int bytes, int hostRegions, long hostRegionBytes) {
             return new Settings(agentId, bytes, blockTokens, hostRegions, hostRegionBytes, nvmeDirs,
                     nvmeDeviceBytes, ioEngine, queueDepth, nvmeBandwidthMBps, nvmeThrottleMBps, probeBytes, gpuEnabled,
                     gpuBytes, poolEnabled, metaUri, instanceId, instanceGroup, spec, writeTimeoutSeconds, model,
-                    requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep);
+                    requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep, poolRoots);
+        }
+
+        /** The roots of the file storages whose slab files the global-pool tier may read and write. */
+        public Settings withPoolRoots(List<Path> roots) {
+            return new Settings(agentId, blockBytes, blockTokens, hostRegions, hostRegionBytes, nvmeDirs,
+                    nvmeDeviceBytes, ioEngine, queueDepth, nvmeBandwidthMBps, nvmeThrottleMBps, probeBytes, gpuEnabled,
+                    gpuBytes, poolEnabled, metaUri, instanceId, instanceGroup, spec, writeTimeoutSeconds, model,
+                    requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep, roots);
+        }
+
+        /**
+         * The names in these settings checked against the one identifier rule ({@link Identifiers}): they become
+         * file names (the event spool and seq file carry the agent id), Kafka keys, the key space of the kept NVMe
+         * blocks and the instance the pool's paths must lie in. Throws naming the setting and what is wrong.
+         */
+        public Settings validate() {
+            checkName(Identifiers.Kind.AGENT, "kvpool.agent.id", agentId);
+            checkName(Identifiers.Kind.INSTANCE, "kvpool.agent.pool.instance-id", instanceId);
+            checkName(Identifiers.Kind.GROUP, "kvpool.agent.pool.instance-group", instanceGroup);
+            checkName(Identifiers.Kind.SPEC, "kvpool.agent.pool.spec", spec);
+            String m = Text.opaqueProblem(model, Limits.MAX_TEXT);
+            if (m != null || model == null || model.isEmpty()) {
+                throw new IllegalArgumentException("kvpool.agent.pool.model: " + (m != null ? m : "must not be empty"));
+            }
+            if (poolEnabled && (poolRoots == null || poolRoots.isEmpty())) {
+                throw new IllegalArgumentException("kvpool.agent.pool.storage-roots: the global pool needs the root"
+                        + " path of each file storage it writes to (the storages' root_path), so that no location"
+                        + " the metadata plane hands out can lead outside them");
+            }
+            for (Path r : poolRoots == null ? List.<Path>of() : poolRoots) {
+                for (Path part : r) { // a root is meant as written: '/data/../etc' is a mistake, not /etc
+                    if (part.toString().equals(".") || part.toString().equals("..")) {
+                        throw new IllegalArgumentException("kvpool.agent.pool.storage-roots: '" + Text.safe(r.toString())
+                                + "' holds a '" + part + "' segment; give the root as a plain path");
+                    }
+                }
+            }
+            return this;
         }
 
         /** The global pool's write sessions last this long (their deadline, as the metadata plane keeps it). */
@@ -72,7 +114,7 @@ public final class AgentSetup {
             return new Settings(agentId, blockBytes, blockTokens, hostRegions, hostRegionBytes, nvmeDirs,
                     nvmeDeviceBytes, ioEngine, queueDepth, nvmeBandwidthMBps, nvmeThrottleMBps, probeBytes, gpuEnabled,
                     gpuBytes, poolEnabled, metaUri, instanceId, instanceGroup, spec, seconds, model,
-                    requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep);
+                    requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep, poolRoots);
         }
 
         /** The instance whose keys these are (its blocks go to the pool only where the pool is on). */
@@ -80,7 +122,7 @@ public final class AgentSetup {
             return new Settings(agentId, blockBytes, blockTokens, hostRegions, hostRegionBytes, nvmeDirs,
                     nvmeDeviceBytes, ioEngine, queueDepth, nvmeBandwidthMBps, nvmeThrottleMBps, probeBytes, gpuEnabled,
                     gpuBytes, poolEnabled, metaUri, instance, instanceGroup, spec, writeTimeoutSeconds, model,
-                    requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep);
+                    requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep, poolRoots);
         }
 
         /** What the keys mean on these devices: a slot table written under another identity is not trusted. */
@@ -93,7 +135,7 @@ public final class AgentSetup {
             return new Settings(agentId, blockBytes, blockTokens, hostRegions, hostRegionBytes, nvmeDirs,
                     nvmeDeviceBytes, engine, qd, bandwidthMBps, throttleMBps, probeBytes, gpuEnabled, gpuBytes,
                     poolEnabled, metaUri, instanceId, instanceGroup, spec, writeTimeoutSeconds, model,
-                    requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep);
+                    requireChecksum, chunkOps, highWaterOps, guardMicros, nvmeKeep, poolRoots);
         }
     }
 
@@ -122,7 +164,27 @@ public final class AgentSetup {
         };
     }
 
+    /**
+     * Throws {@link IllegalArgumentException} naming {@code key} when {@code value} breaks the identifier rule:
+     * {@code kvpool.agent.pool.instance-id '../x': must not start with '.' (an instance id is 1 to 128 characters
+     * of A-Z a-z 0-9 . _ -, not starting with . or -)}.
+     */
+    public static String checkName(Identifiers.Kind kind, String key, String value) {
+        String p = Identifiers.problem(kind, value);
+        if (p != null) {
+            throw new IllegalArgumentException(key + (value == null ? "" : " '" + Text.safe(value) + "'") + ": " + p
+                    + " (" + kindArticle(kind) + " is 1 to " + Identifiers.MAX_LENGTH
+                    + " characters of A-Z a-z 0-9 . _ -, not starting with . or -)");
+        }
+        return value;
+    }
+
+    private static String kindArticle(Identifiers.Kind kind) {
+        return ("aeiou".indexOf(kind.what.charAt(0)) >= 0 ? "an " : "a ") + kind.what;
+    }
+
     public static Built build(Settings s, EventSink events) {
+        s.validate();
         if (s.blockBytes() % BlockIo.ALIGN != 0) {
             throw new IllegalArgumentException("kvpool.agent.block-bytes must be a multiple of 4096: " + s.blockBytes());
         }
@@ -194,7 +256,7 @@ public final class AgentSetup {
         if (s.poolEnabled()) {
             pool = new GlobalPoolTier(new KvcmHttpClient(URI.create(s.metaUri()), Duration.ofSeconds(10)),
                     s.instanceId(), s.instanceGroup(), s.blockTokens(), s.blockBytes(), s.spec(),
-                    s.writeTimeoutSeconds(), s.requireChecksum(), 4);
+                    s.writeTimeoutSeconds(), s.requireChecksum(), 4, s.poolRoots());
             try {
                 pool.register(s.model());
             } catch (RuntimeException e) {

@@ -19,12 +19,17 @@ import dev.kvpool.api.proto.meta.RegisterInstanceResponse;
 import dev.kvpool.api.proto.meta.RemoveCacheRequest;
 import dev.kvpool.api.proto.meta.StartWriteCacheRequest;
 import dev.kvpool.api.proto.meta.StartWriteCacheResponse;
+import dev.kvpool.api.naming.Identifiers;
+import dev.kvpool.api.naming.Text;
+import dev.kvpool.api.storage.SlabFiles;
+import dev.kvpool.api.storage.StoragePaths;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -59,39 +64,98 @@ public final class GlobalPoolTier implements Tier {
         boolean failMidway(long key);
     }
 
-    /** A parsed {@code file://} location: the local path of the slab file and the byte offset of the slot. */
+    /**
+     * A parsed {@code file://} location: the path of the slab file and the slot in it. Parsed strictly, as text from a
+     * peer: {@code blkid} and {@code size} are plain non-negative decimals, each given once, {@code size} required,
+     * and the slot's byte range and its checksum record's offset fit a long. Where the path may lie is not decided
+     * here ({@link GlobalPoolTier#confine}: inside a storage root and the agent's own instance directory).
+     */
     public record FileLocation(Path path, long blkid, long size) {
+        public FileLocation {
+            if (blkid < 0 || size < 0) {
+                throw new IllegalArgumentException("blkid and size must not be negative: blkid=" + blkid + " size=" + size);
+            }
+            try {
+                Math.addExact(Math.multiplyExact(blkid, size), size); // the slot's end
+                Math.multiplyExact(blkid, 8); // its checksum record
+            } catch (ArithmeticException e) {
+                throw new IllegalArgumentException("slot " + blkid + " of " + size + " bytes lies beyond any file");
+            }
+        }
+
+        /** The slot's first byte (blkid × size, proven to fit a long). */
         public long offset() {
             return blkid * size;
         }
 
         public static FileLocation parse(String uri) {
-            if (!uri.startsWith("file://")) {
-                throw new IllegalArgumentException("not a file location: " + uri);
+            if (uri == null || !uri.startsWith("file://")) {
+                throw new IllegalArgumentException("not a file location: " + Text.safe(uri));
             }
             String rest = uri.substring("file://".length());
             int slash = rest.indexOf('/');
             int q = rest.indexOf('?');
-            if (slash < 0) {
-                throw new IllegalArgumentException("file location without a path: " + uri);
+            if (slash < 0 || q >= 0 && q < slash) {
+                throw new IllegalArgumentException("file location without a path: " + Text.safe(uri));
             }
             String path = q < 0 ? rest.substring(slash) : rest.substring(slash, q);
-            long blkid = 0, size = -1;
+            long blkid = -1, size = -1;
             if (q >= 0) {
-                for (String kv : rest.substring(q + 1).split("&")) {
+                for (String kv : rest.substring(q + 1).split("&", -1)) {
                     int eq = kv.indexOf('=');
-                    if (eq < 0) {
-                        continue;
+                    String k = eq < 0 ? kv : kv.substring(0, eq);
+                    if (!k.equals("blkid") && !k.equals("size")) {
+                        continue; // parameters of other writers' conventions: not ours to judge
                     }
-                    String k = kv.substring(0, eq), v = kv.substring(eq + 1);
+                    long v = eq < 0 ? -1 : decimal(kv.substring(eq + 1));
+                    if (v < 0) {
+                        throw new IllegalArgumentException(k + " must be a non-negative decimal that fits a long: "
+                                + Text.safe(uri));
+                    }
+                    if ((k.equals("blkid") ? blkid : size) >= 0) {
+                        throw new IllegalArgumentException(k + " given twice: " + Text.safe(uri));
+                    }
                     if (k.equals("blkid")) {
-                        blkid = Long.parseLong(v);
-                    } else if (k.equals("size")) {
-                        size = Long.parseLong(v);
+                        blkid = v;
+                    } else {
+                        size = v;
                     }
                 }
             }
-            return new FileLocation(Path.of(path), blkid, size);
+            if (size < 0) {
+                throw new IllegalArgumentException("file location without size: " + Text.safe(uri));
+            }
+            Path p;
+            try {
+                p = Path.of(path);
+            } catch (java.nio.file.InvalidPathException e) { // a NUL, say
+                throw new IllegalArgumentException("file location with an invalid path: " + Text.safe(uri));
+            }
+            return new FileLocation(p, Math.max(0, blkid), size); // no blkid: one block per file, at 0
+        }
+
+        /** Digits only (no sign, no blank), at most what a long holds; else -1. */
+        private static long decimal(String v) {
+            if (v.isEmpty() || v.length() > 19) {
+                return -1;
+            }
+            for (int i = 0; i < v.length(); i++) {
+                if (v.charAt(i) < '0' || v.charAt(i) > '9') {
+                    return -1;
+                }
+            }
+            try {
+                return Long.parseLong(v);
+            } catch (NumberFormatException e) {
+                return -1;
+            }
+        }
+    }
+
+    /** A location refused: outside the storage roots or the instance's directory, or not a slot of this tier. */
+    static final class RefusedLocation extends Exception {
+        RefusedLocation(String message) {
+            super(message, null, false, false);
         }
     }
 
@@ -103,13 +167,29 @@ public final class GlobalPoolTier implements Tier {
     private final String spec;
     private final int writeTimeoutSeconds;
     private final boolean requireChecksum;
+    /** Where slab files may be: every path the metadata plane names is proven to lie in one of these. */
+    private final List<Path> storageRoots;
     private final ExecutorService io;
     private volatile FaultInjector faults = k -> false;
     private final AtomicLong checksumFailures = new AtomicLong(), writeFailures = new AtomicLong(),
-            lateSkips = new AtomicLong();
+            lateSkips = new AtomicLong(), refusedLocations = new AtomicLong();
 
+    /**
+     * @param storageRoots the roots of the file storages this agent may read and write (absolute or relative to
+     *                     the working directory): a location outside them, or outside {@code <root>/<instanceId>/},
+     *                     is refused, never followed
+     */
     public GlobalPoolTier(KvcmHttpClient meta, String instanceId, String instanceGroup, int blockTokens,
-                          int blockBytes, String spec, int writeTimeoutSeconds, boolean requireChecksum, int threads) {
+                          int blockBytes, String spec, int writeTimeoutSeconds, boolean requireChecksum, int threads,
+                          List<Path> storageRoots) {
+        // this tier builds paths and requests from these: checked here too, whoever constructs it
+        Identifiers.require(Identifiers.Kind.INSTANCE, "instance id", instanceId);
+        Identifiers.require(Identifiers.Kind.GROUP, "instance group", instanceGroup);
+        Identifiers.require(Identifiers.Kind.SPEC, "location spec name", spec);
+        if (storageRoots == null || storageRoots.isEmpty()) {
+            throw new IllegalArgumentException("the global pool needs the storage root(s) its slab files may be in");
+        }
+        this.storageRoots = storageRoots.stream().map(r -> r.toAbsolutePath().normalize()).toList();
         this.meta = meta;
         this.instanceId = instanceId;
         this.instanceGroup = instanceGroup;
@@ -216,12 +296,13 @@ public final class GlobalPoolTier implements Tier {
         return present(new long[] {key})[0];
     }
 
-    /** BATCH_GET: which keys the metadata plane serves. */
+    /** BATCH_GET: which keys the metadata plane serves (at a location this agent would read). */
     public boolean[] present(long[] keys) {
         List<CacheLocation> locs = locate(keys);
         boolean[] out = new boolean[keys.length];
         for (int i = 0; i < out.length; i++) {
-            out[i] = uri(locs.get(i)) != null;
+            String u = i < locs.size() ? uri(locs.get(i)) : null; // a short answer: the rest are misses
+            out[i] = u != null && confinedOrNull(u) != null;
         }
         return out;
     }
@@ -349,6 +430,7 @@ public final class GlobalPoolTier implements Tier {
         List<CacheLocation> locs = s.getLocationsList();
         boolean[] success = new boolean[locs.size()];
         boolean[] late = new boolean[keys.length];
+        Path[] written = new Path[locs.size()];
         Map<Path, Boolean> touched = new HashMap<>();
         // channels live for one operation only: the metadata plane deletes a slab file when its last block goes,
         // and a later slab of the same name is a new file
@@ -361,15 +443,16 @@ public final class GlobalPoolTier implements Tier {
                 if (u == null || src[i].byteSize() != blockBytes) {
                     continue;
                 }
-                FileLocation fl = FileLocation.parse(u);
-                if (fl.size() != blockBytes && fl.size() >= 0) {
-                    continue;
+                FileLocation fl = confinedOrNull(u);
+                if (fl == null) {
+                    continue; // refused: reported failed, counted and logged
                 }
                 if (System.nanoTime() - stopWritingAt > 0) {
                     lateSkips.incrementAndGet();
                     late[i] = true;
                     continue;
                 }
+                written[j] = fl.path();
                 writeBlock(open, keys[i], fl, src[i]);
                 touched.put(fl.path(), true);
                 success[j] = true;
@@ -383,9 +466,8 @@ public final class GlobalPoolTier implements Tier {
                 channel(open, p).force(false);
                 channel(open, crcPath(p)).force(false);
             } catch (IOException e) {
-                for (int j = 0; j < locs.size() && j < fresh.size(); j++) {
-                    String u = uri(locs.get(j));
-                    if (u != null && p.equals(FileLocation.parse(u).path())) {
+                for (int j = 0; j < written.length; j++) {
+                    if (p.equals(written[j])) {
                         success[j] = false;
                     }
                 }
@@ -440,7 +522,9 @@ public final class GlobalPoolTier implements Tier {
         FileChannel ch = open.get(p);
         if (ch == null) {
             Files.createDirectories(p.getParent());
-            ch = FileChannel.open(p, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+            // a symbolic link planted where a slab belongs would lead out of the instance's directory: not followed
+            ch = FileChannel.open(p, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE,
+                    LinkOption.NOFOLLOW_LINKS);
             open.put(p, ch);
         }
         return ch;
@@ -449,7 +533,7 @@ public final class GlobalPoolTier implements Tier {
     private static FileChannel reader(Map<Path, FileChannel> open, Path p) throws IOException {
         FileChannel ch = open.get(p);
         if (ch == null) {
-            ch = FileChannel.open(p, StandardOpenOption.READ);
+            ch = FileChannel.open(p, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS);
             open.put(p, ch);
         }
         return ch;
@@ -466,12 +550,15 @@ public final class GlobalPoolTier implements Tier {
         Map<Path, FileChannel> open = new HashMap<>();
         try {
         for (int i = 0; i < keys.length; i++) {
-            String u = uri(locs.get(i));
+            String u = i < locs.size() ? uri(locs.get(i)) : null;
             if (u == null || dst[i].byteSize() < blockBytes) {
                 continue;
             }
+            FileLocation fl = confinedOrNull(u);
+            if (fl == null) {
+                continue; // refused: a miss, counted and logged
+            }
             try {
-                FileLocation fl = FileLocation.parse(u);
                 MemorySegment d = dst[i].asSlice(0, blockBytes);
                 ByteBuffer bb = d.asByteBuffer();
                 FileChannel ch = reader(open, fl.path());
@@ -503,7 +590,7 @@ public final class GlobalPoolTier implements Tier {
             throws IOException {
         ByteBuffer crc = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
         Path cp = crcPath(fl.path());
-        if (!Files.exists(cp)) {
+        if (!Files.exists(cp, LinkOption.NOFOLLOW_LINKS)) {
             return !requireChecksum;
         }
         reader(open, cp).read(crc, fl.blkid() * 8);
@@ -517,6 +604,86 @@ public final class GlobalPoolTier implements Tier {
             return false;
         }
         return true;
+    }
+
+    /**
+     * The location {@code uri} names, proven to be a slot of this tier: a slab file {@code <root>/<instance>/<spec>/
+     * <file>} under one of the storage roots, in this agent's own instance directory and spec, not a checksum-record
+     * file, and a slot of this tier's block size. The metadata plane is a peer: a plane that is compromised or
+     * confused (or an instance id such as {@code ../x} registered before ids were checked) must not lead the agent to
+     * read, write or create a file anywhere else, least of all another tenant's.
+     */
+    FileLocation confine(String uri) throws RefusedLocation {
+        FileLocation fl;
+        try {
+            fl = FileLocation.parse(uri);
+        } catch (IllegalArgumentException e) {
+            throw new RefusedLocation(e.getMessage());
+        }
+        if (fl.size() != blockBytes) {
+            throw new RefusedLocation("size " + fl.size() + " is not this tier's block size " + blockBytes);
+        }
+        String path = fl.path().toString();
+        String why = "not under the storage root" + (storageRoots.size() > 1 ? "s " : " ") + storageRoots
+                + " (kvpool.agent.pool.storage-roots)";
+        for (Path root : storageRoots) {
+            if (!fl.path().startsWith(root)) {
+                continue;
+            }
+            Path p;
+            try {
+                p = StoragePaths.locate(root, path, instanceId);
+            } catch (IllegalArgumentException e) { // StoragePaths.EscapeException or a name breaking the rules
+                why = e.getMessage();
+                continue; // nested roots: another may hold it
+            }
+            Path rel = root.relativize(p);
+            if (!rel.getName(1).toString().equals(spec)) {
+                throw new RefusedLocation("it is in spec directory '" + Text.safe(rel.getName(1).toString())
+                        + "', not this tier's '" + spec + "'");
+            }
+            if (p.getFileName().toString().endsWith(SlabFiles.SUFFIX)) {
+                throw new RefusedLocation("it names a checksum-record file, not a slab");
+            }
+            return new FileLocation(p, fl.blkid(), fl.size());
+        }
+        throw new RefusedLocation(why);
+    }
+
+    /** {@link #confine}, or null for a refused location (counted in {@link #refusedLocations}, logged). */
+    private FileLocation confinedOrNull(String uri) {
+        try {
+            return confine(uri);
+        } catch (RefusedLocation e) {
+            refused(uri, e.getMessage());
+            return null;
+        }
+    }
+
+    private final Object refusalLog = new Object();
+    private long refusalLoggedAt, refusalsUnlogged;
+
+    /** One line for the first refusal, then at most one per 30 s with the count since: a hostile plane cannot flood the log. */
+    private void refused(String uri, String why) {
+        refusedLocations.incrementAndGet();
+        long now = System.nanoTime();
+        synchronized (refusalLog) {
+            if (refusalLoggedAt != 0 && now - refusalLoggedAt < TimeUnit.SECONDS.toNanos(30)) {
+                refusalsUnlogged++;
+                return;
+            }
+            LOG.warning("global pool: refused location " + Text.safe(uri) + " from the metadata plane "
+                    + meta.baseUri() + " for instance " + instanceId + ": " + why
+                    + "; a write there counts as failed, a read as a miss"
+                    + (refusalsUnlogged > 0 ? " (" + refusalsUnlogged + " more refused since the last report)" : ""));
+            refusalLoggedAt = now;
+            refusalsUnlogged = 0;
+        }
+    }
+
+    /** Locations of the metadata plane refused (outside the storage roots or this instance's directory, bad slot). */
+    public long refusedLocations() {
+        return refusedLocations.get();
     }
 
     @Override

@@ -60,13 +60,13 @@ class FullPathTest {
     }
 
     AgentSetup.Built agent(String name, String instance) {
-        return AgentSetup.build(settings(dir.resolve(name), meta.uri(), instance), events::add);
+        return AgentSetup.build(settings(dir.resolve(name), meta.uri(), instance, meta.storageRoot), events::add);
     }
 
-    static AgentSetup.Settings settings(Path home, String metaUri, String instance) {
+    static AgentSetup.Settings settings(Path home, String metaUri, String instance, Path storageRoot) {
         return AgentSetup.Settings.defaults(home).withBlock(BLOCK, 1, 4L << 20)
                 .withNvme(List.of(home.resolve("nvme0")), 8L << 20).withPool(metaUri, instance)
-                .withIo("auto", 4, List.of(1000.0), List.of());
+                .withPoolRoots(List.of(storageRoot)).withIo("auto", 4, List.of(1000.0), List.of());
     }
 
     final List<BlockEvent> events = new CopyOnWriteArrayList<>();
@@ -220,7 +220,8 @@ class FullPathTest {
             String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
             Process p = new ProcessBuilder(javaBin, "--enable-native-access=ALL-UNNAMED", "-Xmx256m", "-cp",
                     System.getProperty("java.class.path"), OwingAgent.class.getName(), dir.resolve("restart-w").toString(),
-                    meta.uri(), Long.toString(keys[0]), Integer.toString(n)).redirectErrorStream(true).start();
+                    meta.uri(), Long.toString(keys[0]), Integer.toString(n), meta.storageRoot.toString())
+                    .redirectErrorStream(true).start();
             try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
                 List<String> out = new ArrayList<>();
                 for (String line; (line = r.readLine()) != null && !line.startsWith("OWED "); ) {
@@ -265,8 +266,8 @@ class FullPathTest {
         public static void main(String[] args) throws Exception {
             long first = Long.parseLong(args[2]);
             int n = Integer.parseInt(args[3]);
-            BlockStore store = AgentSetup.build(settings(Path.of(args[0]), args[1], "fullpath-restart"),
-                    EventSink.NONE).store();
+            BlockStore store = AgentSetup.build(settings(Path.of(args[0]), args[1], "fullpath-restart",
+                    Path.of(args[4])), EventSink.NONE).store();
             Arena a = Arena.ofShared();
             for (int i = 0; i < n; i += 8) {
                 long[] k = new long[8];
@@ -437,7 +438,7 @@ class FullPathTest {
     void blocksNotYetWrittenWhenTheSessionNearsItsDeadlineAreLeftOut() throws Exception {
         // a 5-s session: writing stops 1 s before its end; the first block's write stalls past that
         GlobalPoolTier pool = new GlobalPoolTier(new KvcmHttpClient(URI.create(meta.uri()), Duration.ofSeconds(10)),
-                "fullpath-late", "default", 16, BLOCK, "tp0", 5, true, 1);
+                "fullpath-late", "default", 16, BLOCK, "tp0", 5, true, 1, List.of(meta.storageRoot));
         pool.register("m");
         pool.faults(k -> {
             if (k == 8_000) {
@@ -471,7 +472,7 @@ class FullPathTest {
     void poolBlocksLeftOutLateAreWrittenByALaterSession() throws Exception {
         long[] keys = TestBlocks.keys(8_100, 4);
         try (Arena a = Arena.ofShared(); BlockStore store = AgentSetup.build(settings(dir.resolve("late-retry-w"),
-                meta.uri(), "fullpath-late-retry").withWriteTimeout(5), events::add).store()) {
+                meta.uri(), "fullpath-late-retry", meta.storageRoot).withWriteTimeout(5), events::add).store()) {
             java.util.concurrent.atomic.AtomicBoolean stalled = new java.util.concurrent.atomic.AtomicBoolean();
             store.pool().faults(k -> {
                 if (k == keys[0] && stalled.compareAndSet(false, true)) {
@@ -517,7 +518,8 @@ class FullPathTest {
     @Test
     void aBlockRemovedWhileItsPoolWriteIsQueuedStaysRemoved() throws Exception {
         GlobalPoolTier pool = new GlobalPoolTier(new KvcmHttpClient(URI.create(meta.uri()), Duration.ofSeconds(10)),
-                "fullpath-rm", "default", 16, BLOCK, "tp0", 30, true, 1); // one pool thread: puts queue behind it
+                "fullpath-rm", "default", 16, BLOCK, "tp0", 30, true, 1, // one pool thread: puts queue behind it
+                List.of(meta.storageRoot));
         pool.register("m");
         java.util.concurrent.CountDownLatch hold = new java.util.concurrent.CountDownLatch(1);
         pool.faults(k -> {

@@ -217,7 +217,7 @@ class GpuDeviceTest {
                 s.nvmeDirs(), s.nvmeDeviceBytes(), s.ioEngine(), s.queueDepth(), s.nvmeBandwidthMBps(), s.nvmeThrottleMBps(),
                 s.probeBytes(), true, 64L << 20, false, s.metaUri(), s.instanceId(), s.instanceGroup(), s.spec(),
                 s.writeTimeoutSeconds(), s.model(), s.requireChecksum(), s.chunkOps(), s.highWaterOps(), s.guardMicros(),
-                s.nvmeKeep());
+                s.nvmeKeep(), s.poolRoots());
         AgentSetup.Built built = AgentSetup.build(s, EventSink.NONE);
         try (BlockStore store = built.store(); Arena a = Arena.ofShared()) {
             assertTrue(built.cuda(), built.gpu());

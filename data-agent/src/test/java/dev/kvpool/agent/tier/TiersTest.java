@@ -3,6 +3,7 @@ package dev.kvpool.agent.tier;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.agent.TestBlocks;
@@ -222,5 +223,18 @@ class TiersTest {
         assertEquals(3 * 65536L, l.offset());
         var one = GlobalPoolTier.FileLocation.parse("file://nfs_01/data/x/slab_00000001?size=4096");
         assertEquals(0, one.offset());
+        // a peer's text: slot numbers and sizes bounded, given once, the slot's byte range fitting a long
+        for (String bad : new String[] {"file://nfs_01/d/x/slab_1?blkid=-1&size=4096",
+                "file://nfs_01/d/x/slab_1?blkid=+1&size=4096", "file://nfs_01/d/x/slab_1?blkid=1&size=",
+                "file://nfs_01/d/x/slab_1?blkid=2251799813685248&size=4096", // x 4096 = 2^63
+                "file://nfs_01/d/x/slab_1?blkid=9223372036854775807&size=1", // its end is past Long.MAX_VALUE
+                "file://nfs_01/d/x/slab_1?blkid=18446744073709551616&size=4096", // 2^64
+                "file://nfs_01/d/x/slab_1?blkid=1&size=4096&size=8192", "file://nfs_01/d/x/slab_1?blkid=1",
+                "file://nfs_01/d/x/slab_1?blkid=1e400&size=4096", "file://nfs_01?blkid=1&size=4096",
+                "file://nfs_01/d/x/sl\u0000ab?size=4096", "http://h/d/x/slab_1?size=4096"}) {
+            assertThrows(IllegalArgumentException.class, () -> GlobalPoolTier.FileLocation.parse(bad), bad);
+        }
+        var last = GlobalPoolTier.FileLocation.parse("file://nfs_01/d/x/slab_1?blkid=2251799813685246&size=4096");
+        assertEquals(2251799813685246L * 4096, last.offset(), "the last slot whose end fits a long");
     }
 }
