@@ -237,7 +237,7 @@ class ControlPlaneSyncIT {
         // Kafka down: registered and deleted before any resync listed the instance (it used to stay served)
         kafka.stop();
         ok(rpc(meta, "registerInstance", register("d1", "gd"), null), "register d1");
-        write(meta, "d1", 8, null);
+        write(meta, "d1", 8, null, true);
         assertEquals(8, served(meta, "d1", 8, null));
         assertEquals(1, slabFiles(nfs), "one slab of 8 blocks");
         assertEquals(204, cpCall("DELETE", "/api/v1/instances/d1", null, admin).status());
@@ -248,7 +248,7 @@ class ControlPlaneSyncIT {
         ok(rpc(meta, "registerInstance", register("d1", "gd"), null), "register d1 again");
         created(cpCall("GET", "/api/v1/instances/d1", null, admin), "d1 in the control plane again");
         assertEquals(0, served(meta, "d1", 8, null), "nothing of the old d1 is served");
-        write(meta, "d1", 8, null);
+        write(meta, "d1", 8, null, true);
         assertEquals(8, served(meta, "d1", 8, null));
         Thread.sleep(2 * propagationMs); // resyncs that list d1 again must not remove it
         assertEquals(8, served(meta, "d1", 8, null));
@@ -264,7 +264,7 @@ class ControlPlaneSyncIT {
                 s1.raw().headers().firstValue("ETag").orElseThrow()).status());
         await("nfs_it's blocks released with Kafka down", 3 * propagationMs + 5_000, () ->
                 served(meta, "d1", 8, null) == 0 && usage.get() == 0 && slabFiles(nfs) == 0);
-        write(meta, "d1", 8, null);
+        write(meta, "d1", 8, null, true);
         assertEquals(8, served(meta, "d1", 8, null), "written again, on nfs_two");
         assertEquals(1, slabFiles(nfs2));
 
@@ -309,8 +309,26 @@ class ControlPlaneSyncIT {
 
     /** Writes blocks 1..n (both phases) and returns how many became SERVING. */
     private static void write(MetaProcess m, String instance, int n, String token) throws IOException {
+        write(m, instance, n, token, false);
+    }
+
+    /** With {@code bytes}, the blocks' bytes go into the slab files the locations name, as an engine's would. */
+    private static void write(MetaProcess m, String instance, int n, String token, boolean bytes) throws IOException {
         Res s = rpc(m, "startWriteCache", keys("startWriteCache", instance, n), token);
         ok(s, "startWriteCache " + instance);
+        for (JsonNode l : bytes ? s.body().path("locations") : M.createArrayNode()) {
+            for (JsonNode spec : l.path("location_specs")) {
+                String uri = spec.path("uri").asText(); // file://<storage><root>/<instance>/<spec>/slab_x?blkid=..&size=..
+                String rest = uri.substring(uri.indexOf('/', "file://".length()));
+                Path file = Path.of(rest.substring(0, rest.indexOf('?')));
+                long blkid = Long.parseLong(uri.replaceAll(".*blkid=(\\d+).*", "$1"));
+                Files.createDirectories(file.getParent());
+                try (var ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.CREATE,
+                        java.nio.file.StandardOpenOption.WRITE)) {
+                    ch.write(java.nio.ByteBuffer.wrap(new byte[BLOCK_BYTES]), blkid * BLOCK_BYTES);
+                }
+            }
+        }
         ObjectNode f = M.createObjectNode().put("trace_id", "t").put("instance_id", instance)
                 .put("write_session_id", s.body().path("write_session_id").asText());
         ArrayNode v = f.putObject("success_blocks").putObject("bool_masks").putArray("values");
