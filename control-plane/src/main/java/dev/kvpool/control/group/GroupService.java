@@ -464,8 +464,8 @@ public class GroupService {
             Inputs.range(f + ".capacity", q.getCapacity(), 0, Limits.MAX_QUOTA_BYTES);
             // one entry per type: two would have to be summed, and a sum is where overflow hides
             if (tq.put(StorageTypes.fromWire(q.getStorageType()), q.getCapacity()) != null) {
-                throw ApiException.invalid(f + ".storage_type", "storage type " + q.getStorageType()
-                        + " appears twice in quota.quota_config");
+                throw ApiException.invalid(f + ".storage_type", f + ".storage_type: storage type "
+                        + q.getStorageType() + " appears twice in quota.quota_config");
             }
         }
         int soft = p <= 0 ? 100 : (int) Math.min(100, Math.round(p * 100));

@@ -66,9 +66,10 @@ public class HttpGuard {
         return maxBodySize.asLongValue();
     }
 
-    // before Quarkus's own body-size check (order -2) and its authentication
+    // before Quarkus's authentication (order -150, which may finish on a worker thread: the guard must be in the
+    // connection before the body is decoded) and its own body-size check (order -2)
     void routes(@Observes Router router) {
-        router.route().order(-100).handler(this::admit).failureHandler(this::failed);
+        router.route().order(-200).handler(this::admit).failureHandler(this::failed);
     }
 
     void admit(RoutingContext ctx) {

@@ -148,7 +148,8 @@ public class InstanceService {
      * paths and Redis keys), text and blobs bounded, block size, spec count and spec sizes within {@link Limits}.
      */
     static void validate(RegisterInstanceRequest r) {
-        Inputs.strings(r, "", BLOBS, Set.of());
+        // ids and spec names are checked below by the identifier rule, under REST's field names
+        Inputs.strings(r, "", BLOBS, Set.of("instance_id", "instance_group", "name", "spec_names"));
         if (r.getInstanceGroup().isEmpty()) {
             throw ApiException.invalid("group", "instance group is required");
         }

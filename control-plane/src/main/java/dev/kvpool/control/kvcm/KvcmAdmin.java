@@ -159,14 +159,14 @@ public class KvcmAdmin {
             out = rpc.fn().apply(this, new Call(request, caller, requestId));
             out = withHeader(out.toBuilder(), ErrorCode.OK, okMessage(out), requestId);
         } catch (ApiException e) {
-            out = withHeader(rpc.responseType().newBuilderForType(), e.kvcmCode, e.getMessage(), requestId);
+            out = withHeader(rpc.responseType().newBuilderForType(), e.kvcmCode, message(e), requestId);
         } catch (RuntimeException e) {
             ApiException api = unwrap(e);
             if (api == null) {
                 LOG.warnf(e, "KVCM admin %s failed (request id %s)", rpc.name(), Text.safe(requestId));
             }
             // the client learns that it failed and where to look, not the server's SQL or stack
-            out = api != null ? withHeader(rpc.responseType().newBuilderForType(), api.kvcmCode, api.getMessage(), requestId)
+            out = api != null ? withHeader(rpc.responseType().newBuilderForType(), api.kvcmCode, message(api), requestId)
                     : withHeader(rpc.responseType().newBuilderForType(), ErrorCode.INTERNAL_ERROR,
                     "internal error (" + e.getClass().getSimpleName() + "), logged with request id " + requestId,
                     requestId);
@@ -178,6 +178,12 @@ public class KvcmAdmin {
 
     /** Request fields that are blobs (may hold newlines), not text. */
     private static final Set<String> REQUEST_BLOBS = Set.of("user_data", "extra", "extra_info");
+
+    /** The refusal's text, led by the field at fault when the text does not name it (KVCM has no field member). */
+    private static String message(ApiException e) {
+        String m = String.valueOf(e.getMessage());
+        return e.field == null || m.contains(e.field) ? m : e.field + ": " + m;
+    }
 
     private static ApiException unwrap(Throwable t) {
         for (int i = 0; t != null && i < 10; i++, t = t.getCause()) {
@@ -312,13 +318,9 @@ public class KvcmAdmin {
 
     Message registerInstance(Call c) {
         RegisterInstanceRequest q = c.q();
-        // KVCM's own field names in the messages (the service names REST's)
-        if (!q.getInstanceGroup().isEmpty()) {
-            Inputs.name(Identifiers.Kind.GROUP, "instance_group", q.getInstanceGroup());
-        }
-        if (!q.getInstanceId().isEmpty()) {
-            Inputs.name(Identifiers.Kind.INSTANCE, "instance_id", q.getInstanceId());
-        }
+        // KVCM's own field names in the messages (the service names REST's), in KVCM's order (§3.1.1)
+        Inputs.name(Identifiers.Kind.GROUP, "instance_group", q.getInstanceGroup());
+        Inputs.name(Identifiers.Kind.INSTANCE, "instance_id", q.getInstanceId());
         try {
             instances.register(q, null);
         } catch (ApiException e) {
