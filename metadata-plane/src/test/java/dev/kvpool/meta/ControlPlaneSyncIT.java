@@ -177,13 +177,112 @@ class ControlPlaneSyncIT {
     }
 
     private MetaProcess startMeta(String name) throws Exception {
+        return startMeta(name, "10m");
+    }
+
+    private MetaProcess startMeta(String name, String resync) throws Exception {
         MetaProcess m = MetaProcess.start(name, dir, List.of("kvpool.data-dir=" + dir.resolve("meta-data"),
                 "kvpool.meta.control-plane.url=" + cp, "kvpool.meta.control-plane.user=meta-op",
                 "kvpool.meta.control-plane.password=" + OP_PW,
                 "kvpool.meta.control-plane.kafka-bootstrap=" + kafka.bootstrapServers(),
-                "kvpool.meta.control-plane.resync=10m", "kvpool.meta.control-plane.usage-period=500ms"));
+                "kvpool.meta.control-plane.resync=" + resync, "kvpool.meta.control-plane.usage-period=500ms"));
         metas.add(m);
         return m;
+    }
+
+    private static long slabFiles(Path root) throws IOException {
+        if (!Files.isDirectory(root)) {
+            return 0;
+        }
+        try (var s = Files.walk(root)) {
+            return s.filter(p -> p.getFileName().toString().startsWith("slab_")).count();
+        }
+    }
+
+    /**
+     * Deleting an instance, a storage or a group in the control plane removes it on the metadata plane within the
+     * propagation time, its blocks released through the normal deletion path (usage, slots, files), with Kafka
+     * down (the resync carries it) and up (the topic does); the same id registered again works like the first time.
+     */
+    @Test
+    void deletionsReachTheMetadataPlaneWithAndWithoutKafka() throws Exception {
+        kafka = KafkaBroker.started();
+        startControlPlane();
+        String admin = token("admin", ADMIN_PW);
+        created(cpCall("POST", "/api/v1/accounts", M.createObjectNode().put("name", "meta-op").put("password", OP_PW)
+                .put("role", "operator"), admin), "operator account");
+        Path nfs = Files.createDirectories(dir.resolve("nfs")), nfs2 = Files.createDirectories(dir.resolve("nfs2"));
+        ObjectNode st = M.createObjectNode().put("name", "nfs_it").put("type", "nfs");
+        st.putObject("spec").put("root_path", nfs + "/").put("key_count_per_file", 8);
+        created(cpCall("POST", "/api/v1/storages", st, admin), "storage nfs_it");
+        ObjectNode st2 = M.createObjectNode().put("name", "nfs_two").put("type", "nfs");
+        st2.putObject("spec").put("root_path", nfs2 + "/").put("key_count_per_file", 8);
+        created(cpCall("POST", "/api/v1/storages", st2, admin), "storage nfs_two");
+        created(cpCall("POST", "/api/v1/instance-groups", group("gd", true), admin), "group gd");
+        String operator = token("meta-op", OP_PW);
+        // without Kafka a change arrives with the next resync: that is the propagation time here
+        long propagationMs = 3_000;
+        MetaProcess meta = startMeta("meta-del", "3s");
+        String metaUrl = "http://127.0.0.1:" + meta.httpPort;
+        java.util.function.Supplier<Long> usage = () -> {
+            try {
+                return call("GET", metaUrl + "/api/v1/groups/gd", null, operator, null).body().path("used_bytes").asLong();
+            } catch (IOException e) {
+                return -1L;
+            }
+        };
+        Check gone = () -> rpc(meta, "getInstanceInfo", M.createObjectNode().put("trace_id", "t")
+                .put("instance_id", "d1"), operator).code().equals("INSTANCE_NOT_EXIST");
+
+        // Kafka down: registered and deleted before any resync listed the instance (it used to stay served)
+        kafka.stop();
+        ok(rpc(meta, "registerInstance", register("d1", "gd"), null), "register d1");
+        write(meta, "d1", 8, null);
+        assertEquals(8, served(meta, "d1", 8, null));
+        assertEquals(1, slabFiles(nfs), "one slab of 8 blocks");
+        assertEquals(204, cpCall("DELETE", "/api/v1/instances/d1", null, admin).status());
+        await("d1 removed with Kafka down", 3 * propagationMs + 5_000, () -> gone.ok() && usage.get() == 0
+                && slabFiles(nfs) == 0);
+
+        // the same id again: a first registration (control plane and metadata plane), blocks written and served
+        ok(rpc(meta, "registerInstance", register("d1", "gd"), null), "register d1 again");
+        created(cpCall("GET", "/api/v1/instances/d1", null, admin), "d1 in the control plane again");
+        assertEquals(0, served(meta, "d1", 8, null), "nothing of the old d1 is served");
+        write(meta, "d1", 8, null);
+        assertEquals(8, served(meta, "d1", 8, null));
+        Thread.sleep(2 * propagationMs); // resyncs that list d1 again must not remove it
+        assertEquals(8, served(meta, "d1", 8, null));
+
+        // a storage deleted (after leaving the group's candidates): its blocks leave service and are released
+        Res g = cpCall("GET", "/api/v1/instance-groups/gd", null, admin);
+        ObjectNode moved = group("gd", true);
+        moved.putArray("storageCandidates").add("nfs_two");
+        created(call("PUT", cp + "/api/v1/instance-groups/gd", moved.toString(), admin,
+                g.raw().headers().firstValue("ETag").orElseThrow()), "gd now on nfs_two");
+        Res s1 = cpCall("GET", "/api/v1/storages/nfs_it", null, admin);
+        assertEquals(204, call("DELETE", cp + "/api/v1/storages/nfs_it", null, admin,
+                s1.raw().headers().firstValue("ETag").orElseThrow()).status());
+        await("nfs_it's blocks released with Kafka down", 3 * propagationMs + 5_000, () ->
+                served(meta, "d1", 8, null) == 0 && usage.get() == 0 && slabFiles(nfs) == 0);
+        write(meta, "d1", 8, null);
+        assertEquals(8, served(meta, "d1", 8, null), "written again, on nfs_two");
+        assertEquals(1, slabFiles(nfs2));
+
+        // Kafka up: the topic carries the deletion
+        kafka.start();
+        Thread.sleep(propagationMs); // the consumer is back
+        assertEquals(204, cpCall("DELETE", "/api/v1/instances/d1", null, admin).status());
+        await("d1 removed with Kafka up", 3 * propagationMs + 5_000, () -> gone.ok() && usage.get() == 0
+                && slabFiles(nfs2) == 0);
+        Res gd = cpCall("GET", "/api/v1/instance-groups/gd", null, admin);
+        assertEquals(204, call("DELETE", cp + "/api/v1/instance-groups/gd", null, admin,
+                gd.raw().headers().firstValue("ETag").orElseThrow()).status());
+        await("group gd gone from the metadata plane", 3 * propagationMs + 5_000, () ->
+                call("GET", metaUrl + "/api/v1/groups/gd", null, operator, null).status() == 404);
+        Res late = rpc(meta, "registerInstance", register("d2", "gd"), null);
+        assertTrue(!late.code().equals("OK"), "no registration into a deleted group: " + late.body());
+        Files.readAllLines(meta.log).stream().filter(l -> l.contains("ControlPlaneSync") || l.contains(" WARN ")
+                || l.contains(" ERROR ")).forEach(l -> System.out.println("[meta-del] " + l));
     }
 
     private static ObjectNode register(String instance, String group) {

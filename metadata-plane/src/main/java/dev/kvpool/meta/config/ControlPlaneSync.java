@@ -1,5 +1,8 @@
 package dev.kvpool.meta.config;
 
+import dev.kvpool.api.naming.Identifiers;
+import dev.kvpool.api.naming.Text;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -76,8 +79,28 @@ public final class ControlPlaneSync implements AutoCloseable {
     private volatile Map<String, Boolean> anonymous = Map.of();
     private long position = -1;
     private volatile Instant appliedAt = Instant.EPOCH;
-    /** Instances registered through this process lately: a snapshot taken just before must not remove them. */
+    /**
+     * Instances registered through this process (System.nanoTime() of the control plane's answer) that no snapshot
+     * has listed yet: a snapshot asked for before that answer must not remove them, one asked for after must.
+     */
     private final Map<String, Long> registeredHere = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Releases every block on a storage deleted in the control plane (set by the runtime). */
+    private volatile java.util.function.Consumer<String> purgeStorage = name -> { };
+
+    public void onStorageDeleted(java.util.function.Consumer<String> purge) {
+        this.purgeStorage = purge;
+    }
+
+    /** A storage deleted in the control plane: no longer used (done by the caller), and its blocks released. */
+    private void storageDeleted(String name) {
+        timer.execute(() -> { // a scan of every index: off the consumer thread and the model's lock
+            try {
+                purgeStorage.accept(name);
+            } catch (RuntimeException e) {
+                LOG.errorf(e, "releasing the blocks of deleted storage %s failed", name);
+            }
+        });
+    }
 
     private volatile Registry registry;
     /** Drops an instance deleted in the control plane, its cached blocks included; true if it existed. */
@@ -183,11 +206,23 @@ public final class ControlPlaneSync implements AutoCloseable {
         storages.clear();
         groups.clear();
         instances.clear();
-        snap.path("storages").forEach(n -> storages.put(n.path("name").asText(), n));
-        snap.path("instanceGroups").forEach(n -> groups.put(n.path("name").asText(), n));
-        snap.path("instances").forEach(n -> instances.put(n.path("instanceId").asText(), n));
+        // a name the rules refuse is not taken, whoever sent it: it would reach paths, keys and logs
+        snap.path("storages").forEach(n -> named(n, "name", Identifiers.Kind.STORAGE, storages));
+        snap.path("instanceGroups").forEach(n -> named(n, "name", Identifiers.Kind.GROUP, groups));
+        snap.path("instances").forEach(n -> named(n, "instanceId", Identifiers.Kind.INSTANCE, instances));
         position = snap.path("position").asLong();
         refreshAnonymous();
+    }
+
+    private static void named(JsonNode n, String field, Identifiers.Kind kind, Map<String, JsonNode> into) {
+        String name = n.path(field).asText();
+        String bad = Identifiers.problem(kind, name);
+        if (bad != null) {
+            LOG.errorf("the control plane's configuration holds %s '%s', refused here: %s", kind.what,
+                    Text.safe(name), bad);
+            return;
+        }
+        into.put(name, n);
     }
 
     private StartupConfig startupConfig() {
@@ -305,6 +340,7 @@ public final class ControlPlaneSync implements AutoCloseable {
             return false;
         }
         JsonNode snap;
+        long fetchStart = System.nanoTime();
         try {
             snap = fetchSnapshot();
         } catch (IOException | RuntimeException e) {
@@ -312,11 +348,16 @@ public final class ControlPlaneSync implements AutoCloseable {
                     why, client.url, e.toString(), position());
             return false;
         }
-        applySnapshot(snap, why);
+        applySnapshot(snap, why, fetchStart);
         return true;
     }
 
     synchronized void applySnapshot(JsonNode snap, String why) {
+        applySnapshot(snap, why, System.nanoTime() - 60_000_000_000L);
+    }
+
+    /** @param fetchStartNanos System.nanoTime() before the snapshot was asked for */
+    synchronized void applySnapshot(JsonNode snap, String why, long fetchStartNanos) {
         long p = snap.path("position").asLong();
         if (synced && p < position) {
             // a snapshot is read after every event it could be compared with was committed: a lower position
@@ -335,7 +376,7 @@ public final class ControlPlaneSync implements AutoCloseable {
         }
         for (String gone : oldStorages) {
             if (!storages.containsKey(gone)) {
-                reg.disableStorage(gone);
+                reg.disableStorage(gone); // at once: nothing is written there from here on; its blocks go below
             }
         }
         for (JsonNode g : groups.values()) {
@@ -349,11 +390,34 @@ public final class ControlPlaneSync implements AutoCloseable {
         for (JsonNode i : instances.values()) {
             adopt(i);
         }
-        long recent = System.currentTimeMillis() - 60_000;
-        registeredHere.values().removeIf(t -> t < recent);
-        for (String id : oldInstances.keySet()) {
-            if (!instances.containsKey(id) && !registeredHere.containsKey(id) && removeInstance.test(id)) {
+        // an instance missing from the snapshot was deleted, unless it was registered here after the snapshot
+        // was asked for (its creation may not be in it yet): that one is looked at again by a resync soon. The
+        // ones registered here are candidates as well as the model's: the model learns of a registration only
+        // from the topic or a resync, and a deletion before either must not leave the instance served for good
+        Set<String> candidates = new LinkedHashSet<>(oldInstances.keySet());
+        candidates.addAll(registeredHere.keySet());
+        boolean deferred = false;
+        for (String id : candidates) {
+            if (instances.containsKey(id)) {
+                registeredHere.remove(id); // in the control plane's snapshot: the model knows it from here on
+                continue;
+            }
+            Long at = registeredHere.get(id);
+            if (at != null && at - fetchStartNanos >= 0) {
+                deferred = true;
+                continue;
+            }
+            registeredHere.remove(id);
+            if (removeInstance.test(id)) {
                 LOG.infof("instance %s no longer exists in the control plane: removed", id);
+            }
+        }
+        if (deferred) {
+            scheduleResync(2000);
+        }
+        for (String gone : oldStorages) {
+            if (!storages.containsKey(gone)) {
+                storageDeleted(gone);
             }
         }
         boolean first = !synced;
@@ -478,6 +542,7 @@ public final class ControlPlaneSync implements AutoCloseable {
                 if (deleted) {
                     storages.remove(name);
                     reg.disableStorage(name);
+                    storageDeleted(name);
                 } else {
                     storages.put(name, obj);
                     applyStorage(obj);
@@ -496,6 +561,7 @@ public final class ControlPlaneSync implements AutoCloseable {
             case "Instance" -> {
                 if (deleted) {
                     instances.remove(name);
+                    registeredHere.remove(name);
                     if (removeInstance.test(name)) {
                         LOG.infof("instance %s deleted in the control plane: removed", name);
                     }
@@ -670,7 +736,7 @@ public final class ControlPlaneSync implements AutoCloseable {
         if (r.ok()) {
             // not into the model here: this runs under the registry's lock, the model's lock is taken before it
             // elsewhere; the Instance event (or the next resync) brings it
-            registeredHere.put(req.getInstanceId(), System.currentTimeMillis());
+            registeredHere.put(req.getInstanceId(), System.nanoTime());
             return;
         }
         String why = "control plane refused instance '" + req.getInstanceId() + "': " + r.detail();

@@ -1,5 +1,9 @@
 package dev.kvpool.meta.config;
 
+import dev.kvpool.api.limits.Limits;
+import dev.kvpool.api.naming.Identifiers;
+import dev.kvpool.api.naming.Text;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -117,6 +121,53 @@ public final class StartupConfig {
         return out;
     }
 
+    /** A storage's local root: an absolute path without '.' or '..' segments or control characters. */
+    static String localRoot(String p, String what) {
+        String bad = Text.opaqueProblem(p, 4096);
+        if (bad != null) {
+            throw new IllegalArgumentException(what + ": " + bad);
+        }
+        java.nio.file.Path path;
+        try {
+            path = java.nio.file.Path.of(p);
+        } catch (java.nio.file.InvalidPathException e) {
+            throw new IllegalArgumentException(what + " '" + Text.safe(p) + "' is not a path");
+        }
+        if (!path.isAbsolute()) {
+            throw new IllegalArgumentException(what + " '" + Text.safe(p) + "' must be an absolute path");
+        }
+        for (java.nio.file.Path seg : path) {
+            if (seg.toString().equals(".") || seg.toString().equals("..")) {
+                throw new IllegalArgumentException(what + " '" + Text.safe(p) + "' must not hold '.' or '..' segments");
+            }
+        }
+        return p;
+    }
+
+    /** No control characters and no '.' or '..' segments (a relative root_dir may be joined to the mountpoint). */
+    static void noDotSegments(String p, String what) {
+        String bad = Text.opaqueProblem(p, 4096);
+        if (bad != null) {
+            throw new IllegalArgumentException(what + ": " + bad);
+        }
+        for (String seg : p.split("/")) {
+            if (seg.equals(".") || seg.equals("..")) {
+                throw new IllegalArgumentException(what + " '" + Text.safe(p) + "' must not hold '.' or '..' segments");
+            }
+        }
+    }
+
+    /** key_count_per_file: 1 when absent or 0 (KVCM's one block per file), up to what a slot address can number. */
+    static int keysPerFile(JsonNode spec, String what) {
+        JsonNode n = spec.path("key_count_per_file");
+        long v = n.isMissingNode() || n.isNull() ? 1 : n.asLong(-1);
+        if (v < 0 || v > 1 << dev.kvpool.meta.storage.SlotAllocator.SLOT_BITS) {
+            throw new IllegalArgumentException(what + " key_count_per_file must be between 0 (one per file) and "
+                    + (1 << dev.kvpool.meta.storage.SlotAllocator.SLOT_BITS) + ", got " + n);
+        }
+        return (int) Math.max(1, v);
+    }
+
     private static String req(JsonNode n, String field, String what) {
         String v = n.path(field).asText("");
         if (v.isEmpty()) {
@@ -133,15 +184,18 @@ public final class StartupConfig {
         String what = "storage '" + name + "'";
         return switch (kind) {
             case FILE -> {
-                String root = Storage.normaliseRoot(req(spec, "root_path", what));
-                int kcpf = spec.path("key_count_per_file").asInt(1);
+                String root = Storage.normaliseRoot(localRoot(req(spec, "root_path", what), what + " root_path"));
+                int kcpf = keysPerFile(spec, what);
                 out.put("root_path", root).put("key_count_per_file", kcpf);
                 yield new StorageDef(name, kind, root, kcpf, out);
             }
             case HF3FS, VCNS_HF3FS -> {
-                String mount = req(spec, "mountpoint", what);
+                String mount = localRoot(req(spec, "mountpoint", what), what + " mountpoint");
                 String rootDir = req(spec, "root_dir", what);
-                int kcpf = spec.path("key_count_per_file").asInt(1);
+                // KVCM joins them as Path.resolve does (an absolute root_dir replaces the mountpoint, §3.8.2): an
+                // operator's choice; what must hold is that the result is a clean absolute root
+                noDotSegments(rootDir, what + " root_dir");
+                int kcpf = keysPerFile(spec, what);
                 out.put("cluster_name", spec.path("cluster_name").asText("")).put("mountpoint", mount)
                         .put("root_dir", rootDir).put("key_count_per_file", kcpf);
                 if (kind == StorageKind.VCNS_HF3FS) {
@@ -167,14 +221,34 @@ public final class StartupConfig {
         };
     }
 
+    /** A byte count of the configuration: absent is 0, else a whole number in [0, Limits.MAX_QUOTA_BYTES]. */
+    static long bytes(JsonNode n, String what) {
+        if (n.isMissingNode() || n.isNull()) {
+            return 0;
+        }
+        long v = n.asLong();
+        boolean whole = n.isIntegralNumber() && n.canConvertToLong()
+                || n.isTextual() && n.asText().matches("-?[0-9]{1,19}") && String.valueOf(v).equals(n.asText().replaceFirst("^(-?)0+(?=.)", "$1"));
+        if (!whole || v < 0 || v > Limits.MAX_QUOTA_BYTES) {
+            throw new IllegalArgumentException(what + " must be a whole number of bytes between 0 and "
+                    + Limits.MAX_QUOTA_BYTES + ", got " + n);
+        }
+        return v;
+    }
+
     static GroupConfig group(JsonNode g) {
         String name = req(g, "name", "instance group");
+        // the startup file and the control plane's groups pass the same rules as names clients send
+        Identifiers.require(Identifiers.Kind.GROUP, "instance group name", name);
         List<String> candidates = new ArrayList<>();
-        g.path("storage_candidates").forEach(c -> candidates.add(c.asText()));
+        g.path("storage_candidates").forEach(c -> candidates.add(
+                Identifiers.require(Identifiers.Kind.STORAGE, "instance group '" + name + "' storage_candidates", c.asText())));
         JsonNode quota = g.path("quota");
+        bytes(quota.path("capacity"), "instance group '" + name + "' quota.capacity");
         Map<StorageKind, Long> types = new EnumMap<>(StorageKind.class);
         for (JsonNode q : quota.path("quota_config")) {
-            types.put(StorageKind.parse(q.path("storage_type").asText()).usageKind(), q.path("capacity").asLong());
+            types.put(StorageKind.parse(q.path("storage_type").asText()).usageKind(),
+                    bytes(q.path("capacity"), "instance group '" + name + "' quota_config capacity"));
         }
         JsonNode cache = g.path("cache_config");
         JsonNode prefer = cache.has("cache_prefer_strategy") ? cache.get("cache_prefer_strategy")
@@ -182,6 +256,10 @@ public final class StartupConfig {
         int preferWire = prefer.isNumber() ? prefer.asInt() : preferByName(prefer.asText("CPS_UNSPECIFIED"));
         JsonNode idx = cache.path("meta_indexer_config");
         long maxKeys = idx.path("max_key_count").asLong(1_000_000);
+        if (maxKeys < 0 || maxKeys > Limits.MAX_KEY_COUNT) {
+            throw new IllegalArgumentException("instance group '" + name + "': max_key_count "
+                    + Limits.range(maxKeys, 0, Limits.MAX_KEY_COUNT));
+        }
         int shards = idx.path("mutex_shard_num").asInt(16);
         if (maxKeys > 0 && shards > maxKeys) {
             throw new IllegalArgumentException("instance group '" + name + "': mutex_shard_num " + shards
@@ -189,7 +267,7 @@ public final class StartupConfig {
         }
         JsonNode sc = idx.path("meta_cache_policy_config");
         return new GroupConfig(name, candidates, g.path("global_quota_group_name").asText(name),
-                g.path("max_instance_count").asLong(0), quota.path("capacity").asLong(0), types,
+                g.path("max_instance_count").asLong(0), bytes(quota.path("capacity"), "quota.capacity"), types,
                 GroupConfig.Prefer.ofWire(preferWire), maxKeys, shards, sc.path("capacity").asInt(0),
                 g.path("extra_info").asText(""), g.path("user_data").asText(""), g.path("version").asLong(1),
                 ReclaimConfig.fromJson(cache.path("reclaim_strategy")));

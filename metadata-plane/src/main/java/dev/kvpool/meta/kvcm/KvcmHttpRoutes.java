@@ -3,6 +3,7 @@ package dev.kvpool.meta.kvcm;
 import com.google.protobuf.Message;
 import dev.kvpool.api.json.ProtoJson;
 import dev.kvpool.api.json.ProtoJsonException;
+import dev.kvpool.api.naming.Text;
 import dev.kvpool.api.proto.meta.*;
 import dev.kvpool.meta.runtime.MetaRuntime;
 import io.vertx.core.buffer.Buffer;
@@ -67,22 +68,37 @@ public class KvcmHttpRoutes {
     void receive(RoutingContext ctx) {
         Rpc rpc = RPCS.get(ctx.pathParam("rpc"));
         if (rpc == null) {
-            ctx.response().setStatusCode(404).putHeader("Content-Type", "application/json").end(EMPTY_JSON);
+            ctx.response().setStatusCode(404).putHeader("Content-Type", "application/json")
+                    .putHeader("X-KVPool-Error", "no KVCM meta RPC '" + Text.safe(ctx.pathParam("rpc")) + "'")
+                    .end(EMPTY_JSON);
             return;
         }
-        String len = ctx.request().getHeader("Content-Length");
-        long declared = len == null ? -1 : Long.parseLong(len.trim());
+        long declared;
+        try {
+            String len = ctx.request().getHeader("Content-Length");
+            declared = len == null ? -1 : Long.parseLong(len.trim());
+        } catch (NumberFormatException e) {
+            // Vert.x's codec refuses most bad lengths itself; whatever reaches here is answered, not a 500
+            badRequest(ctx, "Content-Length is not a number");
+            return;
+        }
         if (declared > maxBody) {
             tooLarge(ctx);
             return;
         }
-        Buffer body = Buffer.buffer((int) Math.max(256, declared));
+        // a declared length is a promise, not bytes: grow with what arrives (a few idle connections each
+        // declaring 64 MiB must not reserve 64 MiB each)
+        Buffer body = Buffer.buffer((int) Math.min(INITIAL_BUFFER, Math.max(256, declared)));
         ctx.request().handler(chunk -> {
             if (body.length() + chunk.length() > maxBody) {
                 tooLarge(ctx);
             } else {
                 body.appendBuffer(chunk);
             }
+        });
+        ctx.request().exceptionHandler(e -> {
+            // bad chunked framing, a connection reset mid-body: a 400 if the connection can still carry one
+            badRequest(ctx, "malformed request body: " + e.getMessage());
         });
         ctx.request().endHandler(v -> {
             if (!ctx.response().ended()) {
@@ -92,9 +108,20 @@ public class KvcmHttpRoutes {
         ctx.request().resume();
     }
 
+    /** The first allocation for a body; it grows with the bytes that really arrive. */
+    static final int INITIAL_BUFFER = 64 * 1024;
+
+    private void badRequest(RoutingContext ctx, String why) {
+        if (!ctx.response().ended() && !ctx.response().closed()) {
+            ctx.response().setStatusCode(400).putHeader("Content-Type", "application/json")
+                    .putHeader("Connection", "close").putHeader("X-KVPool-Error", Text.safe(why)).end(EMPTY_JSON);
+        }
+    }
+
     private void tooLarge(RoutingContext ctx) {
         if (!ctx.response().ended()) {
             ctx.response().setStatusCode(413).putHeader("Content-Type", "application/json")
+                    .putHeader("Connection", "close")
                     .putHeader("X-KVPool-Error", "request body exceeds " + maxBody + " bytes").end(EMPTY_JSON);
         }
     }
@@ -205,9 +232,11 @@ public class KvcmHttpRoutes {
                 .end(Buffer.buffer(io.netty.buffer.Unpooled.wrappedBuffer(json)));
     }
 
-    /** The 400 body must stay exactly {} (clients parse it); the reason travels in a header instead. */
+    /**
+     * The 400 body must stay exactly {} (clients parse it); the reason travels in a header instead, escaped: a
+     * control character in a header value makes Netty refuse the whole response, and the client would wait forever.
+     */
     private static String sanitize(String s) {
-        String one = s == null ? "unparsable JSON" : s.replaceAll("[\\r\\n]", " ");
-        return one.length() > 300 ? one.substring(0, 300) : one;
+        return s == null ? "unparsable JSON" : Text.safe(s);
     }
 }

@@ -101,6 +101,7 @@ public final class KvcmMeta {
             if (leaderOnly) {
                 leaderGate();
             }
+            checkTrace(traceId);
             R out;
             try {
                 out = body.get();
@@ -114,6 +115,17 @@ public final class KvcmMeta {
             return out;
         } catch (RuntimeException e) {
             return failed(api, traceId, t0, e, error);
+        }
+    }
+
+    /**
+     * trace_id is opaque (vLLM passes the request id a user chose) but it is echoed into request_id, events and
+     * logs: bounded, and no control characters.
+     */
+    static void checkTrace(String traceId) {
+        String p = dev.kvpool.api.naming.Text.opaqueProblem(traceId, dev.kvpool.api.limits.Limits.MAX_TEXT);
+        if (p != null) {
+            throw KvcmError.invalid("trace_id: " + p);
         }
     }
 
@@ -139,7 +151,7 @@ public final class KvcmMeta {
             if (e instanceof dev.kvpool.meta.index.StoreException) {
                 storeFailures.failed(e); // an outage fails every call alike: reported, not logged per call
             } else {
-                LOG.errorf(e, "%s failed (trace %s)", api, traceId);
+                LOG.errorf(e, "%s failed (trace %s)", api, dev.kvpool.api.naming.Text.safe(traceId));
             }
         }
         try {
@@ -167,7 +179,7 @@ public final class KvcmMeta {
         Instance inst = registry.lookup(id);
         if (inst == null) {
             throw new KvcmError(ErrorCode.INSTANCE_NOT_EXIST, id.isEmpty() ? "instance_id is empty"
-                    : "instance '" + id + "' is not registered");
+                    : "instance '" + dev.kvpool.api.naming.Text.safe(id) + "' is not registered");
         }
         return inst;
     }
@@ -188,6 +200,14 @@ public final class KvcmMeta {
 
     /** §3.2.1: block_keys win; else keys derived from token_ids with the instance's scheme. */
     static long[] keys(Instance inst, List<Long> blockKeys, List<Long> tokenIds) {
+        if (blockKeys.size() > dev.kvpool.api.limits.Limits.MAX_KEYS_PER_CALL) {
+            throw KvcmError.invalid("block_keys: at most " + dev.kvpool.api.limits.Limits.MAX_KEYS_PER_CALL
+                    + " keys per call, got " + blockKeys.size());
+        }
+        if (tokenIds.size() > dev.kvpool.api.limits.Limits.MAX_TOKENS_PER_CALL) {
+            throw KvcmError.invalid("token_ids: at most " + dev.kvpool.api.limits.Limits.MAX_TOKENS_PER_CALL
+                    + " tokens per call, got " + tokenIds.size());
+        }
         if (!blockKeys.isEmpty()) {
             return toArray(blockKeys);
         }
@@ -197,6 +217,10 @@ public final class KvcmMeta {
         if (inst.blockSize <= 0) {
             throw KvcmError.invalid("token_ids need a block_size > 0; instance '" + inst.id + "' registered block_size "
                     + inst.blockSize);
+        }
+        if (tokenIds.size() / inst.blockSize > dev.kvpool.api.limits.Limits.MAX_KEYS_PER_CALL) {
+            throw KvcmError.invalid("token_ids: " + tokenIds.size() + " tokens make more than "
+                    + dev.kvpool.api.limits.Limits.MAX_KEYS_PER_CALL + " blocks of " + inst.blockSize);
         }
         return inst.keysOf(toArray(tokenIds));
     }
@@ -293,6 +317,7 @@ public final class KvcmMeta {
         java.util.concurrent.CompletionStage<T> out;
         try {
             leaderGate();
+            checkTrace(r.getTraceId());
             Query q = query(r, false);
             out = query.locateAsync(q.inst, q.keys, q.type, q.mask, r.getSwSize(), sinks.get()).thenApply(sink -> {
                 counted(q, r, sink);
@@ -333,7 +358,8 @@ public final class KvcmMeta {
     private Query query(GetCacheLocationRequest r, boolean mayReadStore) {
         Instance inst = mayReadStore ? instance(r.getInstanceId()) : registry.instance(r.getInstanceId());
         if (inst == null) {
-            throw new KvcmError(ErrorCode.INSTANCE_NOT_EXIST, "instance '" + r.getInstanceId() + "' is not registered");
+            throw new KvcmError(ErrorCode.INSTANCE_NOT_EXIST, "instance '"
+                    + dev.kvpool.api.naming.Text.safe(r.getInstanceId()) + "' is not registered");
         }
         long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
         return new Query(inst, keys, queryType(inst, r.getQueryType()),

@@ -16,14 +16,16 @@ final class LocalQuotaLedger implements QuotaLedger {
     @Override
     public boolean tryReserve(String group, long totalBytes, long capacity, StorageKind kind, long typeBytes,
                               Long typeCapacity) {
+        QuotaLedger.checkReservation(totalBytes, typeBytes);
         Usage u = usage(group);
         synchronized (u) {
-            if (capacity <= 0 || u.total + totalBytes > capacity) {
+            // compared as "what is left", never as a sum that could wrap past Long.MAX_VALUE
+            if (capacity <= 0 || totalBytes > capacity - u.total) {
                 return false;
             }
             StorageKind k = kind.usageKind();
             long t = u.byType.getOrDefault(k, 0L);
-            if (typeCapacity != null && t + typeBytes > typeCapacity) {
+            if (typeCapacity != null && typeBytes > typeCapacity - t) {
                 return false;
             }
             u.total += totalBytes;
@@ -34,7 +36,14 @@ final class LocalQuotaLedger implements QuotaLedger {
 
     @Override
     public void add(String group, long totalBytes, StorageKind kind, long typeBytes) {
-        usage(group).add(totalBytes, kind, typeBytes);
+        drift.report(group, usage(group).add(totalBytes, kind, typeBytes), "a release");
+    }
+
+    private final DriftLog drift = new DriftLog();
+
+    @Override
+    public DriftLog drift() {
+        return drift;
     }
 
     @Override

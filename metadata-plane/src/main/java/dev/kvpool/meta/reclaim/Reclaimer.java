@@ -122,6 +122,46 @@ public final class Reclaimer implements AutoCloseable {
     private volatile Thread thread;
     private volatile boolean closed;
 
+    /** How often the leader checks each group's usage against its index (0: never); see {@link #auditUsage}. */
+    private volatile long auditEveryMs;
+    private long nextAuditMs;
+    /** The difference each group's last quiet audit found (reclaimer thread only). */
+    private final Map<String, Long> lastDifference = new java.util.HashMap<>();
+    /** Audits whose difference was confirmed by the next one: usage that no block accounts for (or the reverse). */
+    public final AtomicLong auditDrifts = new AtomicLong();
+    /** Bytes by which the latest confirmed audit of each group differed (ledger minus index). */
+    public final Map<String, Long> auditDifference = new ConcurrentHashMap<>();
+
+    public void auditEvery(java.time.Duration d) {
+        auditEveryMs = d == null ? 0 : d.toMillis();
+        nextAuditMs = System.currentTimeMillis() + auditEveryMs;
+    }
+
+    /**
+     * The usage invariant: every group's ledger equals what its index holds. A difference is reported (log, the
+     * {@code kvpool_meta_usage_audit_drifts} metric) only when two quiet audits in a row find the same one: a
+     * count that raced a write would not repeat exactly.
+     */
+    void auditUsage() {
+        for (GroupConfig g : registry.groups()) {
+            WritePath.Audit a = write.auditUsage(g.name());
+            if (a.totalDifference() == null) {
+                continue; // busy: compared nothing
+            }
+            long d = a.totalDifference();
+            Long prev = lastDifference.put(g.name(), d);
+            if (d == 0) {
+                auditDifference.remove(g.name());
+            } else if (prev != null && prev == d) {
+                auditDrifts.incrementAndGet();
+                auditDifference.put(g.name(), d);
+                LOG.warnf("usage audit of instance group %s: the ledger holds %,d bytes %s than its blocks account "
+                        + "for, in two audits in a row (per storage type: %s); a restart recounts usage from the "
+                        + "index", g.name(), Math.abs(d), d > 0 ? "more" : "less", a.typeDifferences());
+            }
+        }
+    }
+
     public Reclaimer(Registry registry, QuotaLedger ledger, WritePath write, BooleanSupplier leader,
                      Listener listener, Settings settings) {
         this.registry = registry;
@@ -248,6 +288,10 @@ public final class Reclaimer implements AutoCloseable {
      */
     public boolean tick(long nowMs) {
         urgent = false;
+        if (auditEveryMs > 0 && nowMs >= nextAuditMs) {
+            nextAuditMs = nowMs + auditEveryMs;
+            auditUsage();
+        }
         if (registry.sharedStore()) {
             registry.refreshIfOlderThan(1000); // water levels changed on another replica take effect here too
         }

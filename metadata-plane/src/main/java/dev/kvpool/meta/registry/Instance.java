@@ -53,8 +53,13 @@ public final class Instance {
         for (int i = 0; i < n; i++) {
             specNames[i] = info.getLocationSpecInfos(i).getName();
             specSizes[i] = info.getLocationSpecInfos(i).getSize();
+            if (specSizes[i] < 0 || specSizes[i] > dev.kvpool.api.limits.Limits.MAX_SPEC_BYTES) {
+                // registration refuses these; a record from before the limits must not reach the usage sums
+                throw new IllegalArgumentException("instance " + id + ": spec " + specNames[i] + " has size "
+                        + specSizes[i] + ", beyond the limit " + dev.kvpool.api.limits.Limits.MAX_SPEC_BYTES);
+            }
             specIndex.put(specNames[i], i);
-            sum += specSizes[i];
+            sum = Math.addExact(sum, specSizes[i]);
         }
         bytesPerKey = sum;
         List<LocationSpecGroup> groups = info.getLocationSpecGroupsList();

@@ -71,7 +71,7 @@ public final class Locations {
         }
         String file = fileName(st, key, b);
         for (int i : inst.specGroups[specGroup]) {
-            out.add(specDir(inst, st, i).resolve(file));
+            out.add(dev.kvpool.api.storage.StoragePaths.file(st.root(), inst.id, inst.specNames[i], file));
         }
         return out;
     }
@@ -87,9 +87,9 @@ public final class Locations {
         return out;
     }
 
+    /** Through the one function that proves the directory is inside the storage root and the instance's own. */
     private static Path specDir(Instance inst, Storage st, int spec) {
-        String base = st.kind == StorageKind.FILE ? st.basePath : st.basePath + "/";
-        return Path.of(base + inst.id + "/" + inst.specNames[spec]);
+        return dev.kvpool.api.storage.StoragePaths.specDir(st.root(), inst.id, inst.specNames[spec]);
     }
 
     /**

@@ -3,6 +3,9 @@ package dev.kvpool.meta.registry;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.google.protobuf.InvalidProtocolBufferException;
+import dev.kvpool.api.limits.Limits;
+import dev.kvpool.api.naming.Identifiers;
+import dev.kvpool.api.naming.Text;
 import dev.kvpool.api.proto.meta.ErrorCode;
 import dev.kvpool.api.proto.meta.InstanceInfo;
 import dev.kvpool.api.proto.meta.LocationSpecGroup;
@@ -160,6 +163,7 @@ public final class Registry {
         if (instances.containsKey(info.getInstanceId())) {
             return false;
         }
+        Identifiers.require(Identifiers.Kind.INSTANCE, "instance_id", info.getInstanceId());
         Instance inst = new Instance(info, indexFactory.apply(info.getInstanceId()));
         inst.slotsFactory(slots);
         putInstanceRecord(info);
@@ -196,6 +200,14 @@ public final class Registry {
             }
             try {
                 InstanceInfo info = InstanceInfo.parseFrom(e.getValue());
+                String bad = Identifiers.problem(Identifiers.Kind.INSTANCE, info.getInstanceId());
+                if (bad != null) { // registered before ids were checked: never served, its paths could escape
+                    if (refused.add(e.getKey())) {
+                        LOG.errorf("instance record '%s' is not served: its id %s (docs/security.md)",
+                                Text.safe(e.getKey()), bad);
+                    }
+                    continue;
+                }
                 Instance inst = new Instance(info, indexFactory.apply(info.getInstanceId()));
                 inst.slotsFactory(slots);
                 instances.put(info.getInstanceId(), inst);
@@ -276,7 +288,7 @@ public final class Registry {
      */
     public Instance lookup(String id) {
         Instance inst = instances.get(id);
-        if (inst == null && !id.isEmpty() && sharedStore()) {
+        if (inst == null && !id.isEmpty() && sharedStore() && Identifiers.valid(Identifiers.Kind.INSTANCE, id)) {
             // per id: the first miss always looks again (it may have been registered a moment ago elsewhere);
             // a client repeating an unknown id costs one store read per 250 ms, not one per call
             long now = System.nanoTime();
@@ -294,6 +306,8 @@ public final class Registry {
     }
 
     private final Map<String, Long> missedAt = new ConcurrentHashMap<>();
+    /** Persisted instance records whose id breaks the rules, reported once each. */
+    private final Set<String> refused = ConcurrentHashMap.newKeySet();
 
     /** True when other processes may write the same store (Redis): lookups that miss re-read it. */
     public boolean sharedStore() {
@@ -418,14 +432,31 @@ public final class Registry {
         if (r.getInstanceId().isEmpty()) {
             throw KvcmError.invalid("instance_id is required");
         }
+        // names that reach file paths, URIs, Redis keys, Kafka keys and logs: one rule (docs/security.md)
+        name(Identifiers.Kind.GROUP, "instance_group", r.getInstanceGroup());
+        name(Identifiers.Kind.INSTANCE, "instance_id", r.getInstanceId());
         if (!r.hasModelDeployment()) {
             throw KvcmError.invalid("model_deployment is required");
         }
-        if (r.getModelDeployment().getModelName().isEmpty() || r.getModelDeployment().getDtype().isEmpty()) {
+        ModelDeployment md = r.getModelDeployment();
+        if (md.getModelName().isEmpty() || md.getDtype().isEmpty()) {
             throw KvcmError.invalid("model_deployment.model_name and model_deployment.dtype are required");
+        }
+        text("model_deployment.model_name", md.getModelName(), Limits.MAX_TEXT);
+        text("model_deployment.dtype", md.getDtype(), Limits.MAX_TEXT);
+        text("model_deployment.lora_name", md.getLoraName(), Limits.MAX_TEXT);
+        blob("model_deployment.extra", md.getExtra());
+        blob("model_deployment.user_data", md.getUserData());
+        if (r.getBlockSize() < 0 || r.getBlockSize() > Limits.MAX_BLOCK_TOKENS) {
+            // 0 stays accepted: a key-only client may register that way (spec §3.1.1)
+            throw KvcmError.invalid("block_size " + Limits.range(r.getBlockSize(), 0, Limits.MAX_BLOCK_TOKENS));
         }
         if (r.getLocationSpecInfosCount() == 0) {
             throw KvcmError.invalid("location_spec_infos must not be empty");
+        }
+        if (r.getLocationSpecInfosCount() > Limits.MAX_SPECS) {
+            throw KvcmError.invalid("location_spec_infos: at most " + Limits.MAX_SPECS + " specs, got "
+                    + r.getLocationSpecInfosCount());
         }
         Set<String> names = new HashSet<>();
         for (int i = 0; i < r.getLocationSpecInfosCount(); i++) {
@@ -433,31 +464,62 @@ public final class Registry {
             if (s.getName().isEmpty()) {
                 throw KvcmError.invalid("location_spec_infos[" + i + "].name is required");
             }
+            name(Identifiers.Kind.SPEC, "location_spec_infos[" + i + "].name", s.getName());
             if (!names.add(s.getName())) {
                 throw KvcmError.invalid("location_spec_infos[" + i + "].name '" + s.getName() + "' is repeated");
             }
-            if (s.getSize() < 0) {
-                throw KvcmError.invalid("location_spec_infos[" + i + "].size must be >= 0, got " + s.getSize());
-            }
-        }
-        Set<String> groupNames = new HashSet<>();
-        for (LocationSpecGroup g : r.getLocationSpecGroupsList()) {
-            if (g.getName().isEmpty() || !groupNames.add(g.getName())) {
-                throw KvcmError.invalid("location_spec_groups: group name '" + g.getName() + "' is empty or repeated");
-            }
-            for (String s : g.getSpecNamesList()) {
-                if (!names.contains(s)) {
-                    throw KvcmError.invalid("location_spec_groups '" + g.getName() + "' names unknown spec '" + s + "'");
-                }
+            if (s.getSize() < 0 || s.getSize() > Limits.MAX_SPEC_BYTES) {
+                // bounded here so that sizes × specs × keys always fit the 64-bit usage sums (api Limits)
+                throw KvcmError.invalid("location_spec_infos[" + i + "].size "
+                        + Limits.range(s.getSize(), 0, Limits.MAX_SPEC_BYTES));
             }
         }
         if (r.getLocationSpecGroupsCount() + 1 > Loc.MAX_SPEC_GROUP) {
             throw KvcmError.invalid("at most " + (Loc.MAX_SPEC_GROUP - 1) + " location_spec_groups are supported");
         }
+        Set<String> groupNames = new HashSet<>();
+        for (int gi = 0; gi < r.getLocationSpecGroupsCount(); gi++) {
+            LocationSpecGroup g = r.getLocationSpecGroups(gi);
+            if (g.getName().isEmpty() || !groupNames.add(g.getName())) {
+                throw KvcmError.invalid("location_spec_groups: group name '" + Text.safe(g.getName())
+                        + "' is empty or repeated");
+            }
+            name(Identifiers.Kind.SPEC_GROUP, "location_spec_groups[" + gi + "].name", g.getName());
+            if (g.getSpecNamesCount() > Limits.MAX_SPECS) {
+                throw KvcmError.invalid("location_spec_groups '" + g.getName() + "': at most " + Limits.MAX_SPECS
+                        + " spec names");
+            }
+            for (String s : g.getSpecNamesList()) {
+                if (!names.contains(s)) {
+                    throw KvcmError.invalid("location_spec_groups '" + g.getName() + "' names unknown spec '"
+                            + Text.safe(s) + "'");
+                }
+            }
+        }
         try {
-            Instance.hashingOf(r.getModelDeployment().getExtra());
+            Instance.hashingOf(md.getExtra());
         } catch (IllegalArgumentException e) {
             throw KvcmError.invalid("model_deployment.extra: " + e.getMessage());
+        }
+    }
+
+    private static void name(Identifiers.Kind kind, String field, String value) {
+        String p = Identifiers.problem(kind, value);
+        if (p != null) {
+            throw KvcmError.invalid(field + ": " + p);
+        }
+    }
+
+    private static void text(String field, String value, int max) {
+        String p = Text.opaqueProblem(value, max);
+        if (p != null) {
+            throw KvcmError.invalid(field + ": " + p);
+        }
+    }
+
+    private static void blob(String field, String value) {
+        if (value.length() > Limits.MAX_BLOB) {
+            throw KvcmError.invalid(field + ": must be at most " + Limits.MAX_BLOB + " characters, got " + value.length());
         }
     }
 

@@ -241,6 +241,7 @@ public class MetaRuntime {
                         cfg.reclaim().queueLimit(), cfg.reclaim().passPage()));
         reclaimer.sweepAfterLostReplicas(leadership);
         reclaimer.dutyCycle(cfg.reclaim().dutyCycle());
+        reclaimer.auditEvery(cfg.reclaim().usageAudit());
         java.time.Duration orphanAge = cfg.files().orphanAge();
         java.time.Duration floor = java.time.Duration.ofSeconds(cfg.write().maxTimeoutSeconds() + 60L);
         if (orphanAge.compareTo(floor) < 0) {
@@ -287,6 +288,7 @@ public class MetaRuntime {
                 }
             }
             if (controlPlane != null) {
+                controlPlane.onStorageDeleted(this::dropStorageBlocks);
                 controlPlane.start(registry, ledger, leadership::isLeader, this::dropInstance);
             }
             registerGauges();
@@ -396,6 +398,14 @@ public class MetaRuntime {
     }
 
     /** An instance deleted in the control plane: its blocks are freed (bytes, slots, usage), then it is forgotten. */
+    /** A storage deleted in the control plane: its blocks released (one replica of a shared store suffices). */
+    private void dropStorageBlocks(String name) {
+        dev.kvpool.meta.storage.Storage st = registry.storage(name);
+        if (st != null && (!registry.sharedStore() || leadership.isLeader())) {
+            write.removeBlocksOn(st);
+        }
+    }
+
     private boolean dropInstance(String id) {
         Instance inst = registry.instance(id);
         if (inst == null) {
@@ -566,6 +576,14 @@ public class MetaRuntime {
                     .description("buffered access-time updates applied to the store (one call per instance and interval)")
                     .register(meters);
             Gauge.builder("kvpool.meta.events.published", this, r -> r.events.published.get()).register(meters);
+            Gauge.builder("kvpool.meta.usage.drift", this, r -> r.ledger.drift().events())
+                    .description("releases that would have taken a group's usage below zero (accounting drift; "
+                            + "should stay 0)").register(meters);
+            Gauge.builder("kvpool.meta.usage.drift.bytes", this, r -> r.ledger.drift().bytes())
+                    .description("bytes those releases went below zero (clamped)").register(meters);
+            Gauge.builder("kvpool.meta.usage.audit.drifts", this, r -> r.reclaimer.auditDrifts.get())
+                    .description("usage audits whose difference between ledger and index the next audit confirmed "
+                            + "(should stay 0)").register(meters);
             if (store instanceof RedisStore rs) {
                 // a finish reaching another replica than its start, or a busy taint counter, costs Redis a read
                 Gauge.builder("kvpool.meta.redis.finish.blind", rs, RedisStore::fastFinishes)

@@ -231,6 +231,14 @@ public interface MetaSettings {
          */
         @WithDefault("1.0")
         double dutyCycle();
+
+        /**
+         * How often the leader recounts each group's usage from its index and compares it with the ledger (the
+         * usage invariant; a difference confirmed by two quiet audits in a row is logged and counted). 0 turns it
+         * off. Each audit reads every index of the group: on a large Redis-backed pool, lengthen it.
+         */
+        @WithDefault("15m")
+        java.time.Duration usageAudit();
     }
 
     interface Events {

@@ -22,25 +22,26 @@ public final class RedisQuotaLedger implements QuotaLedger {
             local total = tonumber(redis.call('HGET', KEYS[1], 'total') or '0')
             local add = tonumber(ARGV[1])
             local cap = tonumber(ARGV[2])
-            if cap <= 0 or total + add > cap then return 0 end
+            if cap <= 0 or add > cap - total then return 0 end
             local tf = 't:' .. ARGV[3]
             local t = tonumber(redis.call('HGET', KEYS[1], tf) or '0')
-            if ARGV[5] ~= '' and t + tonumber(ARGV[4]) > tonumber(ARGV[5]) then return 0 end
+            if ARGV[5] ~= '' and tonumber(ARGV[4]) > tonumber(ARGV[5]) - t then return 0 end
             redis.call('HINCRBY', KEYS[1], 'total', add)
             redis.call('HINCRBY', KEYS[1], tf, ARGV[4])
             return 1""");
-    // never below zero, like the in-process ledger
+    // never below zero, like the in-process ledger; returns the bytes a release would have gone below zero (drift)
     private static final Lua.Script ADD = Lua.Script.of("add", """
+            local drift = 0
             local total = tonumber(redis.call('HGET', KEYS[1], 'total') or '0') + tonumber(ARGV[1])
-            if total < 0 then total = 0 end
+            if total < 0 then drift = -total; total = 0 end
             redis.call('HSET', KEYS[1], 'total', string.format('%.0f', total))
             if ARGV[2] ~= '' then
               local tf = 't:' .. ARGV[2]
               local t = tonumber(redis.call('HGET', KEYS[1], tf) or '0') + tonumber(ARGV[3])
-              if t < 0 then t = 0 end
+              if t < 0 then drift = math.max(drift, -t); t = 0 end
               redis.call('HSET', KEYS[1], tf, string.format('%.0f', t))
             end
-            return 1""");
+            return string.format('%.0f', drift)""");
 
     private final Calls redis;
     private final String prefix;
@@ -75,14 +76,23 @@ public final class RedisQuotaLedger implements QuotaLedger {
     @Override
     public boolean tryReserve(String group, long totalBytes, long capacity, StorageKind kind, long typeBytes,
                               Long typeCapacity) {
+        QuotaLedger.checkReservation(totalBytes, typeBytes);
         return redis.eval(RESERVE, List.of(key(group)), List.of(totalBytes, capacity, kind.usageKind().name(), typeBytes,
                 typeCapacity == null ? "" : typeCapacity), "reserve quota of group " + group).toLong() == 1;
     }
 
     @Override
     public void add(String group, long totalBytes, StorageKind kind, long typeBytes) {
-        redis.eval(ADD, List.of(key(group)), List.of(totalBytes, kind == null ? "" : kind.usageKind().name(), typeBytes),
-                "update usage of group " + group);
+        Response drifted = redis.eval(ADD, List.of(key(group)), List.of(totalBytes, kind == null ? ""
+                : kind.usageKind().name(), typeBytes), "update usage of group " + group);
+        drift.report(group, drifted == null ? 0 : Long.parseLong(drifted.toString()), "a release");
+    }
+
+    private final DriftLog drift = new DriftLog();
+
+    @Override
+    public DriftLog drift() {
+        return drift;
     }
 
     @Override

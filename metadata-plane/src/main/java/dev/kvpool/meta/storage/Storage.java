@@ -24,12 +24,9 @@ public final class Storage {
 
     public Storage(String name, StorageKind kind, int number, String basePath, int keyCountPerFile, ObjectNode spec,
                    boolean available) {
-        if (name == null || name.isBlank()) {
-            throw new IllegalArgumentException("storage global_unique_name must not be empty");
-        }
-        if (name.contains("/") || name.contains("?") || name.contains(":")) {
-            throw new IllegalArgumentException("storage name '" + name + "' must not contain '/', '?' or ':' (it is a URI host)");
-        }
+        // the name is a URI host and a Redis key part: the one identifier rule
+        dev.kvpool.api.naming.Identifiers.require(dev.kvpool.api.naming.Identifiers.Kind.STORAGE,
+                "storage global_unique_name", name);
         this.name = name;
         this.kind = kind;
         this.number = number;
@@ -64,6 +61,21 @@ public final class Storage {
     public boolean sharesFiles() {
         return usesFiles() && keyCountPerFile > 1;
     }
+
+    /**
+     * The local directory this storage's files live under, absolute (a relative root is taken from the working
+     * directory, as the file system would): every path under it is built by
+     * {@link dev.kvpool.api.storage.StoragePaths}, which proves it stays inside.
+     */
+    public Path root() {
+        Path r = root;
+        if (r == null) {
+            root = r = Path.of(basePath.isEmpty() ? "/" : basePath).toAbsolutePath().normalize();
+        }
+        return r;
+    }
+
+    private volatile Path root;
 
     public boolean available() {
         return available;

@@ -220,10 +220,11 @@ public final class WritePath implements AutoCloseable {
         }
         long typeBytes = 0;
         for (int c = 0; c < nc; c++) {
-            typeBytes += inst.bytesOf(groupOf[cand[c]]);
+            typeBytes = Math.addExact(typeBytes, inst.bytesOf(groupOf[cand[c]]));
         }
         Storage st = selectStorage(g, typeBytes, seen, cand, nc);
-        long totalBytes = newKeys * inst.bytesPerKey;
+        // bounded at the input (Limits: spec bytes × specs × keys per call < 2^61); exact all the same
+        long totalBytes = Math.multiplyExact(newKeys, inst.bytesPerKey);
         // 3. addresses, asked for while the quota is checked (over Redis: two scripts, one round trip of waiting);
         // a refused reservation gives the slots back
         var slots = st.usesFiles() ? inst.allocator(st).allocateAsync(nc)
@@ -447,8 +448,9 @@ public final class WritePath implements AutoCloseable {
     public int finish(Instance inst, String sessionId, Mask mask, IndexStoreOwner owner) {
         boolean[] ok = mask.bools();
         if (ok == null) {
-            // a prefix: the first offset locations succeeded
-            ok = new boolean[Math.max(0, mask.offset())];
+            // a prefix: the first offset locations succeeded. No session holds more than MAX_KEYS_PER_CALL
+            // locations, so a larger offset fits none just the same, without allocating what a client named
+            ok = new boolean[Math.max(0, Math.min(mask.offset(), dev.kvpool.api.limits.Limits.MAX_KEYS_PER_CALL + 1))];
             Arrays.fill(ok, true);
         }
         InstanceIndex.FinishResult r = mask.offset() < 0 && mask.bools() == null
@@ -457,9 +459,11 @@ public final class WritePath implements AutoCloseable {
         if (r == null) {
             String other = owner.sessionOwner(sessionId);
             if (other != null && !other.equals(inst.id)) {
-                throw KvcmError.invalid("write session '" + sessionId + "' belongs to another instance");
+                throw KvcmError.invalid("write session '" + dev.kvpool.api.naming.Text.safe(sessionId)
+                        + "' belongs to another instance");
             }
-            throw KvcmError.internal("write session '" + sessionId + "' is unknown, expired or already finished");
+            throw KvcmError.internal("write session '" + dev.kvpool.api.naming.Text.safe(sessionId)
+                    + "' is unknown, expired or already finished");
         }
         release(inst, r.failed());
         if (!r.maskFits()) {
@@ -596,6 +600,46 @@ public final class WritePath implements AutoCloseable {
                 break;
             }
         }
+    }
+
+    /**
+     * A storage deleted from the configuration: every block with a location on it leaves service and is deleted
+     * through the normal path (reader lease, bytes, slots, usage, metadata). A block that also has replicas on other
+     * storages goes whole: the index moves keys, not single replicas, to DELETING. Returns the locations moved.
+     */
+    public long removeBlocksOn(Storage st) {
+        long moved = 0;
+        for (Instance inst : registry.instances()) {
+            long cursor = 0;
+            do {
+                List<Long> page = new ArrayList<>(1024);
+                cursor = inst.index.scan(cursor, 1024, page::add);
+                long[] keys = page.stream().mapToLong(Long::longValue).toArray();
+                Block[] blocks = new Block[keys.length];
+                inst.index.getAll(keys, 0, keys.length, blocks);
+                int n = 0;
+                for (int i = 0; i < keys.length; i++) {
+                    Block bl = blocks[i];
+                    boolean on = false;
+                    for (int j = 0; bl != null && j < bl.size() && !on; j++) {
+                        on = Loc.storage(bl.a(j)) == st.number;
+                    }
+                    if (on) {
+                        keys[n++] = keys[i];
+                    }
+                }
+                if (n > 0) {
+                    // WRITING ones stay with their session, which finishes them as failed (the storage is gone
+                    // from the configuration) or expires them, releasing what it reserved
+                    LocList m = inst.index.markDeleting(keys, 0, n, null, false);
+                    moved += m.size();
+                    submitDelete(inst, m, readerLeaseMs(inst));
+                }
+            } while (cursor != 0);
+        }
+        LOG.infof("storage %s deleted from the configuration: %d locations on it leave service and are deleted",
+                st.name, moved);
+        return moved;
     }
 
     void submitDelete(Instance inst, LocList deleting) {
@@ -960,6 +1004,45 @@ public final class WritePath implements AutoCloseable {
                 into.add(0, st.kind, inst.bytesOf(Loc.specGroup(bl.a(i))));
             }
         }
+    }
+
+    /** What one usage audit of a group found: null difference when the group was busy and nothing was compared. */
+    public record Audit(String group, Long totalDifference, java.util.Map<StorageKind, Long> typeDifferences) {
+    }
+
+    /**
+     * The usage invariant, checked: recounts a group's usage from its instances' indexes (as a cold start does)
+     * and compares it with the ledger. Writes and deletions move both while the count runs, so the comparison
+     * counts only when the ledger stood still and no write session was open from before the count to after it;
+     * otherwise the group was busy and the result says nothing (null difference). Differences are ledger minus
+     * index: positive when the ledger holds usage no block accounts for.
+     */
+    public Audit auditUsage(String group) {
+        List<Instance> insts = registry.instancesOf(group);
+        if (insts.stream().anyMatch(i -> i.index.sessionCount() > 0)) {
+            return new Audit(group, null, java.util.Map.of());
+        }
+        QuotaLedger.Usage before = ledger.usage(group);
+        QuotaLedger.Usage counted = new QuotaLedger.Usage();
+        for (Instance inst : insts) {
+            inst.index.forEach(bl -> countUsage(inst, bl, counted));
+        }
+        QuotaLedger.Usage after = ledger.usage(group);
+        if (before.total() != after.total() || !before.types().equals(after.types())
+                || insts.stream().anyMatch(i -> i.index.sessionCount() > 0)) {
+            return new Audit(group, null, java.util.Map.of());
+        }
+        java.util.Map<StorageKind, Long> types = new java.util.EnumMap<>(StorageKind.class);
+        java.util.Set<StorageKind> kinds = java.util.EnumSet.noneOf(StorageKind.class);
+        kinds.addAll(after.types().keySet());
+        kinds.addAll(counted.types().keySet());
+        for (StorageKind k : kinds) {
+            long d = after.byType(k) - counted.byType(k);
+            if (d != 0) {
+                types.put(k, d);
+            }
+        }
+        return new Audit(group, after.total() - counted.total(), types);
     }
 
     /** Waits for queued deletions, delayed ones included (tests, shutdown). */

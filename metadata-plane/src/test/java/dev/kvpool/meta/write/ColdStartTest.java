@@ -63,6 +63,11 @@ class ColdStartTest {
                 public void reset(String group) {
                     mem.reset(group);
                 }
+
+                @Override
+                public DriftLog drift() {
+                    return mem.drift();
+                }
             };
             try (WritePath w = new WritePath(reg, counting, new WritePath.Settings(30, 3600))) {
                 w.recover(2);
@@ -73,6 +78,7 @@ class ColdStartTest {
             int left = blocks - deleting;
             assertEquals(before.size() * left * 1000L, mem.usage("g").total(), "bytes per key x keys left");
             assertEquals(before.size() * left * 1000L, mem.usage("g").byType(StorageKind.FILE));
+            assertEquals(0, mem.drift().events(), "no release took usage below zero");
             for (Instance old : before) {
                 Instance inst = reg.lookup(old.id);
                 assertEquals(left, inst.index.keyCount());
