@@ -48,6 +48,7 @@ public class ProblemMappers {
             case 401 -> "Unauthorized";
             case 403 -> "Forbidden";
             case 404 -> "Not found";
+            case 408 -> "Request timeout";
             case 409 -> "Conflict";
             case 413 -> "Content too large";
             case 412 -> "Precondition failed";

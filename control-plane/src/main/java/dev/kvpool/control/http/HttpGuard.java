@@ -41,6 +41,8 @@ import org.jboss.logging.Logger;
  *   <li>A declared {@code Content-Length} above {@code kvpool.control.max-body-size}: 413 naming both numbers, before a
  *       byte of the body is read (nothing is allocated for it) and before credentials are checked.</li>
  *   <li>A chunked body that grows past the limit: 413 as soon as it does, and the connection is closed.</li>
+ *   <li>A body that stops arriving for {@code kvpool.control.body-timeout}: 408 naming the setting, then the connection
+ *       is closed.</li>
  *   <li>Bad chunked framing (a chunk size that is not hex, a missing CRLF): 400 naming the fault, then the connection
  *       is closed. Vert.x alone closes the connection without an answer and the request fails with an ERROR in the
  *       log.</li>
@@ -60,6 +62,9 @@ public class HttpGuard {
 
     @ConfigProperty(name = "kvpool.control.max-body-size", defaultValue = "64M")
     MemorySize maxBodySize;
+    /** How long a request body may pause before it is refused with 408 (a client that stalls holds a connection). */
+    @ConfigProperty(name = "kvpool.control.body-timeout", defaultValue = "30s")
+    java.time.Duration bodyTimeout;
 
     /** The largest request body accepted, in bytes (REST and the KVCM admin routes). */
     public long limit() {
@@ -155,7 +160,9 @@ public class HttpGuard {
         ChannelPipeline p = c.channel().pipeline();
         FramingGuard g = (FramingGuard) p.get(FRAMING);
         if (g == null && p.get("handler") != null) {
-            g = new FramingGuard(limit());
+            g = new FramingGuard(limit(), bodyTimeout.toNanos());
+            // this request's head has passed already: whether its body is still to come is the request's to say
+            g.inBody = !ctx.request().isEnded();
             p.addBefore("handler", FRAMING, g);
         }
         if (g != null) {
@@ -171,24 +178,56 @@ public class HttpGuard {
      */
     static final class FramingGuard extends ChannelDuplexHandler {
         private final long limit;
+        private final long bodyTimeoutNanos;
         private long bodyBytes;
         private boolean responseBegun;
         private boolean refused;
+        /** A request's body has begun and not ended (the event loop's state: read and written there only). */
+        boolean inBody;
+        private long lastRead = System.nanoTime();
+        private io.netty.util.concurrent.ScheduledFuture<?> watch;
         /** Whether the request being read is a KVCM admin route (set by {@link #install} at each request). */
         volatile boolean kvcm;
 
-        FramingGuard(long limit) {
+        FramingGuard(long limit, long bodyTimeoutNanos) {
             this.limit = limit;
+            this.bodyTimeoutNanos = bodyTimeoutNanos;
+        }
+
+        @Override
+        public void handlerAdded(ChannelHandlerContext ctx) {
+            long period = Math.max(100_000_000L, bodyTimeoutNanos / 4);
+            watch = ctx.executor().scheduleAtFixedRate(() -> {
+                if (inBody && !refused && System.nanoTime() - lastRead > bodyTimeoutNanos) {
+                    refuse(ctx, 408, "the request body stopped arriving: nothing for "
+                            + bodyTimeoutNanos / 1_000_000_000 + " s (kvpool.control.body-timeout)");
+                }
+            }, period, period, java.util.concurrent.TimeUnit.NANOSECONDS);
+        }
+
+        @Override
+        public void handlerRemoved(ChannelHandlerContext ctx) {
+            if (watch != null) {
+                watch.cancel(false);
+            }
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+            handlerRemoved(ctx);
+            super.channelInactive(ctx);
         }
 
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            lastRead = System.nanoTime();
             if (refused) {
                 ReferenceCountUtil.release(msg); // answered and closing: the rest is discarded
                 return;
             }
             if (msg instanceof HttpRequest) {
                 bodyBytes = 0;
+                inBody = true;
             }
             if (msg instanceof HttpContent c) {
                 if (c.decoderResult().isFailure()) {
@@ -207,6 +246,7 @@ public class HttpGuard {
                 }
                 if (c instanceof LastHttpContent) {
                     bodyBytes = 0;
+                    inBody = false;
                 }
             }
             ctx.fireChannelRead(msg);
@@ -225,6 +265,7 @@ public class HttpGuard {
 
         private void refuse(ChannelHandlerContext ctx, int status, String message) {
             refused = true;
+            inBody = false;
             LOG.debugf("refused a request from %s: %s", ctx.channel().remoteAddress(), message);
             if (responseBegun) {
                 ctx.close();
