@@ -11,6 +11,7 @@ import com.fasterxml.jackson.databind.node.TextNode;
 import com.google.protobuf.Descriptors;
 import com.google.protobuf.Message;
 import dev.kvpool.api.json.ProtoJson;
+import dev.kvpool.api.naming.Identifiers;
 import dev.kvpool.api.proto.admin.AdminServiceGrpc;
 import dev.kvpool.control.kvcm.KvcmAdmin;
 import dev.kvpool.control.testing.Api;
@@ -237,17 +238,26 @@ class HostileInputTest {
 
     /** Removes what a legitimate success created (objects not there at the start), children first. */
     void undoCreations() throws Exception {
-        for (String i : minus(names("select instance_id from instance"), baseInstances)) {
-            Api.admin().delete("/api/v1/instances/" + enc(i)).then().statusCode(204);
-        }
-        for (String a : minus(names("select name from account"), baseAccounts)) {
-            Api.admin().delete("/api/v1/accounts/" + enc(a)).then().statusCode(204);
-        }
-        for (String g : minus(names("select name from instance_group"), baseGroups)) {
-            Api.admin().delete("/api/v1/instance-groups/" + enc(g)).then().statusCode(204);
-        }
-        for (String s : minus(names("select name from storage"), baseStorages)) {
-            Api.admin().delete("/api/v1/storages/" + enc(s)).then().statusCode(204);
+        remove("/api/v1/instances/", minus(names("select instance_id from instance"), baseInstances));
+        remove("/api/v1/accounts/", minus(names("select name from account"), baseAccounts));
+        remove("/api/v1/instance-groups/", minus(names("select name from instance_group"), baseGroups));
+        remove("/api/v1/storages/", minus(names("select name from storage"), baseStorages));
+    }
+
+    private void remove(String collection, Set<String> created) {
+        for (String n : created) {
+            Identifiers.Kind kind = collection.contains("instances") ? Identifiers.Kind.INSTANCE
+                    : collection.contains("accounts") ? Identifiers.Kind.ACCOUNT
+                    : collection.contains("groups") ? Identifiers.Kind.GROUP : Identifiers.Kind.STORAGE;
+            if (!Identifiers.valid(kind, n)) {
+                problems.add("a request created '" + n.replaceAll("\\p{Cntrl}", "?") + "' in " + collection
+                        + ", a name the identifier rule refuses");
+            }
+            int status = Api.admin().urlEncodingEnabled(false).delete(collection + enc(n)).statusCode();
+            if (status != 204) {
+                problems.add("a request created '" + n.replaceAll("\\p{Cntrl}", "?") + "' in " + collection
+                        + ", which DELETE cannot remove: " + status);
+            }
         }
     }
 
@@ -324,8 +334,7 @@ class HostileInputTest {
             refused = !code.equals("OK");
             if (n == null || code.isEmpty()) {
                 problems.add(label + ": 200 without a KVCM envelope: " + r);
-            } else if (refused && (message.isBlank() || message.contains("internal error (")
-                    || message.contains("Exception") || message.contains("java."))) {
+            } else if (refused && crash(message)) {
                 problems.add(label + ": " + code + " without a reason, or a crash reported as one: " + message);
             }
         } else {
@@ -338,6 +347,12 @@ class HostileInputTest {
         if (!refused && !after.equals(before)) {
             undoCreations();
         }
+    }
+
+    /** A refusal that does not say why, or a failure of the server (an exception, SQL) passed off as one. */
+    static boolean crash(String message) {
+        return message == null || message.isBlank() || message.contains("internal error (")
+                || java.util.regex.Pattern.compile("(?i)exception|jdbc|\\bsql\\b|java\\.").matcher(message).find();
     }
 
     static String detail(RawHttp.Reply r) {
@@ -585,7 +600,7 @@ class HostileInputTest {
                             Descriptors.FieldDescriptor hf = resp.getDescriptorForType().findFieldByName("header");
                             var status = ((dev.kvpool.api.proto.admin.CommonResponseHeader) resp.getField(hf)).getStatus();
                             boolean refused = status.getCode() != dev.kvpool.api.proto.admin.ErrorCode.OK;
-                            if (refused && (status.getMessage().isBlank() || status.getMessage().contains("internal error ("))) {
+                            if (refused && crash(status.getMessage())) {
                                 problems.add(label + ": " + status.getCode() + " without a reason or a crash: "
                                         + status.getMessage());
                             }
@@ -641,7 +656,7 @@ class HostileInputTest {
                     "Content-Length: " + (limit + 1));
             judge(path + " [Content-Length limit + 1]", r, before, kvcm);
             assertEquals(413, r.status(), r.toString());
-            assertTrue(r.header("X-KVPool-Error").contains(String.valueOf(limit)), r.toString());
+            assertTrue(String.valueOf(r.header("X-KVPool-Error")).contains(String.valueOf(limit)), r.toString());
             r = send("POST", path, null, admin, "Content-Type: application/json", "Content-Length: 99999999999999");
             assertEquals(413, r.status(), r.toString());
             // a chunked body that passes the limit: 413 as soon as it does
@@ -695,7 +710,7 @@ class HostileInputTest {
                 RawHttp.Reply r = c.read(Duration.ofSeconds(30));
                 assertEquals(408, r.status(), path + ": " + r);
                 assertTrue(r.millis() < 10_000, path + ": " + r.millis() + " ms");
-                assertTrue(r.header("X-KVPool-Error").contains("kvpool.control.body-timeout"), r.toString());
+                assertTrue(String.valueOf(r.header("X-KVPool-Error")).contains("kvpool.control.body-timeout"), r.toString());
             }
             // chunked, stopping between chunks
             try (RawHttp.Connection c = RawHttp.open(HOST, PORT, T)) {
