@@ -15,7 +15,6 @@ import jakarta.inject.Inject;
 import java.util.Map;
 import java.util.function.BiFunction;
 import java.util.function.Supplier;
-import org.eclipse.microprofile.config.inject.ConfigProperty;
 
 /**
  * KVCM meta HTTP routes: {@code POST /api/<lowerCamelRpc>} with proto3 JSON in and out (§1.3–1.5). Unparsable
@@ -54,8 +53,16 @@ public class KvcmHttpRoutes {
     @Inject
     MetaRuntime runtime;
 
-    @ConfigProperty(name = "kvpool.meta.http.max-body-bytes", defaultValue = "67108864")
+    @Inject
+    dev.kvpool.meta.runtime.MetaSettings settings;
     long maxBody;
+    long bodyTimeoutMs;
+
+    @jakarta.annotation.PostConstruct
+    void limits() {
+        maxBody = settings.maxBodyBytes();
+        bodyTimeoutMs = Math.max(1, settings.bodyTimeout().toMillis());
+    }
 
     void routes(@Observes Router router) {
         router.post("/api/:rpc").handler(this::receive);
@@ -96,15 +103,20 @@ public class KvcmHttpRoutes {
                 body.appendBuffer(chunk);
             }
         });
-        ctx.request().exceptionHandler(e -> {
-            // bad chunked framing, a connection reset mid-body: a 400 if the connection can still carry one
-            badRequest(ctx, "malformed request body: " + e.getMessage());
+        long timer = ctx.vertx().setTimer(bodyTimeoutMs, id -> {
+            if (!ctx.response().ended() && !ctx.request().isEnded()) {
+                ctx.response().setStatusCode(408).putHeader("Content-Type", "application/json")
+                        .putHeader("Connection", "close").putHeader("X-KVPool-Error", "request body not complete after "
+                                + bodyTimeoutMs + " ms (" + body.length() + " bytes arrived)").end(EMPTY_JSON);
+            }
         });
         ctx.request().endHandler(v -> {
+            ctx.vertx().cancelTimer(timer);
             if (!ctx.response().ended()) {
                 handle(ctx, rpc, body);
             }
         });
+        ctx.response().closeHandler(v -> ctx.vertx().cancelTimer(timer));
         ctx.request().resume();
     }
 

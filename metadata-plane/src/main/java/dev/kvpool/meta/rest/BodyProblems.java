@@ -16,9 +16,12 @@ import org.jboss.resteasy.reactive.server.ServerExceptionMapper;
 public class BodyProblems {
     private static final Logger LOG = Logger.getLogger(BodyProblems.class);
 
-    /** Parse errors arrive wrapped in a WebApplicationException; any other one keeps its own response. */
+    /**
+     * Parse errors arrive wrapped in a WebApplicationException, or bare where a resource takes a JsonNode (nesting
+     * past the limit, a duplicate key); any other WebApplicationException keeps its own response.
+     */
     @ServerExceptionMapper({MismatchedInputException.class, InvalidDefinitionException.class,
-            WebApplicationException.class})
+            WebApplicationException.class, com.fasterxml.jackson.core.JsonProcessingException.class})
     public Response body(Exception e) {
         return BodyErrors.answer(e, f -> BlockKeysResource.problem(400, "request body: " + f.message()).getResponse(),
                 t -> t instanceof WebApplicationException w ? w.getResponse() : internal(t));

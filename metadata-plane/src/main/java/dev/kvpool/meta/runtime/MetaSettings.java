@@ -29,6 +29,22 @@ public interface MetaSettings {
     @WithDefault("6381")
     int grpcPort();
 
+    /**
+     * The largest body a KVCM meta HTTP call may send (413 beyond it). The body is read as it arrives, so a client
+     * that only declares a large Content-Length holds no more than 64 KiB until its bytes come.
+     */
+    @WithName("meta.http.max-body-bytes")
+    @WithDefault("67108864")
+    long maxBodyBytes();
+
+    /**
+     * How long a KVCM meta HTTP body may take to arrive once its headers have: past it the call is answered 408 and
+     * the connection closed, so a client that stalls mid-body holds no connection or buffer for long.
+     */
+    @WithName("meta.http.body-timeout")
+    @WithDefault("30s")
+    Duration bodyTimeout();
+
     @WithName("meta.index")
     Index index();
 

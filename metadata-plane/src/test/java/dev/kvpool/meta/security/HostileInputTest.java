@@ -162,8 +162,14 @@ class HostileInputTest {
 
     private void checkNoProblems() {
         if (!problems.isEmpty()) {
-            fail(problems.size() + " hostile inputs were mishandled; the first 30:\n  "
-                    + String.join("\n  ", problems.subList(0, Math.min(30, problems.size()))));
+            // one line per kind of mishandling (the route and what went wrong), then the first ones in full
+            java.util.Set<String> kinds = new java.util.TreeSet<>();
+            for (String p : problems) {
+                kinds.add(p.replaceAll("\\[(?!(chunk|Content|two|NUL|header|unknown))[^\\]]*\\]", "[…]").replaceAll("/api/v1/([a-z-]+)/[^/ ]+", "/api/v1/$1/{…}")
+                        .replaceAll("Error id [^,]*,", "").replaceAll("(.{0,240}).*", "$1"));
+            }
+            fail(problems.size() + " hostile inputs were mishandled, " + kinds.size() + " kinds:\n  "
+                    + String.join("\n  ", kinds));
         }
     }
 
@@ -221,16 +227,28 @@ class HostileInputTest {
                 if (r.outcome() == RawHttp.Outcome.TIMED_OUT) {
                     problems.add(label + ": no answer within " + T);
                 } else if (r.outcome() == RawHttp.Outcome.CLOSED_WITHOUT_ANSWER) {
-                    // only a body cut short by the client's own close leaves nothing to answer on
-                    if (!e.getKey().equals("body shorter than Content-Length")) {
-                        problems.add(label + ": connection closed without an answer");
-                    }
-                } else if (r.status() < 400 || r.status() >= 500) {
+                    problems.add(label + ": connection closed without an answer");
+                } else if (r.status() >= 500 || r.status() < 400 && !e.getKey().equals("Content-Length and chunked")) {
+                    // (Netty drops a Content-Length sent beside chunked, as RFC 9112 §6.3 allows, and reads chunks)
                     problems.add(label + ": HTTP " + r);
                 }
                 unchanged(label, before);
             }
         }
+        // a body that stops short: the KVCM route answers 408 after its body timeout; the REST routes end the
+        // connection at the idle timeout (the client never finished its request, so there is no call to answer)
+        RawHttp.Reply kvcm = RawHttp.exchange("127.0.0.1", port(), RawHttp.stalled("/api/getCacheLocation", "localhost",
+                100, 2), T);
+        assertEquals(408, kvcm.status(), kvcm.toString());
+        assertTrue(kvcm.header("X-KVPool-Error").startsWith("request body not complete"), kvcm.toString());
+        RawHttp.Reply rest = RawHttp.exchange("127.0.0.1", port(), RawHttp.stalled("/api/v1/instances/" + TARGET
+                + "/block-keys", "localhost", 100, 2), T);
+        assertTrue(rest.outcome() == RawHttp.Outcome.CLOSED_WITHOUT_ANSWER || rest.status() / 100 == 4, rest.toString());
+        RawHttp.Reply restAuthed = RawHttp.exchange("127.0.0.1", port(), RawHttp.concat(RawHttp.head("POST",
+                "/api/v1/instances/" + TARGET + "/block-keys", "localhost", "Content-Type: application/json",
+                "Authorization: Bearer " + TenantsProfile.ADMIN, "Content-Length: 100"), RawHttp.ascii("{}")), T);
+        assertTrue(restAuthed.outcome() == RawHttp.Outcome.CLOSED_WITHOUT_ANSWER || restAuthed.status() / 100 == 4,
+                restAuthed.toString());
         checkNoProblems();
         // the server still answers after all that
         assertEquals(200, post("getClusterInfo", samples().get("getClusterInfo"), null).status());

@@ -59,6 +59,10 @@ public class TenantsProfile implements QuarkusTestProfile {
         return Map.of("kvpool.meta.auth.public-key", BearerToken.encodePublicKey(KEYS.getPublic()),
                 "kvpool.meta.startup-config", BOX.resolve("startup.json").toString(),
                 "kvpool.data-dir", TestDirs.freshDataDir("tenants"),
-                "kvpool.meta.http.max-body-bytes", Long.toString(8L << 20));
+                "kvpool.meta.http.max-body-bytes", Long.toString(8L << 20),
+                // stalled bodies end within the suite's patience: the KVCM routes' own timeout, and Vert.x's
+                // idle timeout for the REST routes
+                "kvpool.meta.http.body-timeout", "2s",
+                "quarkus.http.idle-timeout", "4s");
     }
 }

@@ -69,11 +69,18 @@ public final class RawHttp {
         return s.getBytes(StandardCharsets.ISO_8859_1);
     }
 
-    /** Sends {@code request} whole, then reads the reply until the server closes or {@code timeout} passes. */
+    /**
+     * Sends {@code request} whole, then reads one reply until it is complete, the server closes, or {@code timeout}
+     * passes. The sending side stays open, as a real client's does: Netty closes a connection whose peer half-closed
+     * it, so a half-close here would lose answers a real client gets.
+     */
     public static Reply exchange(String host, int port, byte[] request, Duration timeout) throws IOException {
         try (Connection c = open(host, port, timeout)) {
-            c.send(request);
-            c.shutdownOutput();
+            try {
+                c.send(request);
+            } catch (IOException closedEarly) {
+                // the server answered (a 413, a 400) and closed before it took the whole request: read that answer
+            }
             return c.read(timeout);
         }
     }
@@ -238,7 +245,8 @@ public final class RawHttp {
 
     /**
      * Requests whose framing is wrong, each on its own, for {@code POST path}: a server must answer each with a
-     * 4xx (or close cleanly after the framing error), never hang or answer 5xx.
+     * 4xx, never hang or answer 5xx. (A body that stops short of its Content-Length is a slow body, not a framing
+     * error: {@link #stalled}.)
      */
     public static Map<String, byte[]> badFraming(String path, String host, String contentType) {
         Map<String, byte[]> m = new java.util.LinkedHashMap<>();
@@ -265,9 +273,14 @@ public final class RawHttp {
                 ascii("{}")));
         m.put("header without a colon", concat(head("POST", path, host, ct, "Broken header line", "Content-Length: 2"),
                 ascii("{}")));
-        m.put("body shorter than Content-Length", concat(head("POST", path, host, ct, "Content-Length: 100"),
-                ascii("{}")));
         return m;
+    }
+
+    /** A request whose body stops after {@code sent} of the {@code declared} bytes and never goes on. */
+    public static byte[] stalled(String path, String host, int declared, int sent) {
+        byte[] body = new byte[sent];
+        java.util.Arrays.fill(body, (byte) ' ');
+        return concat(head("POST", path, host, "Content-Type: application/json", "Content-Length: " + declared), body);
     }
 
     /** Used heap after a full collection, for "did that allocate what it was told to" checks in-process. */
