@@ -90,7 +90,7 @@ public class ProblemMappers {
      * The driver's message (it names the host and port) when {@code e} comes from a lost or refused database
      * connection (SQLState class 08, whatever the database), else null.
      */
-    static String databaseUnavailable(Throwable e) {
+    public static String databaseUnavailable(Throwable e) {
         boolean connection = false;
         String driver = null, innermost = null;
         for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {

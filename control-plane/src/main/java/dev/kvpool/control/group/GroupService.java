@@ -253,7 +253,7 @@ public class GroupService {
             Inputs.name(Identifiers.Kind.STORAGE, "storageCandidates[" + i + "]", c);
             if (!seen.add(c)) {
                 throw ApiException.invalid("storageCandidates[" + i + "]", "storage candidate '" + c
-                        + "' is empty or listed twice");
+                        + "' is listed twice");
             }
             if (storages.byName(c).isEmpty()) {
                 throw ApiException.invalid("storageCandidates[" + i + "]", "unknown storage candidate '" + c

@@ -51,8 +51,11 @@ import org.jboss.logging.Logger;
  *       is logged above DEBUG.</li>
  * </ul>
  *
- * <p>Header-level faults (a Content-Length that is not a number, negative or given twice, an invalid header line)
- * never reach a route: Vert.x answers them with an empty 400 and closes the connection.
+ * <p>Ambiguous framing headers (Content-Length beside chunked, another transfer coding) are refused before this by
+ * {@code dev.kvpool.api.http.RequestFraming}, shared by the three services. Header-level faults (a Content-Length that
+ * is not a number, an invalid header line) never reach a route: Vert.x answers them with an empty 400 and closes the
+ * connection. This guard's own chunk-framing answer runs below Vert.x, so it comes first and in this service's problem
+ * format.
  */
 @ApplicationScoped
 public class HttpGuard {

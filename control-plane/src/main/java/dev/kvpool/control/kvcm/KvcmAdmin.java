@@ -16,6 +16,7 @@ import dev.kvpool.control.account.AccountService;
 import dev.kvpool.control.common.ApiException;
 import dev.kvpool.control.common.Inputs;
 import dev.kvpool.control.common.Json;
+import dev.kvpool.control.common.ProblemMappers;
 import dev.kvpool.control.group.GroupEntity;
 import dev.kvpool.control.group.GroupService;
 import dev.kvpool.control.instance.InstanceEntity;
@@ -162,11 +163,14 @@ public class KvcmAdmin {
             out = withHeader(rpc.responseType().newBuilderForType(), e.kvcmCode, message(e), requestId);
         } catch (RuntimeException e) {
             ApiException api = unwrap(e);
-            if (api == null) {
+            String db = api == null ? ProblemMappers.databaseUnavailable(e) : null;
+            if (api == null && db == null) {
                 LOG.warnf(e, "KVCM admin %s failed (request id %s)", rpc.name(), Text.safe(requestId));
             }
             // the client learns that it failed and where to look, not the server's SQL or stack
             out = api != null ? withHeader(rpc.responseType().newBuilderForType(), api.kvcmCode, message(api), requestId)
+                    : db != null ? withHeader(rpc.responseType().newBuilderForType(), ErrorCode.SERVICE_NOT_READY,
+                    "database unavailable: " + db, requestId)
                     : withHeader(rpc.responseType().newBuilderForType(), ErrorCode.INTERNAL_ERROR,
                     "internal error (" + e.getClass().getSimpleName() + "), logged with request id " + requestId,
                     requestId);
