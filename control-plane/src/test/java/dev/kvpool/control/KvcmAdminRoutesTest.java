@@ -126,13 +126,17 @@ class KvcmAdminRoutesTest {
         String snap = kvcm("genConfigSnapshot", "{\"trace_id\":\"t\"}").body("header.status.code", is("OK"))
                 .extract().path("config_snapshot");
         assertTrue(snap.contains("\"format\":\"kvpool-config-v1\""), snap);
+        // by default no account and no hash leaves the control plane (kvpool.control.snapshot.include-accounts)
+        assertTrue(!snap.contains("pbkdf2") && !snap.contains("password_hash") && !snap.contains("\"accounts\""), snap);
         kvcm("deleteAccount", "{\"trace_id\":\"t\",\"user_name\":\"kvuser\"}").body("header.status.code", is("OK"));
         kvcm("deleteAccount", "{\"trace_id\":\"t\",\"user_name\":\"kvuser\"}").body("header.status.code", is("INTERNAL_ERROR"));
-        // loading the snapshot brings the account back (with its hash), and a broken one applies nothing
+        // loading the snapshot applies what it holds (no accounts: kvuser stays deleted); a broken one applies nothing
         kvcm("loadConfigSnapshot", "{\"trace_id\":\"t\",\"config_snapshot\":" + com.fasterxml.jackson.databind.node
                 .TextNode.valueOf(snap) + "}").body("header.status.code", is("OK"));
-        Api.token("kvuser", "Kv-User-Passw0rd");
-        String broken = snap.replace("\"accounts\":[", "\"accounts\":[{\"user_name\":\"x\",\"password_hash\":\"plain\"},");
+        given().contentType("application/json").body(java.util.Map.of("user", "kvuser", "password", "Kv-User-Passw0rd"))
+                .post("/api/v1/tokens").then().statusCode(401);
+        String broken = snap.substring(0, snap.length() - 1)
+                + ",\"accounts\":[{\"user_name\":\"x\",\"role\":\"tenant\",\"password_hash\":\"plain\"}]}";
         kvcm("loadConfigSnapshot", "{\"trace_id\":\"t\",\"config_snapshot\":" + com.fasterxml.jackson.databind.node
                 .TextNode.valueOf(broken) + "}").body("header.status.code", is("INVALID_ARGUMENT"));
         kvcm("loadConfigSnapshot", "{\"trace_id\":\"t\",\"config_snapshot\":\"nope\"}")

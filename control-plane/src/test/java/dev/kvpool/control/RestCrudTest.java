@@ -56,7 +56,7 @@ class RestCrudTest {
         admin().body(Map.of("name", "dup_nfs", "type", "nfs", "spec", Map.of("root_path", "/x/")))
                 .post("/api/v1/storages").then().statusCode(409).body("field", is("name"))
                 .body("detail", containsString("already exists"));
-        admin().body("{\"name\": 5, ").post("/api/v1/storages").then().statusCode(400)
+        admin().body("{\"name\": \"x\", ").post("/api/v1/storages").then().statusCode(400)
                 .contentType("application/problem+json").body("detail", startsWith("request body: malformed JSON at line 1"));
         // a value of the wrong kind names its field (Quarkus alone answered an empty 400); 1.5 is not read as 1
         admin().body("{\"name\":\"g\",\"quotaBytes\":\"x\"}").post("/api/v1/instance-groups").then().statusCode(400)

@@ -1,12 +1,13 @@
 package dev.kvpool.control.account;
 
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+import dev.kvpool.api.naming.Text;
+import dev.kvpool.control.common.ApiException;
 import dev.kvpool.control.common.Page;
 import jakarta.annotation.security.RolesAllowed;
 import jakarta.inject.Inject;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.DELETE;
-import jakarta.ws.rs.DefaultValue;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.HeaderParam;
 import jakarta.ws.rs.POST;
@@ -20,6 +21,8 @@ import jakarta.ws.rs.core.Response;
 import java.net.URI;
 import java.util.Set;
 import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.enums.SchemaType;
+import org.eclipse.microprofile.openapi.annotations.parameters.Parameter;
 import org.eclipse.microprofile.openapi.annotations.media.Schema;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 
@@ -43,10 +46,14 @@ public class AccountResource {
     @GET
     @Operation(summary = "List accounts", description = "Filter by role; paged. Never returns credentials.")
     public Page<AccountService.AccountView> list(@QueryParam("role") String role,
-                                                 @QueryParam("page") @DefaultValue("0") int page,
-                                                 @QueryParam("size") @DefaultValue("50") int size) {
+                                                 @QueryParam("page") @Parameter(schema = @Schema(type = SchemaType.INTEGER)) String page,
+                                                 @QueryParam("size") @Parameter(schema = @Schema(type = SchemaType.INTEGER)) String size) {
+        if (role != null && !AccountService.ROLES.contains(role.toLowerCase(java.util.Locale.ROOT))) {
+            throw ApiException.invalid("role", "role must be one of " + AccountService.ROLES + ", got '"
+                    + Text.safe(role) + "'");
+        }
         return Page.of(service.list().stream().map(AccountService::view).toList(),
-                v -> role == null || role.equalsIgnoreCase(v.role()), page, size);
+                v -> role == null || role.equalsIgnoreCase(v.role()), page, size, 50);
     }
 
     @GET

@@ -2,8 +2,11 @@ package dev.kvpool.control.account;
 
 import dev.kvpool.api.auth.BearerToken;
 import dev.kvpool.api.events.ConfigEvent;
+import dev.kvpool.api.limits.Limits;
+import dev.kvpool.api.naming.Identifiers;
 import dev.kvpool.control.common.ApiException;
 import dev.kvpool.control.common.Etags;
+import dev.kvpool.control.common.Inputs;
 import dev.kvpool.control.common.Json;
 import dev.kvpool.control.group.GroupRepository;
 import dev.kvpool.control.outbox.Outbox;
@@ -41,13 +44,17 @@ public class AccountService {
     }
 
     public AccountEntity get(String name) {
+        Inputs.name(Identifiers.Kind.ACCOUNT, "name", name);
         return repo.byName(name).orElseThrow(() -> ApiException.notFound("account", name));
     }
 
     /** The account when name and password match; empty otherwise (same answer for unknown names). */
     @Transactional
     public Optional<AccountEntity> authenticate(String name, String password) {
-        Optional<AccountEntity> a = name == null ? Optional.empty() : repo.byName(name);
+        // a name no account can have (a NUL from a Basic header, say) is not looked up: the database would refuse it
+        boolean plausible = Identifiers.valid(Identifiers.Kind.ACCOUNT, name) && password != null
+                && password.length() <= MAX_PASSWORD;
+        Optional<AccountEntity> a = plausible ? repo.byName(name) : Optional.empty();
         if (a.isEmpty()) {
             PasswordHasher.verify(password == null ? "" : password, DUMMY); // same work for unknown names
             return Optional.empty();
@@ -56,18 +63,24 @@ public class AccountService {
     }
 
     private static final String DUMMY = PasswordHasher.hash("not-a-password-Xx1!");
+    /** Characters of a password (a longer one is refused, never hashed). */
+    public static final int MAX_PASSWORD = Limits.MAX_TEXT;
 
-    @Transactional
-    public AccountEntity create(String name, String password, String role, Set<String> groupNames) {
-        if (name == null || !name.matches("[A-Za-z0-9][A-Za-z0-9._@-]{0,252}")) {
-            throw ApiException.invalid("name", "name '" + name + "' must be 1-253 characters of letters, digits, '.', "
-                    + "'_', '@' or '-'");
+    private static void password(String name, String password) {
+        if (password != null && password.length() > MAX_PASSWORD) {
+            throw ApiException.invalid("password", "password must be at most " + MAX_PASSWORD + " characters");
         }
-        String r = role(role);
         String weak = PasswordHasher.weakness(name, password);
         if (weak != null) {
             throw ApiException.invalid("password", weak);
         }
+    }
+
+    @Transactional
+    public AccountEntity create(String name, String password, String role, Set<String> groupNames) {
+        Inputs.name(Identifiers.Kind.ACCOUNT, "name", name);
+        String r = role(role);
+        password(name, password);
         Set<String> gs = groups(r, groupNames);
         outbox.lock();
         if (repo.byName(name).isPresent()) {
@@ -93,10 +106,7 @@ public class AccountService {
         String r = role == null ? a.role : role(role);
         Set<String> gs = groups(r, groupNames == null ? a.groups : groupNames);
         if (password != null) {
-            String weak = PasswordHasher.weakness(name, password);
-            if (weak != null) {
-                throw ApiException.invalid("password", weak);
-            }
+            password(name, password);
             a.passwordHash = PasswordHasher.hash(password);
         }
         if (a.role.equals(BearerToken.ADMIN) && !r.equals(BearerToken.ADMIN) && admins() <= 1) {
@@ -112,8 +122,9 @@ public class AccountService {
 
     @Transactional
     public void delete(String name, String ifMatch) {
+        Inputs.existingName(Identifiers.Kind.ACCOUNT, "name", name);
         outbox.lock();
-        AccountEntity a = get(name);
+        AccountEntity a = repo.byName(name).orElseThrow(() -> ApiException.notFound("account", name));
         Etags.check(ifMatch, a.version, false);
         if (a.role.equals(BearerToken.ADMIN) && admins() <= 1) {
             throw ApiException.conflict("name", "account '" + name + "' is the last admin; create another admin first");
@@ -125,8 +136,11 @@ public class AccountService {
     /** Imports an account with an existing hash (config snapshots); an existing name is left as it is. */
     @Transactional
     public void importHashed(String name, String role, String passwordHash) {
-        if (name == null || name.isBlank() || passwordHash == null || !passwordHash.startsWith("pbkdf2-sha256$")) {
-            throw ApiException.invalid("accounts", "account '" + name + "' needs user_name and a pbkdf2-sha256 password_hash");
+        Inputs.name(Identifiers.Kind.ACCOUNT, "accounts.user_name", name);
+        if (!PasswordHasher.wellFormed(passwordHash)) {
+            throw ApiException.invalid("accounts.password_hash", "account '" + name + "' needs a password_hash of the "
+                    + "form pbkdf2-sha256$<iterations " + PasswordHasher.MIN_ITERATIONS + "-"
+                    + PasswordHasher.MAX_ITERATIONS + ">$<base64 salt>$<base64 32-byte hash>");
         }
         outbox.lock();
         if (repo.byName(name).isPresent()) {
@@ -141,6 +155,9 @@ public class AccountService {
         outbox.record(ConfigEvent.ACCOUNT, a.name, ConfigEvent.CREATED, a.version, Json.tree(view(a)));
     }
 
+    /** Groups a tenant may be bound to (they travel in every token). */
+    public static final int MAX_GROUPS = 1024;
+
     long admins() {
         return repo.count("role", BearerToken.ADMIN);
     }
@@ -154,7 +171,15 @@ public class AccountService {
     }
 
     private Set<String> groups(String role, Set<String> names) {
-        Set<String> gs = new TreeSet<>(names == null ? Set.of() : names);
+        Set<String> gs = new TreeSet<>();
+        if (names != null) {
+            if (names.size() > MAX_GROUPS) {
+                throw ApiException.invalid("groups", "groups may hold at most " + MAX_GROUPS + " entries, got " + names.size());
+            }
+            for (String g : names) {
+                gs.add(Inputs.name(Identifiers.Kind.GROUP, "groups", g));
+            }
+        }
         if (!role.equals(BearerToken.TENANT) && !gs.isEmpty()) {
             throw ApiException.invalid("groups", "only tenant accounts are bound to groups; " + role + " sees all");
         }

@@ -22,12 +22,37 @@ public final class PasswordHasher {
     }
 
     public static boolean verify(String password, String stored) {
-        String[] p = stored == null ? new String[0] : stored.split("\\$");
-        if (p.length != 4 || !p[0].equals("pbkdf2-sha256") || password == null) {
-            return false;
+        if (password == null || !wellFormed(stored)) {
+            return false; // a stored hash of another form (hand-edited, imported) never matches, and never throws
         }
+        String[] p = stored.split("\\$");
         byte[] expected = Base64.getDecoder().decode(p[3]);
         return MessageDigest.isEqual(expected, derive(password, Base64.getDecoder().decode(p[2]), Integer.parseInt(p[1])));
+    }
+
+    /** Iterations a stored hash may name: a hash imported with 2^31 iterations would make each login take hours. */
+    static final int MIN_ITERATIONS = 10_000, MAX_ITERATIONS = 1_000_000;
+
+    /**
+     * Whether {@code stored} is a hash {@link #verify} can check: {@code pbkdf2-sha256$<iterations>$<salt>$<hash>},
+     * iterations within [{@value #MIN_ITERATIONS}, {@value #MAX_ITERATIONS}], a salt of 8 to 64 bytes and a 32-byte hash.
+     */
+    public static boolean wellFormed(String stored) {
+        if (stored == null || stored.length() > 256) {
+            return false;
+        }
+        String[] p = stored.split("\\$", -1);
+        if (p.length != 4 || !p[0].equals("pbkdf2-sha256") || !p[1].matches("[0-9]{1,9}")) {
+            return false;
+        }
+        int iterations = Integer.parseInt(p[1]);
+        try {
+            int salt = Base64.getDecoder().decode(p[2]).length;
+            return iterations >= MIN_ITERATIONS && iterations <= MAX_ITERATIONS && salt >= 8 && salt <= 64
+                    && Base64.getDecoder().decode(p[3]).length == 32;
+        } catch (IllegalArgumentException e) {
+            return false;
+        }
     }
 
     private static byte[] derive(String password, byte[] salt, int iterations) {

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
 import com.google.protobuf.Message;
+import dev.kvpool.api.json.BodyErrors;
 import dev.kvpool.api.json.ProtoJson;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -35,6 +36,26 @@ public final class Json {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /**
+     * Client JSON carried inside a request (a KVCM config snapshot): a key given twice and nesting deeper than
+     * {@link ProtoJson#MAX_NESTING} are refused, as in request bodies.
+     */
+    private static final ObjectMapper CLIENT = BodyErrors.strict(new ObjectMapper(), true);
+
+    public static JsonNode readClient(String s) {
+        try {
+            return CLIENT.readTree(s);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** What was wrong with client JSON, in a line ({@link BodyErrors} words). */
+    public static String problem(Throwable e) {
+        BodyErrors.Fault f = BodyErrors.of(e);
+        return f != null ? f.message() : String.valueOf(e.getMessage());
     }
 
     public static <T> T read(String s, Class<T> type) {

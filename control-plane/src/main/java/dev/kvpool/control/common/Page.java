@@ -7,6 +7,15 @@ import java.util.function.Predicate;
 public record Page<T>(List<T> items, int page, int size, long total) {
     public static final int MAX_SIZE = 500;
 
+    /**
+     * {@code page} and {@code size} as the query sent them (null: the default): parsed here rather than by JAX-RS,
+     * which answers an unparsable number with a bare 404 instead of naming the parameter.
+     */
+    public static <T> Page<T> of(List<T> all, Predicate<T> filter, String page, String size, int defaultSize) {
+        return of(all, filter, Params.integer("page", page, 0, 0, Integer.MAX_VALUE),
+                Params.integer("size", size, defaultSize, 1, MAX_SIZE));
+    }
+
     public static <T> Page<T> of(List<T> all, Predicate<T> filter, int page, int size) {
         if (page < 0) {
             throw ApiException.invalid("page", "page must be >= 0, got " + page);

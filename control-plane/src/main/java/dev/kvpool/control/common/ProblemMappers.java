@@ -28,13 +28,29 @@ public class ProblemMappers {
         return Response.status(status).type(PROBLEM).entity(p).build();
     }
 
-    static String title(int status) {
+    /** The same document as {@link #problem}, as text, for answers written outside JAX-RS (the HTTP guard). */
+    public static String problemJson(int status, String detail, String field) {
+        Map<String, Object> p = new LinkedHashMap<>();
+        String title = title(status);
+        p.put("type", "https://kvpool.dev/problems/" + title.toLowerCase().replace(' ', '-'));
+        p.put("title", title);
+        p.put("status", status);
+        p.put("detail", detail);
+        if (field != null) {
+            p.put("field", field);
+        }
+        return Json.write(p);
+    }
+
+    public static String title(int status) {
         return switch (status) {
             case 400 -> "Invalid request";
             case 401 -> "Unauthorized";
             case 403 -> "Forbidden";
             case 404 -> "Not found";
+            case 408 -> "Request timeout";
             case 409 -> "Conflict";
+            case 413 -> "Content too large";
             case 412 -> "Precondition failed";
             case 428 -> "Precondition required";
             case 503 -> "Service unavailable";
@@ -74,7 +90,7 @@ public class ProblemMappers {
      * The driver's message (it names the host and port) when {@code e} comes from a lost or refused database
      * connection (SQLState class 08, whatever the database), else null.
      */
-    static String databaseUnavailable(Throwable e) {
+    public static String databaseUnavailable(Throwable e) {
         boolean connection = false;
         String driver = null, innermost = null;
         for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {

@@ -1,5 +1,9 @@
 package dev.kvpool.control.group;
 
+import dev.kvpool.api.naming.Identifiers;
+import dev.kvpool.api.naming.Text;
+import dev.kvpool.control.common.ApiException;
+import dev.kvpool.control.common.Inputs;
 import dev.kvpool.control.common.Page;
 import dev.kvpool.control.security.Caller;
 import io.quarkus.security.identity.SecurityIdentity;
@@ -7,7 +11,6 @@ import jakarta.annotation.security.RolesAllowed;
 import jakarta.inject.Inject;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.DELETE;
-import jakarta.ws.rs.DefaultValue;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.HeaderParam;
 import jakarta.ws.rs.POST;
@@ -20,6 +23,9 @@ import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import java.net.URI;
 import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.media.Schema;
+import org.eclipse.microprofile.openapi.annotations.enums.SchemaType;
+import org.eclipse.microprofile.openapi.annotations.parameters.Parameter;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 
 @Path("/api/v1/instance-groups")
@@ -37,13 +43,20 @@ public class GroupResource {
     @Operation(summary = "List instance groups (a tenant sees its own)",
             description = "Filter by storage (groups listing it as a candidate) and policy; paged")
     public Page<GroupService.GroupView> list(@QueryParam("storage") String storage, @QueryParam("policy") String policy,
-                                             @QueryParam("page") @DefaultValue("0") int page,
-                                             @QueryParam("size") @DefaultValue("50") int size) {
+                                             @QueryParam("page") @Parameter(schema = @Schema(type = SchemaType.INTEGER)) String page,
+                                             @QueryParam("size") @Parameter(schema = @Schema(type = SchemaType.INTEGER)) String size) {
         Caller c = Caller.of(identity);
+        if (storage != null) {
+            Inputs.name(Identifiers.Kind.STORAGE, "storage", storage);
+        }
+        if (policy != null && !GroupService.POLICIES.contains(policy.toUpperCase(java.util.Locale.ROOT))) {
+            throw ApiException.invalid("policy", "policy must be one of " + GroupService.POLICIES + ", got '"
+                    + Text.safe(policy) + "'");
+        }
         return Page.of(service.list().stream().filter(g -> c.canSeeGroup(g.name)).map(g -> redact(c, service.view(g)))
                         .toList(),
                 v -> (storage == null || v.storageCandidates().contains(storage))
-                        && (policy == null || v.eviction().policy().equalsIgnoreCase(policy)), page, size);
+                        && (policy == null || v.eviction().policy().equalsIgnoreCase(policy)), page, size, 50);
     }
 
     @GET

@@ -3,6 +3,8 @@ package dev.kvpool.control.group;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvpool.api.events.ConfigEvent;
 import dev.kvpool.api.json.ProtoJson;
+import dev.kvpool.api.limits.Limits;
+import dev.kvpool.api.naming.Identifiers;
 import dev.kvpool.api.proto.admin.CacheConfig;
 import dev.kvpool.api.proto.admin.CachePreferStrategy;
 import dev.kvpool.api.proto.admin.CacheReclaimStrategy;
@@ -16,6 +18,7 @@ import dev.kvpool.api.proto.admin.ReclaimPolicy;
 import dev.kvpool.api.proto.admin.TriggerStrategy;
 import dev.kvpool.control.common.ApiException;
 import dev.kvpool.control.common.Etags;
+import dev.kvpool.control.common.Inputs;
 import dev.kvpool.control.common.Json;
 import dev.kvpool.control.outbox.Outbox;
 import dev.kvpool.control.storage.StorageRepository;
@@ -89,11 +92,12 @@ public class GroupService {
     }
 
     public GroupEntity get(String name) {
+        Inputs.name(Identifiers.Kind.GROUP, "name", name);
         return repo.byName(name).orElseThrow(() -> ApiException.notFound("instance group", name));
     }
 
     public boolean exists(String name) {
-        return repo.byName(name).isPresent();
+        return Identifiers.valid(Identifiers.Kind.GROUP, name) && repo.byName(name).isPresent();
     }
 
     // ---------------------------------------------------------------- writes
@@ -143,8 +147,9 @@ public class GroupService {
 
     @Transactional
     public void delete(String name, String ifMatch) {
+        Inputs.existingName(Identifiers.Kind.GROUP, "name", name);
         outbox.lock();
-        GroupEntity g = get(name);
+        GroupEntity g = repo.byName(name).orElseThrow(() -> ApiException.notFound("instance group", name));
         Etags.check(ifMatch, g.version, false);
         List<String> members = em.createQuery("select i.instanceId from InstanceEntity i where i.group = :g "
                 + "order by i.instanceId", String.class).setParameter("g", g).setMaxResults(11).getResultList();
@@ -152,7 +157,18 @@ public class GroupService {
             throw ApiException.conflict("name", "instance group '" + name + "' still has instances "
                     + (members.size() > 10 ? members.subList(0, 10) + " and more" : members) + "; remove them first");
         }
+        // a tenant bound to this name would be bound to a later group of the same name as well: the binding is an
+        // admin's decision, so it is removed by an admin first rather than silently carried over or dropped
+        List<String> tenants = em.createQuery("select distinct a.name from AccountEntity a join a.groups g where g = :n "
+                + "order by a.name", String.class).setParameter("n", name).setMaxResults(11).getResultList();
+        if (!tenants.isEmpty()) {
+            throw ApiException.conflict("name", "instance group '" + name + "' is still bound to tenant account(s) "
+                    + (tenants.size() > 10 ? tenants.subList(0, 10) + " and more" : tenants)
+                    + "; remove the group from their groups first (PUT /api/v1/accounts/{name})");
+        }
         long version = g.version;
+        // its usage history goes with it: a group created later under the same name starts from zero usage
+        usage.forget(name);
         repo.delete(g);
         outbox.record(ConfigEvent.INSTANCE_GROUP, name, ConfigEvent.DELETED, version + 1, null);
     }
@@ -174,23 +190,24 @@ public class GroupService {
             throw ApiException.invalid("name", "name in the body ('" + s.name() + "') differs from '" + old.name
                     + "'; instance groups cannot be renamed");
         }
-        if (name == null || !name.matches("[A-Za-z0-9][A-Za-z0-9._-]{0,252}")) {
-            throw ApiException.invalid("name", "name '" + name + "' must be 1-253 characters of letters, digits, '.', "
-                    + "'_' or '-', starting with a letter or digit");
+        if (old == null) {
+            Inputs.name(Identifiers.Kind.GROUP, "name", name);
         }
         Long quota = s.quotaBytes() != null ? s.quotaBytes() : old != null ? Long.valueOf(old.quotaBytes) : null;
-        if (quota == null || quota <= 0) {
-            throw ApiException.invalid("quotaBytes", "quotaBytes must be > 0, got " + quota);
+        if (quota == null) {
+            throw ApiException.invalid("quotaBytes", "quotaBytes is required");
         }
+        Inputs.range("quotaBytes", quota, 1, Limits.MAX_QUOTA_BYTES);
         Map<String, Long> tq = new TreeMap<>();
         Map<String, Long> inTq = s.storageTypeQuotas() != null ? s.storageTypeQuotas()
                 : old != null ? old.typeQuotas : Map.of();
         for (var e : inTq.entrySet()) {
             String f = "storageTypeQuotas." + e.getKey();
             String t = StorageTypes.canonical(e.getKey(), f);
-            if (e.getValue() == null || e.getValue() < 0) {
-                throw ApiException.invalid(f, f + " must be >= 0 bytes, got " + e.getValue());
+            if (e.getValue() == null) {
+                throw ApiException.invalid(f, f + " must be a number of bytes, got null");
             }
+            Inputs.range(f, e.getValue(), 0, Limits.MAX_QUOTA_BYTES);
             if (tq.put(t, e.getValue()) != null) {
                 throw ApiException.invalid(f, "storage type '" + t + "' appears twice in storageTypeQuotas");
             }
@@ -212,29 +229,31 @@ public class GroupService {
                     + ev.policy() + "'");
         }
         int period = ev.triggerPeriodSeconds() != null ? ev.triggerPeriodSeconds() : old != null ? old.triggerPeriodSeconds : 5;
-        nonNeg("eviction.triggerPeriodSeconds", period);
+        Inputs.range("eviction.triggerPeriodSeconds", period, 0, Inputs.MAX_TRIGGER_PERIOD_SECONDS);
         int step = ev.stepSize() != null ? ev.stepSize() : old != null ? old.stepSize : 1000;
-        nonNeg("eviction.stepSize", step);
+        Inputs.range("eviction.stepSize", step, 0, Limits.MAX_KEYS_PER_CALL);
         int stepPct = ev.stepPercentage() != null ? ev.stepPercentage() : old != null ? old.stepPercentage : 10;
         pct("eviction.stepPercentage", stepPct);
         long ttl = ev.ttlSeconds() != null ? ev.ttlSeconds() : old != null ? old.ttlSeconds : 0;
-        nonNeg("eviction.ttlSeconds", ttl);
+        Inputs.range("eviction.ttlSeconds", ttl, 0, Inputs.MAX_TTL_SECONDS);
         if (policy.equals("TTL") && ttl <= 0) {
             throw ApiException.invalid("eviction.ttlSeconds", "eviction.ttlSeconds must be > 0 with policy TTL");
         }
         long lease = ev.readerLeaseMs() != null ? ev.readerLeaseMs() : old != null ? old.readerLeaseMs : 1000;
-        nonNeg("eviction.readerLeaseMs", lease);
+        Inputs.range("eviction.readerLeaseMs", lease, 0, Inputs.MAX_READER_LEASE_MS);
         List<String> cands = s.storageCandidates() != null ? s.storageCandidates()
                 : old != null ? List.copyOf(old.storageCandidates) : List.of();
         if (cands.isEmpty()) {
             throw ApiException.invalid("storageCandidates", "storageCandidates must name at least one storage");
         }
+        Inputs.count("storageCandidates", cands, Inputs.MAX_CANDIDATES);
         Set<String> seen = new HashSet<>();
         for (int i = 0; i < cands.size(); i++) {
             String c = cands.get(i);
-            if (c == null || !seen.add(c)) {
+            Inputs.name(Identifiers.Kind.STORAGE, "storageCandidates[" + i + "]", c);
+            if (!seen.add(c)) {
                 throw ApiException.invalid("storageCandidates[" + i + "]", "storage candidate '" + c
-                        + "' is empty or listed twice");
+                        + "' is listed twice");
             }
             if (storages.byName(c).isEmpty()) {
                 throw ApiException.invalid("storageCandidates[" + i + "]", "unknown storage candidate '" + c
@@ -242,11 +261,14 @@ public class GroupService {
             }
         }
         long maxInst = s.maxInstanceCount() != null ? s.maxInstanceCount() : old != null ? old.maxInstanceCount : 0;
-        nonNeg("maxInstanceCount", maxInst);
-        String qg = s.quotaGroupName() != null && !s.quotaGroupName().isBlank() ? s.quotaGroupName()
+        Inputs.range("maxInstanceCount", maxInst, 0, Limits.MAX_INSTANCES_PER_GROUP);
+        String qg = s.quotaGroupName() != null && !s.quotaGroupName().isEmpty() ? s.quotaGroupName()
                 : old != null ? old.quotaGroupName : name;
+        if (s.quotaGroupName() != null && !s.quotaGroupName().isEmpty()) {
+            Inputs.name(Identifiers.Kind.QUOTA_GROUP, "quotaGroupName", qg);
+        }
         boolean anon = s.allowAnonymousMeta() != null ? s.allowAnonymousMeta() : old != null && old.allowAnonymousMeta;
-        String userData = s.userData() != null ? s.userData() : old != null ? old.userData : "";
+        String userData = s.userData() != null ? Inputs.blob("userData", s.userData()) : old != null ? old.userData : "";
         // quotas below what the group already uses are refused
         UsageService.Current u = usage.current(name);
         if (u.usedBytes() > quota) {
@@ -267,12 +289,6 @@ public class GroupService {
     private static void pct(String f, long v) {
         if (v < 0 || v > 100) {
             throw ApiException.invalid(f, f + " must be a percentage between 0 and 100, got " + v);
-        }
-    }
-
-    private static void nonNeg(String f, long v) {
-        if (v < 0) {
-            throw ApiException.invalid(f, f + " must be >= 0, got " + v);
         }
     }
 
@@ -349,26 +365,62 @@ public class GroupService {
                 .build();
     }
 
-    /** Validates a KVCM InstanceGroup as KVCM does (§3.11, plus KVPool's SHOULDs) and maps it to a spec. */
+    /** Fields of a KVCM InstanceGroup that are blobs (may hold newlines), not text. */
+    private static final Set<String> KVCM_BLOBS = Set.of("user_data", "extra_info");
+
+    /**
+     * Validates a KVCM InstanceGroup as KVCM does (§3.11, plus KVPool's SHOULDs and its bounds: every name against the
+     * identifier rule, every string bounded, every number in range) and maps it to a spec. Fields are named by their
+     * proto path under {@code instance_group}.
+     */
     public static GroupSpec fromKvcm(InstanceGroup g, GroupEntity old) {
-        if (g.getName().isBlank()) {
+        Inputs.strings(g, "instance_group", KVCM_BLOBS, Set.of());
+        if (g.getName().isEmpty()) {
             throw ApiException.invalid("instance_group.name", "instance_group.name must not be empty");
         }
+        Inputs.name(Identifiers.Kind.GROUP, "instance_group.name", g.getName());
         if (g.getStorageCandidatesCount() == 0) {
             throw ApiException.invalid("instance_group.storage_candidates", "storage_candidates must not be empty");
         }
-        if (g.getGlobalQuotaGroupName().isBlank()) {
+        Inputs.count("instance_group.storage_candidates", g.getStorageCandidatesList(), Inputs.MAX_CANDIDATES);
+        for (int i = 0; i < g.getStorageCandidatesCount(); i++) {
+            Inputs.name(Identifiers.Kind.STORAGE, "instance_group.storage_candidates[" + i + "]", g.getStorageCandidates(i));
+        }
+        Inputs.count("instance_group.event_reporting_storage_candidates", g.getEventReportingStorageCandidatesList(),
+                Inputs.MAX_CANDIDATES);
+        for (int i = 0; i < g.getEventReportingStorageCandidatesCount(); i++) {
+            Inputs.name(Identifiers.Kind.STORAGE, "instance_group.event_reporting_storage_candidates[" + i + "]",
+                    g.getEventReportingStorageCandidates(i));
+        }
+        if (g.getGlobalQuotaGroupName().isEmpty()) {
             throw ApiException.invalid("instance_group.global_quota_group_name", "global_quota_group_name must not be empty");
         }
+        Inputs.name(Identifiers.Kind.QUOTA_GROUP, "instance_group.global_quota_group_name", g.getGlobalQuotaGroupName());
+        Inputs.range("instance_group.max_instance_count", g.getMaxInstanceCount(), 0, Limits.MAX_INSTANCES_PER_GROUP);
+        Inputs.range("instance_group.version", g.getVersion(), 0, Inputs.MAX_VERSION);
         CacheConfig cc = g.getCacheConfig();
         if (cc.getDataStorageStrategy() == CachePreferStrategy.CPS_UNSPECIFIED) {
             throw ApiException.invalid("cache_config.data_storage_strategy", "data_storage_strategy must be set");
         }
-        if (cc.getReclaimStrategy().getStorageUniqueName().isBlank()) {
+        CacheReclaimStrategy rs = cc.getReclaimStrategy();
+        String rsPath = "instance_group.cache_config.reclaim_strategy";
+        if (rs.getStorageUniqueName().isEmpty()) {
             throw ApiException.invalid("cache_config.reclaim_strategy.storage_unique_name",
                     "reclaim_strategy.storage_unique_name must not be empty");
         }
+        Inputs.name(Identifiers.Kind.STORAGE, rsPath + ".storage_unique_name", rs.getStorageUniqueName());
+        Inputs.range(rsPath + ".trigger_strategy.used_size", rs.getTriggerStrategy().getUsedSize(), 0,
+                Limits.MAX_QUOTA_BYTES);
+        // a fraction of the quota; values above 1 mean "never by percentage" (KVCM), NaN and infinities mean nothing
+        double p = Inputs.range(rsPath + ".trigger_strategy.used_percentage",
+                rs.getTriggerStrategy().getUsedPercentage(), 0, 100);
+        Inputs.range(rsPath + ".trigger_period_seconds", rs.getTriggerPeriodSeconds(), 0,
+                Inputs.MAX_TRIGGER_PERIOD_SECONDS);
+        Inputs.range(rsPath + ".reclaim_step_size", rs.getReclaimStepSize(), 0, Limits.MAX_KEYS_PER_CALL);
+        Inputs.range(rsPath + ".reclaim_step_percentage", rs.getReclaimStepPercentage(), 0, 100);
+        Inputs.range(rsPath + ".delay_before_delete_ms", rs.getDelayBeforeDeleteMs(), 0, Inputs.MAX_READER_LEASE_MS);
         MetaIndexerConfig mi = cc.getMetaIndexerConfig();
+        String miPath = "instance_group.cache_config.meta_indexer_config";
         if (mi.getMetaStorageBackendConfig().getStorageType().isBlank()) {
             throw ApiException.invalid("cache_config.meta_indexer_config.meta_storage_backend_config.storage_type",
                     "meta_storage_backend_config.storage_type must not be empty");
@@ -380,26 +432,44 @@ public class GroupService {
         if (mi.getMaxKeyCount() <= 0) {
             throw ApiException.invalid("cache_config.meta_indexer_config.max_key_count", "max_key_count must be > 0");
         }
+        Inputs.range(miPath + ".max_key_count", mi.getMaxKeyCount(), 1, Limits.MAX_KEY_COUNT);
         long shards = mi.getMutexShardNum();
         if (shards <= 0 || Long.bitCount(shards) != 1 || shards > mi.getMaxKeyCount()) {
             throw ApiException.invalid("cache_config.meta_indexer_config.mutex_shard_num",
                     "mutex_shard_num must be a power of two and <= max_key_count, got " + shards);
         }
+        Inputs.range(miPath + ".mutex_shard_num", shards, 1, Inputs.MAX_MUTEX_SHARDS);
+        Inputs.range(miPath + ".batch_key_size", mi.getBatchKeySize(), 0, Limits.MAX_KEYS_PER_CALL);
+        MetaCachePolicyConfig cp = mi.getMetaCachePolicyConfig();
+        Inputs.range(miPath + ".meta_cache_policy_config.capacity", cp.getCapacity(), 0, Limits.MAX_KEY_COUNT);
+        Inputs.range(miPath + ".meta_cache_policy_config.cache_shard_bits", cp.getCacheShardBits(), 0, 20);
+        Inputs.range(miPath + ".meta_cache_policy_config.high_pri_pool_ratio", cp.getHighPriPoolRatio(), 0, 1);
+        if (mi.hasPersistMetadataIntervalTimeMs()) {
+            Inputs.range(miPath + ".persist_metadata_interval_time_ms", mi.getPersistMetadataIntervalTimeMs().getValue(),
+                    0, 86_400_000);
+        }
         if (g.getQuota().getCapacity() <= 0) {
             throw ApiException.invalid("instance_group.quota.capacity", "quota.capacity must be > 0");
         }
+        Inputs.range("instance_group.quota.capacity", g.getQuota().getCapacity(), 1, Limits.MAX_QUOTA_BYTES);
         Map<String, Long> tq = new TreeMap<>();
-        for (QuotaConfig q : g.getQuota().getQuotaConfigList()) {
-            tq.merge(StorageTypes.fromWire(q.getStorageType()), q.getCapacity(), Long::sum);
-        }
-        double p = cc.getReclaimStrategy().getTriggerStrategy().getUsedPercentage();
-        if (p < 0) {
-            throw ApiException.invalid("cache_config.reclaim_strategy.trigger_strategy.used_percentage",
-                    "used_percentage must be >= 0");
+        for (int i = 0; i < g.getQuota().getQuotaConfigCount(); i++) {
+            QuotaConfig q = g.getQuota().getQuotaConfig(i);
+            String f = "instance_group.quota.quota_config[" + i + "]";
+            if (q.getStorageType() == dev.kvpool.api.proto.admin.StorageType.ST_UNSPECIFIED
+                    || q.getStorageType() == dev.kvpool.api.proto.admin.StorageType.UNRECOGNIZED) {
+                throw ApiException.invalid(f + ".storage_type", f + ".storage_type must be one of "
+                        + StorageTypes.NAMES + ", got " + q.getStorageTypeValue());
+            }
+            Inputs.range(f + ".capacity", q.getCapacity(), 0, Limits.MAX_QUOTA_BYTES);
+            // one entry per type: two would have to be summed, and a sum is where overflow hides
+            if (tq.put(StorageTypes.fromWire(q.getStorageType()), q.getCapacity()) != null) {
+                throw ApiException.invalid(f + ".storage_type", f + ".storage_type: storage type "
+                        + q.getStorageType() + " appears twice in quota.quota_config");
+            }
         }
         int soft = p <= 0 ? 100 : (int) Math.min(100, Math.round(p * 100));
         int hard = Math.max(soft, old != null ? old.hardWaterPct : 95);
-        CacheReclaimStrategy rs = cc.getReclaimStrategy();
         String policy = rs.getReclaimPolicyValue() == 4 ? "PREFIX_LRU" : switch (rs.getReclaimPolicy()) {
             case POLICY_LFU -> "LFU";
             case POLICY_TTL -> "TTL";
@@ -408,7 +478,7 @@ public class GroupService {
         Long ttl = policy.equals("TTL") && (old == null || old.ttlSeconds <= 0) ? Long.valueOf(3600) : null;
         return new GroupSpec(g.getName(), g.getQuota().getCapacity(), tq, new GroupSpec.WaterLevels(soft, hard),
                 new GroupSpec.Eviction(policy, rs.getTriggerPeriodSeconds(), rs.getReclaimStepSize(),
-                        Math.min(100, Math.max(0, rs.getReclaimStepPercentage())), ttl, (long) rs.getDelayBeforeDeleteMs()),
+                        rs.getReclaimStepPercentage(), ttl, (long) rs.getDelayBeforeDeleteMs()),
                 new ArrayList<>(g.getStorageCandidatesList()), g.getMaxInstanceCount(), g.getGlobalQuotaGroupName(),
                 // created by KVCM tooling for KVCM connectors, which send no token; an update keeps the flag
                 old == null ? Boolean.TRUE : null, g.getUserData());

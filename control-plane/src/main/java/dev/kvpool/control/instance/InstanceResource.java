@@ -6,7 +6,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvpool.api.json.ProtoJson;
 import dev.kvpool.api.json.ProtoJsonException;
 import dev.kvpool.api.proto.admin.RegisterInstanceRequest;
+import dev.kvpool.api.limits.Limits;
+import dev.kvpool.api.naming.Identifiers;
 import dev.kvpool.control.common.ApiException;
+import dev.kvpool.control.common.Inputs;
 import dev.kvpool.control.common.Json;
 import dev.kvpool.control.common.Page;
 import dev.kvpool.control.security.Caller;
@@ -15,7 +18,6 @@ import jakarta.annotation.security.RolesAllowed;
 import jakarta.inject.Inject;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.DELETE;
-import jakarta.ws.rs.DefaultValue;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.HeaderParam;
 import jakarta.ws.rs.POST;
@@ -27,6 +29,8 @@ import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import java.net.URI;
 import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.enums.SchemaType;
+import org.eclipse.microprofile.openapi.annotations.parameters.Parameter;
 import org.eclipse.microprofile.openapi.annotations.media.Schema;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 
@@ -56,13 +60,17 @@ public class InstanceResource {
     @RolesAllowed({"admin", "operator", "tenant"})
     @Operation(summary = "List instances (a tenant sees those of its groups)", description = "Filter by group and model; paged")
     public Page<InstanceService.InstanceView> list(@QueryParam("group") String group, @QueryParam("model") String model,
-                                                   @QueryParam("page") @DefaultValue("0") int page,
-                                                   @QueryParam("size") @DefaultValue("50") int size) {
+                                                   @QueryParam("page") @Parameter(schema = @Schema(type = SchemaType.INTEGER)) String page,
+                                                   @QueryParam("size") @Parameter(schema = @Schema(type = SchemaType.INTEGER)) String size) {
         Caller c = Caller.of(identity);
+        if (group != null) {
+            Inputs.name(Identifiers.Kind.GROUP, "group", group);
+        }
+        Inputs.text("model", model, Limits.MAX_TEXT);
         return Page.of(service.list().stream().filter(i -> c.canSeeGroup(i.group.name)).map(InstanceService::view)
                         .toList(),
                 v -> (group == null || group.equals(v.group()))
-                        && (model == null || model.equals(v.modelDeployment().path("model_name").asText())), page, size);
+                        && (model == null || model.equals(v.modelDeployment().path("model_name").asText())), page, size, 50);
     }
 
     @GET

@@ -6,6 +6,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvpool.api.events.ConfigEvent;
 import dev.kvpool.api.hash.HashScheme;
 import dev.kvpool.api.json.ProtoJson;
+import dev.kvpool.api.limits.Limits;
+import dev.kvpool.api.naming.Identifiers;
+import dev.kvpool.api.naming.Text;
 import dev.kvpool.api.proto.admin.ErrorCode;
 import dev.kvpool.api.proto.admin.InstanceInfo;
 import dev.kvpool.api.proto.admin.LocationSpecGroup;
@@ -14,6 +17,7 @@ import dev.kvpool.api.proto.admin.ModelDeployment;
 import dev.kvpool.api.proto.admin.RegisterInstanceRequest;
 import dev.kvpool.control.common.ApiException;
 import dev.kvpool.control.common.Etags;
+import dev.kvpool.control.common.Inputs;
 import dev.kvpool.control.common.Json;
 import dev.kvpool.control.group.GroupEntity;
 import dev.kvpool.control.group.GroupRepository;
@@ -72,12 +76,14 @@ public class InstanceService {
     }
 
     public InstanceEntity get(String id) {
+        Inputs.name(Identifiers.Kind.INSTANCE, "id", id);
         return repo.byId(id).orElseThrow(() -> ApiException.notFound("instance", id));
     }
 
     @Transactional
     public Registered register(RegisterInstanceRequest r, String hashScheme) {
         validate(r);
+        Inputs.text("hashScheme", hashScheme, Limits.MAX_TEXT);
         boolean schemeGiven = hashScheme != null && !hashScheme.isBlank();
         String scheme;
         try {
@@ -125,49 +131,75 @@ public class InstanceService {
 
     @Transactional
     public void delete(String id, String ifMatch) {
+        Inputs.existingName(Identifiers.Kind.INSTANCE, "id", id);
         outbox.lock();
-        InstanceEntity e = get(id);
+        InstanceEntity e = repo.byId(id).orElseThrow(() -> ApiException.notFound("instance", id));
         Etags.check(ifMatch, e.version, false);
         repo.delete(e);
         outbox.record(ConfigEvent.INSTANCE, id, ConfigEvent.DELETED, e.version + 1, null);
     }
 
+    /** Fields of a registration that are blobs (may hold newlines), not text. */
+    private static final Set<String> BLOBS = Set.of("user_data", "extra");
+
+    /**
+     * KVCM's registration checks (§3.1.1, in its order, plus the SHOULDs: duplicate spec names, negative sizes, spec
+     * groups naming unknown specs) and KVPool's bounds: ids and names by the identifier rule (an id reaches file
+     * paths and Redis keys), text and blobs bounded, block size, spec count and spec sizes within {@link Limits}.
+     */
     static void validate(RegisterInstanceRequest r) {
-        if (r.getInstanceGroup().isBlank()) {
+        // ids and spec names are checked below by the identifier rule, under REST's field names
+        Inputs.strings(r, "", BLOBS, Set.of("instance_id", "instance_group", "name", "spec_names"));
+        if (r.getInstanceGroup().isEmpty()) {
             throw ApiException.invalid("group", "instance group is required");
         }
-        if (!r.getInstanceId().matches("[A-Za-z0-9][A-Za-z0-9._:/-]{0,252}")) {
-            throw ApiException.invalid("instanceId", "instanceId '" + r.getInstanceId() + "' must be 1-253 characters "
-                    + "of letters, digits, '.', '_', ':', '/' or '-'");
-        }
+        Inputs.name(Identifiers.Kind.GROUP, "group", r.getInstanceGroup());
+        Inputs.name(Identifiers.Kind.INSTANCE, "instanceId", r.getInstanceId());
         if (!r.hasModelDeployment()) {
             throw ApiException.invalid("modelDeployment", "modelDeployment is required");
         }
-        if (r.getModelDeployment().getModelName().isBlank() || r.getModelDeployment().getDtype().isBlank()) {
+        ModelDeployment m = r.getModelDeployment();
+        if (m.getModelName().isBlank() || m.getDtype().isBlank()) {
             throw ApiException.invalid("modelDeployment", "modelDeployment.model_name and .dtype are required");
         }
+        Inputs.range("modelDeployment.tp_size", m.getTpSize(), 0, Limits.MAX_SPECS);
+        Inputs.range("modelDeployment.dp_size", m.getDpSize(), 0, Limits.MAX_SPECS);
+        Inputs.range("modelDeployment.pp_size", m.getPpSize(), 0, Limits.MAX_SPECS);
         if (r.getBlockSize() < 0) {
             throw ApiException.invalid("blockSize", "blockSize must be >= 0 (0 = key-only client)");
         }
+        Inputs.range("blockSize", r.getBlockSize(), 0, Limits.MAX_BLOCK_TOKENS);
         if (r.getLocationSpecInfosCount() == 0) {
             throw ApiException.invalid("locationSpecInfos", "locationSpecInfos must not be empty");
         }
+        Inputs.count("locationSpecInfos", r.getLocationSpecInfosList(), Limits.MAX_SPECS);
         Set<String> names = new HashSet<>();
         for (int i = 0; i < r.getLocationSpecInfosCount(); i++) {
             LocationSpecInfo s = r.getLocationSpecInfos(i);
-            if (s.getName().isBlank() || !names.add(s.getName())) {
-                throw ApiException.invalid("locationSpecInfos[" + i + "].name", "location spec name '" + s.getName()
-                        + "' is empty or duplicated");
+            String f = "locationSpecInfos[" + i + "]";
+            Inputs.name(Identifiers.Kind.SPEC, f + ".name", s.getName());
+            if (!names.add(s.getName())) {
+                throw ApiException.invalid(f + ".name", "location spec name '" + s.getName() + "' is duplicated");
             }
             if (s.getSize() < 0) {
-                throw ApiException.invalid("locationSpecInfos[" + i + "].size", "location spec size must be >= 0");
+                throw ApiException.invalid(f + ".size", "location spec size must be >= 0");
             }
+            Inputs.range(f + ".size", s.getSize(), 0, Limits.MAX_SPEC_BYTES);
         }
+        Inputs.count("locationSpecGroups", r.getLocationSpecGroupsList(), Limits.MAX_SPECS);
+        Set<String> groupNames = new HashSet<>();
         for (int i = 0; i < r.getLocationSpecGroupsCount(); i++) {
-            for (String n : r.getLocationSpecGroups(i).getSpecNamesList()) {
+            LocationSpecGroup g = r.getLocationSpecGroups(i);
+            String f = "locationSpecGroups[" + i + "]";
+            Inputs.name(Identifiers.Kind.SPEC_GROUP, f + ".name", g.getName());
+            if (!groupNames.add(g.getName())) {
+                throw ApiException.invalid(f + ".name", "location spec group '" + g.getName() + "' is duplicated");
+            }
+            Inputs.count(f + ".spec_names", g.getSpecNamesList(), Limits.MAX_SPECS);
+            for (String n : g.getSpecNamesList()) {
                 if (!names.contains(n)) {
-                    throw ApiException.invalid("locationSpecGroups[" + i + "].spec_names", "location spec group '"
-                            + r.getLocationSpecGroups(i).getName() + "' names unknown spec '" + n + "'");
+                    throw ApiException.invalid(f + ".spec_names", "location spec group '" + g.getName()
+                            + "' names unknown spec '" + Text.safe(n) + "'");
                 }
             }
         }

@@ -7,11 +7,16 @@ import com.google.protobuf.Descriptors;
 import com.google.protobuf.Message;
 import dev.kvpool.api.auth.BearerToken;
 import dev.kvpool.api.json.ProtoJson;
+import dev.kvpool.api.limits.Limits;
+import dev.kvpool.api.naming.Identifiers;
+import dev.kvpool.api.naming.Text;
 import dev.kvpool.api.proto.admin.*;
 import dev.kvpool.control.account.AccountEntity;
 import dev.kvpool.control.account.AccountService;
 import dev.kvpool.control.common.ApiException;
+import dev.kvpool.control.common.Inputs;
 import dev.kvpool.control.common.Json;
+import dev.kvpool.control.common.ProblemMappers;
 import dev.kvpool.control.group.GroupEntity;
 import dev.kvpool.control.group.GroupService;
 import dev.kvpool.control.instance.InstanceEntity;
@@ -30,6 +35,7 @@ import java.util.Comparator;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiFunction;
@@ -143,25 +149,44 @@ public class KvcmAdmin {
     public Message call(Rpc rpc, Message request, Caller caller) {
         long t0 = System.nanoTime();
         String trace = traceId(request);
-        String requestId = trace + "_" + (System.currentTimeMillis() * 1000);
+        // the request id echoes the trace id; one that breaks the text rule is echoed escaped (the call is refused)
+        String requestId = (Text.opaqueProblem(trace, Limits.MAX_TEXT) == null ? trace : Text.safe(trace)) + "_"
+                + (System.currentTimeMillis() * 1000);
         Message out;
         try {
+            // every string of every request, before any of it is used: bounded, no control characters (blobs may
+            // hold newlines); the snapshot's text is checked entry by entry where it is parsed
+            Inputs.strings(request, "", REQUEST_BLOBS, Set.of("config_snapshot", "password"));
             out = rpc.fn().apply(this, new Call(request, caller, requestId));
             out = withHeader(out.toBuilder(), ErrorCode.OK, okMessage(out), requestId);
         } catch (ApiException e) {
-            out = withHeader(rpc.responseType().newBuilderForType(), e.kvcmCode, e.getMessage(), requestId);
+            out = withHeader(rpc.responseType().newBuilderForType(), e.kvcmCode, message(e), requestId);
         } catch (RuntimeException e) {
             ApiException api = unwrap(e);
-            if (api == null) {
-                LOG.warnf(e, "KVCM admin %s failed", rpc.name());
+            String db = api == null ? ProblemMappers.databaseUnavailable(e) : null;
+            if (api == null && db == null) {
+                LOG.warnf(e, "KVCM admin %s failed (request id %s)", rpc.name(), Text.safe(requestId));
             }
-            out = api != null ? withHeader(rpc.responseType().newBuilderForType(), api.kvcmCode, api.getMessage(), requestId)
+            // the client learns that it failed and where to look, not the server's SQL or stack
+            out = api != null ? withHeader(rpc.responseType().newBuilderForType(), api.kvcmCode, message(api), requestId)
+                    : db != null ? withHeader(rpc.responseType().newBuilderForType(), ErrorCode.SERVICE_NOT_READY,
+                    "database unavailable: " + db, requestId)
                     : withHeader(rpc.responseType().newBuilderForType(), ErrorCode.INTERNAL_ERROR,
-                    String.valueOf(e.getMessage()), requestId);
+                    "internal error (" + e.getClass().getSimpleName() + "), logged with request id " + requestId,
+                    requestId);
         }
         calls.computeIfAbsent(rpc.name(), k -> new AtomicLong()).incrementAndGet();
         lastRtUs.put(rpc.name(), Math.max(2, (System.nanoTime() - t0) / 1000));
         return out;
+    }
+
+    /** Request fields that are blobs (may hold newlines), not text. */
+    private static final Set<String> REQUEST_BLOBS = Set.of("user_data", "extra", "extra_info");
+
+    /** The refusal's text, led by the field at fault when the text does not name it (KVCM has no field member). */
+    private static String message(ApiException e) {
+        String m = String.valueOf(e.getMessage());
+        return e.field == null || m.contains(e.field) ? m : e.field + ": " + m;
     }
 
     private static ApiException unwrap(Throwable t) {
@@ -203,21 +228,21 @@ public class KvcmAdmin {
 
     Message enableStorage(Call c) {
         EnableStorageRequest q = c.q();
-        requireName(q.getStorageUniqueName(), "storage_unique_name");
+        Inputs.name(Identifiers.Kind.STORAGE, "storage_unique_name", q.getStorageUniqueName());
         storages.setEnabled(q.getStorageUniqueName(), true, null);
         return CommonResponse.getDefaultInstance();
     }
 
     Message disableStorage(Call c) {
         DisableStorageRequest q = c.q();
-        requireName(q.getStorageUniqueName(), "storage_unique_name");
+        Inputs.name(Identifiers.Kind.STORAGE, "storage_unique_name", q.getStorageUniqueName());
         storages.setEnabled(q.getStorageUniqueName(), false, null);
         return CommonResponse.getDefaultInstance();
     }
 
     Message removeStorage(Call c) {
         RemoveStorageRequest q = c.q();
-        requireName(q.getStorageUniqueName(), "storage_unique_name");
+        Inputs.existingName(Identifiers.Kind.STORAGE, "storage_unique_name", q.getStorageUniqueName());
         storages.delete(q.getStorageUniqueName(), null);
         return CommonResponse.getDefaultInstance();
     }
@@ -250,7 +275,7 @@ public class KvcmAdmin {
     Message updateGroup(Call c) {
         UpdateInstanceGroupRequest q = c.q();
         InstanceGroup g = q.getInstanceGroup();
-        requireName(g.getName(), "instance_group.name");
+        Inputs.name(Identifiers.Kind.GROUP, "instance_group.name", g.getName());
         GroupEntity old = groups.get(g.getName());
         groups.update(g.getName(), GroupService.fromKvcm(g, old), null, g, q.getCurrentVersion());
         return CommonResponse.getDefaultInstance();
@@ -258,14 +283,14 @@ public class KvcmAdmin {
 
     Message removeGroup(Call c) {
         RemoveInstanceGroupRequest q = c.q();
-        requireName(q.getName(), "name");
+        Inputs.existingName(Identifiers.Kind.GROUP, "name", q.getName());
         groups.delete(q.getName(), null);
         return CommonResponse.getDefaultInstance();
     }
 
     Message getGroup(Call c) {
         GetInstanceGroupRequest q = c.q();
-        requireName(q.getName(), "name");
+        Inputs.name(Identifiers.Kind.GROUP, "name", q.getName());
         c.caller().requireGroup(q.getName());
         GroupEntity g = groups.get(q.getName());
         return GetInstanceGroupResponse.newBuilder().setInstanceGroup(kvcmGroup(g, c.caller())).build();
@@ -297,6 +322,9 @@ public class KvcmAdmin {
 
     Message registerInstance(Call c) {
         RegisterInstanceRequest q = c.q();
+        // KVCM's own field names in the messages (the service names REST's), in KVCM's order (§3.1.1)
+        Inputs.name(Identifiers.Kind.GROUP, "instance_group", q.getInstanceGroup());
+        Inputs.name(Identifiers.Kind.INSTANCE, "instance_id", q.getInstanceId());
         try {
             instances.register(q, null);
         } catch (ApiException e) {
@@ -311,14 +339,17 @@ public class KvcmAdmin {
 
     Message removeInstance(Call c) {
         RemoveInstanceRequest q = c.q();
-        requireName(q.getInstanceId(), "instance_id");
+        Inputs.existingName(Identifiers.Kind.INSTANCE, "instance_id", q.getInstanceId());
+        if (!q.getInstanceGroup().isEmpty()) {
+            Inputs.existingName(Identifiers.Kind.GROUP, "instance_group", q.getInstanceGroup());
+        }
         instances.delete(q.getInstanceId(), null);
         return CommonResponse.getDefaultInstance();
     }
 
     Message getInstance(Call c) {
         GetInstanceInfoRequest q = c.q();
-        requireName(q.getInstanceId(), "instance_id");
+        Inputs.name(Identifiers.Kind.INSTANCE, "instance_id", q.getInstanceId());
         InstanceEntity e = instances.get(q.getInstanceId());
         c.caller().requireGroup(e.group.name);
         return GetInstanceInfoResponse.newBuilder().setInstanceInfo(InstanceService.toKvcm(e)).build();
@@ -327,6 +358,9 @@ public class KvcmAdmin {
     Message listInstances(Call c) {
         ListInstanceInfoRequest q = c.q();
         String g = q.getInstanceGroupName();
+        if (!g.isEmpty()) {
+            Inputs.name(Identifiers.Kind.GROUP, "instance_group_name", g);
+        }
         ListInstanceInfoResponse.Builder b = ListInstanceInfoResponse.newBuilder();
         instances.list().stream().filter(i -> (g.isEmpty() || g.equals(i.group.name)) && c.caller().canSeeGroup(i.group.name))
                 .forEach(i -> b.addInstanceInfo(InstanceService.toKvcm(i)));
@@ -337,7 +371,7 @@ public class KvcmAdmin {
 
     Message addAccount(Call c) {
         AddAccountRequest q = c.q();
-        requireName(q.getUserName(), "user_name");
+        Inputs.name(Identifiers.Kind.ACCOUNT, "user_name", q.getUserName());
         accounts.create(q.getUserName(), q.getPassword(), q.getRole() == AccountRole.ROLE_ADMIN ? BearerToken.ADMIN
                 : BearerToken.TENANT, null);
         return CommonResponse.getDefaultInstance();
@@ -345,7 +379,7 @@ public class KvcmAdmin {
 
     Message deleteAccount(Call c) {
         DeleteAccountRequest q = c.q();
-        requireName(q.getUserName(), "user_name");
+        Inputs.existingName(Identifiers.Kind.ACCOUNT, "user_name", q.getUserName());
         accounts.delete(q.getUserName(), null);
         return CommonResponse.getDefaultInstance();
     }
@@ -416,7 +450,8 @@ public class KvcmAdmin {
 
     Message updateElectorConfig(Call c) {
         UpdateLeaderElectorConfigRequest q = c.q();
-        campaignDelayMs = q.getCampaignDelayTimeMs();
+        campaignDelayMs = Inputs.range("campaign_delay_time_ms", q.getCampaignDelayTimeMs(), 0,
+                Inputs.MAX_CAMPAIGN_DELAY_MS);
         return CommonResponse.getDefaultInstance();
     }
 
@@ -428,7 +463,7 @@ public class KvcmAdmin {
             case "WARN" -> Level.WARNING;
             case "ERROR" -> Level.SEVERE;
             default -> throw ApiException.invalid("log_level", "log_level must be DEBUG, INFO, WARN or ERROR, got '"
-                    + q.getLogLevel() + "'");
+                    + Text.safe(q.getLogLevel()) + "'");
         };
         Logger.getLogger("dev.kvpool").setLevel(level);
         return CommonResponse.getDefaultInstance();
@@ -451,11 +486,5 @@ public class KvcmAdmin {
             nodeId = nodeIdConfig.filter(x -> !x.isBlank()).orElse(host + ":" + httpPort + "_" + s);
         }
         return nodeId;
-    }
-
-    private static void requireName(String v, String field) {
-        if (v == null || v.isBlank()) {
-            throw ApiException.invalid(field, field + " must not be empty");
-        }
     }
 }

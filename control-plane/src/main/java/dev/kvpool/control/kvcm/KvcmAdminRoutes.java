@@ -3,6 +3,8 @@ package dev.kvpool.control.kvcm;
 import com.google.protobuf.Message;
 import dev.kvpool.api.json.ProtoJson;
 import dev.kvpool.api.json.ProtoJsonException;
+import dev.kvpool.api.naming.Text;
+import dev.kvpool.control.http.HttpGuard;
 import dev.kvpool.control.security.Caller;
 import io.quarkus.vertx.http.runtime.security.QuarkusHttpUser;
 import io.vertx.core.buffer.Buffer;
@@ -26,11 +28,14 @@ public class KvcmAdminRoutes {
 
     @Inject
     KvcmAdmin admin;
+    @Inject
+    HttpGuard guard;
     @ConfigProperty(name = "kvpool.control.kvcm-admin.auth-required", defaultValue = "true")
     boolean authRequired;
 
     void routes(@Observes Router router) {
-        router.post("/api/:rpc").handler(BodyHandler.create().setBodyLimit(64L * 1024 * 1024)).handler(this::handle);
+        // the body is collected as it arrives, up to kvpool.control.max-body-size (the HTTP guard answers 413 past it)
+        router.post("/api/:rpc").handler(BodyHandler.create().setBodyLimit(guard.limit())).handler(this::handle);
     }
 
     void handle(RoutingContext ctx) {
@@ -45,10 +50,12 @@ public class KvcmAdminRoutes {
         }
         Integer denied = KvcmAdmin.denied(rpc, caller);
         if (denied != null) {
+            // every header value goes through Text.safe: Netty refuses a control character, and the response is then
+            // never sent
             ctx.response().setStatusCode(denied).putHeader("Content-Type", "application/json")
-                    .putHeader("X-KVPool-Error", denied == 401
+                    .putHeader("X-KVPool-Error", Text.safe(denied == 401
                             ? "send Authorization: Bearer <token> (POST /api/v1/tokens) or Basic credentials"
-                            : "account '" + caller.name() + "' (" + caller.role() + ") may not call " + rpc.name())
+                            : "account '" + caller.name() + "' (" + caller.role() + ") may not call " + rpc.name()))
                     .end(EMPTY_JSON);
             return;
         }
@@ -57,9 +64,11 @@ public class KvcmAdminRoutes {
             Buffer body = ctx.body().buffer();
             request = ProtoJson.merge(body == null ? new byte[] {'{', '}'} : body.getBytes(), rpc.request().get()).build();
         } catch (ProtoJsonException e) {
-            String m = e.getMessage() == null ? "unparsable JSON" : e.getMessage().replaceAll("[\\r\\n]", " ");
+            // the parser's words may quote the client's bytes (control characters, non-ASCII): escaped, or the
+            // response would never be sent
             ctx.response().setStatusCode(400).putHeader("Content-Type", "application/json")
-                    .putHeader("X-KVPool-Error", m.length() > 300 ? m.substring(0, 300) : m).end(EMPTY_JSON);
+                    .putHeader("X-KVPool-Error", Text.safe(e.getMessage() == null ? "unparsable JSON" : e.getMessage()))
+                    .end(EMPTY_JSON);
             return;
         }
         final Caller who = caller == null ? new Caller("anonymous", "tenant", java.util.Set.of()) : caller;

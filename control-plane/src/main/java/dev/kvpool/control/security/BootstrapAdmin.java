@@ -1,6 +1,7 @@
 package dev.kvpool.control.security;
 
 import dev.kvpool.api.auth.BearerToken;
+import dev.kvpool.api.naming.Identifiers;
 import dev.kvpool.control.account.AccountRepository;
 import dev.kvpool.control.account.AccountService;
 import dev.kvpool.control.account.PasswordHasher;
@@ -36,6 +37,10 @@ public class BootstrapAdmin {
     Optional<String> password;
 
     void start(@Observes StartupEvent ev) {
+        String bad = Identifiers.problem(Identifiers.Kind.ACCOUNT, name);
+        if (bad != null) {
+            throw new IllegalStateException("kvpool.control.bootstrap-admin.name: " + bad);
+        }
         keys.publicKey(); // create or load the signing key before the first request
         boolean hasAdmin = QuarkusTransaction.requiringNew().call(() -> repo.count("role", BearerToken.ADMIN) > 0);
         if (hasAdmin) {

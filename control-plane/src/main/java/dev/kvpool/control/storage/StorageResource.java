@@ -4,11 +4,11 @@ import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvpool.control.common.Etags;
 import dev.kvpool.control.common.Page;
+import dev.kvpool.control.common.Params;
 import jakarta.annotation.security.RolesAllowed;
 import jakarta.inject.Inject;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.DELETE;
-import jakarta.ws.rs.DefaultValue;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.HeaderParam;
 import jakarta.ws.rs.POST;
@@ -21,6 +21,8 @@ import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import java.net.URI;
 import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.enums.SchemaType;
+import org.eclipse.microprofile.openapi.annotations.parameters.Parameter;
 import org.eclipse.microprofile.openapi.annotations.media.Schema;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 
@@ -47,12 +49,13 @@ public class StorageResource {
 
     @GET
     @Operation(summary = "List storages", description = "Filter by type and enabled; paged (page from 0, size ≤ 500)")
-    public Page<StorageService.StorageView> list(@QueryParam("type") String type, @QueryParam("enabled") Boolean enabled,
-                                                 @QueryParam("page") @DefaultValue("0") int page,
-                                                 @QueryParam("size") @DefaultValue("50") int size) {
+    public Page<StorageService.StorageView> list(@QueryParam("type") String type, @QueryParam("enabled") @Parameter(schema = @Schema(type = SchemaType.BOOLEAN)) String enabled,
+                                                 @QueryParam("page") @Parameter(schema = @Schema(type = SchemaType.INTEGER)) String page,
+                                                 @QueryParam("size") @Parameter(schema = @Schema(type = SchemaType.INTEGER)) String size) {
         String t = type == null ? null : StorageTypes.canonical(type, "type");
+        Boolean on = Params.bool("enabled", enabled);
         return Page.of(service.list().stream().map(StorageService::view).toList(),
-                v -> (t == null || t.equals(v.type())) && (enabled == null || enabled == v.enabled()), page, size);
+                v -> (t == null || t.equals(v.type())) && (on == null || on == v.enabled()), page, size, 50);
     }
 
     @GET

@@ -5,9 +5,11 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvpool.api.events.ConfigEvent;
 import dev.kvpool.api.json.ProtoJson;
 import dev.kvpool.api.json.ProtoJsonException;
+import dev.kvpool.api.naming.Identifiers;
 import dev.kvpool.api.proto.admin.StorageConfig;
 import dev.kvpool.control.common.ApiException;
 import dev.kvpool.control.common.Etags;
+import dev.kvpool.control.common.Inputs;
 import dev.kvpool.control.common.Json;
 import dev.kvpool.control.group.GroupRepository;
 import dev.kvpool.control.outbox.Outbox;
@@ -44,9 +46,7 @@ public class StorageService {
 
     /** A KVCM StorageConfig from the REST shape; {@code spec} holds the fields of the type's spec message. */
     public static StorageConfig fromRest(String name, String type, JsonNode spec, boolean checkAvailable) {
-        if (name == null || name.isBlank()) {
-            throw ApiException.invalid("name", "name is required");
-        }
+        Inputs.name(Identifiers.Kind.STORAGE, "name", name);
         String t = StorageTypes.canonical(type, "type");
         ObjectNode n = Json.MAPPER.createObjectNode();
         n.put("global_unique_name", name);
@@ -59,11 +59,28 @@ public class StorageService {
         }
     }
 
-    static void checkName(String name) {
-        if (!name.matches("[A-Za-z0-9][A-Za-z0-9._-]{0,252}")) {
-            throw ApiException.invalid("name", "name '" + name + "' must be 1-253 characters of letters, digits, '.', '_' "
-                    + "or '-', starting with a letter or digit");
+    /**
+     * A storage config as a client sent it (REST or KVCM): its type's required fields (KVCM's AddStorage rules), the
+     * name, every string bounded and free of control characters, every number in range. Returns the canonical type.
+     */
+    public static String check(StorageConfig c) {
+        Inputs.strings(c, "", java.util.Set.of(), java.util.Set.of());
+        String type = StorageTypes.validate(c);
+        Inputs.name(Identifiers.Kind.STORAGE, "global_unique_name", c.getGlobalUniqueName());
+        switch (c.getStorageSpecCase()) {
+            case NFS -> Inputs.range("nfs.key_count_per_file", c.getNfs().getKeyCountPerFile(), 0, Inputs.MAX_KEYS_PER_FILE);
+            case THREEFS -> Inputs.range("threefs.key_count_per_file", c.getThreefs().getKeyCountPerFile(), 0,
+                    Inputs.MAX_KEYS_PER_FILE);
+            case VCNSTHREEFS -> {
+                Inputs.range("vcnsthreefs.key_count_per_file", c.getVcnsthreefs().getKeyCountPerFile(), 0,
+                        Inputs.MAX_KEYS_PER_FILE);
+                Inputs.range("vcnsthreefs.remote_port", c.getVcnsthreefs().getRemotePort(), 1, 65_535);
+            }
+            case TAIR_MEM_POOL -> Inputs.range("tair_mem_pool.timeout", c.getTairMemPool().getTimeout(), 0, 3_600_000);
+            default -> {
+            }
         }
+        return type;
     }
 
     public List<StorageEntity> list() {
@@ -71,13 +88,13 @@ public class StorageService {
     }
 
     public StorageEntity get(String name) {
+        Inputs.name(Identifiers.Kind.STORAGE, "name", name);
         return repo.byName(name).orElseThrow(() -> ApiException.notFound("storage", name));
     }
 
     @Transactional
     public StorageEntity create(StorageConfig c, boolean enabled) {
-        String type = StorageTypes.validate(c);
-        checkName(c.getGlobalUniqueName());
+        String type = check(c);
         outbox.lock();
         if (repo.byName(c.getGlobalUniqueName()).isPresent()) {
             throw ApiException.duplicate("name", "storage '" + c.getGlobalUniqueName() + "' already exists");
@@ -97,7 +114,7 @@ public class StorageService {
     /** Replaces the spec (and the availability when {@code enabled} is non-null). */
     @Transactional
     public StorageEntity update(StorageConfig c, Boolean enabled, String ifMatch, boolean requireIfMatch) {
-        String type = StorageTypes.validate(c);
+        String type = check(c);
         outbox.lock();
         StorageEntity e = get(c.getGlobalUniqueName());
         Etags.check(ifMatch, e.version, requireIfMatch);
@@ -127,8 +144,9 @@ public class StorageService {
 
     @Transactional
     public void delete(String name, String ifMatch) {
+        Inputs.existingName(Identifiers.Kind.STORAGE, "name", name);
         outbox.lock();
-        StorageEntity e = get(name);
+        StorageEntity e = repo.byName(name).orElseThrow(() -> ApiException.notFound("storage", name));
         Etags.check(ifMatch, e.version, false);
         List<String> users = groups.referencing(name);
         if (!users.isEmpty()) {

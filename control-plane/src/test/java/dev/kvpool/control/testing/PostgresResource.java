@@ -11,10 +11,21 @@ import java.util.Map;
  * The real PostgreSQL on 127.0.0.1:5432, user {@code postgres} with password {@code postgres} (ignored where the server
  * trusts local TCP; {@code .ci/run} sets it on a fresh install): creates database {@code kvpool_cp_test} when it is
  * missing, so a fresh CI machine with only the server works. Flyway cleans and migrates it at boot.
- * {@code KVPOOL_TEST_PG_PASSWORD} overrides the password.
+ * {@code KVPOOL_TEST_PG_PASSWORD} overrides the password; {@code KVPOOL_TEST_PG_DB} (or {@code -Dkvpool.test.pg.db})
+ * the database name, so two checkouts can run this suite at once on one server without wiping each other's tables
+ * (Flyway cleans the database at boot).
  */
 public class PostgresResource implements QuarkusTestResourceLifecycleManager {
-    public static final String DB = "kvpool_cp_test";
+    public static final String DB = database();
+
+    private static String database() {
+        String db = System.getProperty("kvpool.test.pg.db", System.getenv().getOrDefault("KVPOOL_TEST_PG_DB",
+                "kvpool_cp_test"));
+        if (!db.matches("[a-z][a-z0-9_]{0,62}")) { // it goes into a CREATE DATABASE statement
+            throw new IllegalArgumentException("KVPOOL_TEST_PG_DB must be a lower-case SQL identifier, got " + db);
+        }
+        return db;
+    }
 
     @Override
     public Map<String, String> start() {
