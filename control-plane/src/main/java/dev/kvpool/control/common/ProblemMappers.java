@@ -17,21 +17,16 @@ public class ProblemMappers {
     public static final String PROBLEM = "application/problem+json";
 
     public static Response problem(int status, String title, String detail, String field) {
-        Map<String, Object> p = new LinkedHashMap<>();
-        p.put("type", "https://kvpool.dev/problems/" + title.toLowerCase().replace(' ', '-'));
-        p.put("title", title);
-        p.put("status", status);
-        p.put("detail", detail);
-        if (field != null) {
-            p.put("field", field);
-        }
-        return Response.status(status).type(PROBLEM).entity(p).build();
+        return Response.status(status).type(PROBLEM).entity(document(status, title, detail, field)).build();
     }
 
     /** The same document as {@link #problem}, as text, for answers written outside JAX-RS (the HTTP guard). */
     public static String problemJson(int status, String detail, String field) {
+        return Json.write(document(status, title(status), detail, field));
+    }
+
+    private static Map<String, Object> document(int status, String title, String detail, String field) {
         Map<String, Object> p = new LinkedHashMap<>();
-        String title = title(status);
         p.put("type", "https://kvpool.dev/problems/" + title.toLowerCase().replace(' ', '-'));
         p.put("title", title);
         p.put("status", status);
@@ -39,7 +34,7 @@ public class ProblemMappers {
         if (field != null) {
             p.put("field", field);
         }
-        return Json.write(p);
+        return p;
     }
 
     public static String title(int status) {
