@@ -4,7 +4,7 @@ import com.google.protobuf.Message;
 import dev.kvpool.api.json.ProtoJson;
 import dev.kvpool.api.json.ProtoJsonException;
 import dev.kvpool.api.naming.Text;
-import dev.kvpool.control.http.HttpGuard;
+import dev.kvpool.api.http.HttpGuard;
 import dev.kvpool.control.security.Caller;
 import io.quarkus.vertx.http.runtime.security.QuarkusHttpUser;
 import io.vertx.core.buffer.Buffer;
@@ -34,7 +34,7 @@ public class KvcmAdminRoutes {
     boolean authRequired;
 
     void routes(@Observes Router router) {
-        // the body is collected as it arrives, up to kvpool.control.max-body-size (the HTTP guard answers 413 past it)
+        // the body is collected as it arrives, up to kvpool.control.max-body-size (api's HTTP guard answers 413 past it)
         router.post("/api/:rpc").handler(BodyHandler.create().setBodyLimit(guard.limit())).handler(this::handle);
     }
 

@@ -26,7 +26,7 @@ import java.util.Map;
  * ({@link SharedMemory}) and requests carry offsets into it. Every request is checked before it reaches the store:
  * a body is present, names at most {@link #MAX_KEYS_PER_CALL} keys, gives one offset per key where offsets are taken
  * and each offset is a block-sized, 4 KiB-aligned range inside the segment, and carries no field the route does not
- * take; anything else is a 400 naming the field. (Bodies are bounded before they are read: RequestGuard.)
+ * take; anything else is a 400 naming the field. (Bodies are bounded before they are read: api's HttpGuard.)
  */
 @Path("/v1")
 @Produces(MediaType.APPLICATION_JSON)

@@ -56,12 +56,10 @@ public class KvcmHttpRoutes {
     @Inject
     dev.kvpool.meta.runtime.MetaSettings settings;
     long maxBody;
-    long bodyTimeoutMs;
 
     @jakarta.annotation.PostConstruct
     void limits() {
         maxBody = settings.maxBodyBytes();
-        bodyTimeoutMs = Math.max(1, settings.bodyTimeout().toMillis());
     }
 
     void routes(@Observes Router router) {
@@ -103,20 +101,12 @@ public class KvcmHttpRoutes {
                 body.appendBuffer(chunk);
             }
         });
-        long timer = ctx.vertx().setTimer(bodyTimeoutMs, id -> {
-            if (!ctx.response().ended() && !ctx.request().isEnded()) {
-                ctx.response().setStatusCode(408).putHeader("Content-Type", "application/json")
-                        .putHeader("Connection", "close").putHeader("X-KVPool-Error", "request body not complete after "
-                                + bodyTimeoutMs + " ms (" + body.length() + " bytes arrived)").end(EMPTY_JSON);
-            }
-        });
+        // a body that stops arriving is answered 408 by api's HttpGuard (kvpool.http.body-timeout)
         ctx.request().endHandler(v -> {
-            ctx.vertx().cancelTimer(timer);
             if (!ctx.response().ended()) {
                 handle(ctx, rpc, body);
             }
         });
-        ctx.response().closeHandler(v -> ctx.vertx().cancelTimer(timer));
         ctx.request().resume();
     }
 

@@ -38,10 +38,10 @@ public interface MetaSettings {
     long maxBodyBytes();
 
     /**
-     * How long a KVCM meta HTTP body may take to arrive once its headers have: past it the call is answered 408 and
-     * the connection closed, so a client that stalls mid-body holds no connection or buffer for long.
+     * How long a request body may stop arriving before api's HttpGuard answers 408 and closes the connection, on every
+     * route of this port (read there; declared here so the key is known to this mapping).
      */
-    @WithName("meta.http.body-timeout")
+    @WithName("http.body-timeout")
     @WithDefault("30s")
     Duration bodyTimeout();
 

@@ -235,20 +235,17 @@ class HostileInputTest {
                 unchanged(label, before);
             }
         }
-        // a body that stops short: the KVCM route answers 408 after its body timeout; the REST routes end the
-        // connection at the idle timeout (the client never finished its request, so there is no call to answer)
+        // a body that stops short: 408 after the body timeout (2 s here), on the KVCM routes and the REST routes alike
         RawHttp.Reply kvcm = RawHttp.exchange("127.0.0.1", port(), RawHttp.stalled("/api/getCacheLocation", "localhost",
                 100, 2), T);
         assertEquals(408, kvcm.status(), kvcm.toString());
-        assertTrue(kvcm.header("X-KVPool-Error").startsWith("request body not complete"), kvcm.toString());
-        RawHttp.Reply rest = RawHttp.exchange("127.0.0.1", port(), RawHttp.stalled("/api/v1/instances/" + TARGET
-                + "/block-keys", "localhost", 100, 2), T);
-        assertTrue(rest.outcome() == RawHttp.Outcome.CLOSED_WITHOUT_ANSWER || rest.status() / 100 == 4, rest.toString());
-        RawHttp.Reply restAuthed = RawHttp.exchange("127.0.0.1", port(), RawHttp.concat(RawHttp.head("POST",
+        assertTrue(kvcm.header("X-KVPool-Error").startsWith("the request body stopped arriving"), kvcm.toString());
+        assertEquals("{}", kvcm.body(), "KVCM's routes answer {}");
+        RawHttp.Reply rest = RawHttp.exchange("127.0.0.1", port(), RawHttp.concat(RawHttp.head("POST",
                 "/api/v1/instances/" + TARGET + "/block-keys", "localhost", "Content-Type: application/json",
                 "Authorization: Bearer " + TenantsProfile.ADMIN, "Content-Length: 100"), RawHttp.ascii("{}")), T);
-        assertTrue(restAuthed.outcome() == RawHttp.Outcome.CLOSED_WITHOUT_ANSWER || restAuthed.status() / 100 == 4,
-                restAuthed.toString());
+        assertEquals(408, rest.status(), rest.toString());
+        assertTrue(rest.body().contains("stopped arriving"), rest.toString());
         checkNoProblems();
         // the server still answers after all that
         assertEquals(200, post("getClusterInfo", samples().get("getClusterInfo"), null).status());

@@ -60,9 +60,7 @@ public class TenantsProfile implements QuarkusTestProfile {
                 "kvpool.meta.startup-config", BOX.resolve("startup.json").toString(),
                 "kvpool.data-dir", TestDirs.freshDataDir("tenants"),
                 "kvpool.meta.http.max-body-bytes", Long.toString(8L << 20),
-                // stalled bodies end within the suite's patience: the KVCM routes' own timeout, and Vert.x's
-                // idle timeout for the REST routes
-                "kvpool.meta.http.body-timeout", "2s",
-                "quarkus.http.idle-timeout", "4s");
+                // stalled bodies end within the suite's patience
+                "kvpool.http.body-timeout", "2s");
     }
 }
