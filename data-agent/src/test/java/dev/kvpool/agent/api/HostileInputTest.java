@@ -297,7 +297,7 @@ class HostileInputTest {
             }
             for (RawHttp.Reply r : large) {
                 assertEquals(413, r.status(), r.toString());
-                assertTrue(message(r).startsWith("request body: 60000000 bytes declared, at most 4194304"), r.toString());
+                assertTrue(message(r).startsWith("request body of 60000000 bytes exceeds the limit of 4194304"), r.toString());
             }
             Thread.sleep(500); // the idle ones' heads are in and parsed
             long grown = RawHttp.usedHeapAfterGc() - used;
