@@ -4,11 +4,15 @@ import com.fasterxml.jackson.annotation.JsonSetter;
 import com.fasterxml.jackson.annotation.Nulls;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.core.exc.StreamReadException;
 import com.fasterxml.jackson.databind.DeserializationContext;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JavaType;
 import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.cfg.CoercionAction;
+import com.fasterxml.jackson.databind.cfg.CoercionInputShape;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.deser.DeserializationProblemHandler;
 import com.fasterxml.jackson.databind.deser.ValueInstantiator;
@@ -17,6 +21,7 @@ import com.fasterxml.jackson.databind.exc.InvalidFormatException;
 import com.fasterxml.jackson.databind.exc.InvalidNullException;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
+import com.fasterxml.jackson.databind.type.LogicalType;
 import java.io.IOException;
 import java.math.BigDecimal;
 import java.math.BigInteger;
@@ -62,31 +67,19 @@ public final class BodyErrors {
             mapper.configOverride(c).setSetterInfo(JsonSetter.Value.forContentNulls(Nulls.FAIL));
         }
         // a key given twice is refused rather than last-one-wins; deep nesting is refused while parsing (400)
-        mapper.getFactory().enable(com.fasterxml.jackson.core.JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
-        mapper.getFactory().setStreamReadConstraints(com.fasterxml.jackson.core.StreamReadConstraints.builder()
+        mapper.getFactory().enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
+        mapper.getFactory().setStreamReadConstraints(StreamReadConstraints.builder()
                 .maxNestingDepth(ProtoJson.MAX_NESTING).build());
         // a number or a boolean where a string belongs is refused, not turned into the name "42" or "true"; a
-        // string where a number or a boolean belongs is refused too
-        for (var target : new com.fasterxml.jackson.databind.type.LogicalType[] {
-                com.fasterxml.jackson.databind.type.LogicalType.Textual}) {
-            var c = mapper.coercionConfigFor(target);
-            c.setCoercion(com.fasterxml.jackson.databind.cfg.CoercionInputShape.Integer,
-                    com.fasterxml.jackson.databind.cfg.CoercionAction.Fail);
-            c.setCoercion(com.fasterxml.jackson.databind.cfg.CoercionInputShape.Float,
-                    com.fasterxml.jackson.databind.cfg.CoercionAction.Fail);
-            c.setCoercion(com.fasterxml.jackson.databind.cfg.CoercionInputShape.Boolean,
-                    com.fasterxml.jackson.databind.cfg.CoercionAction.Fail);
+        // string where a number or a boolean belongs, and a number where a boolean belongs, are refused too
+        for (CoercionInputShape from : new CoercionInputShape[] {CoercionInputShape.Integer, CoercionInputShape.Float,
+                CoercionInputShape.Boolean}) {
+            mapper.coercionConfigFor(LogicalType.Textual).setCoercion(from, CoercionAction.Fail);
         }
-        for (var target : new com.fasterxml.jackson.databind.type.LogicalType[] {
-                com.fasterxml.jackson.databind.type.LogicalType.Integer,
-                com.fasterxml.jackson.databind.type.LogicalType.Float,
-                com.fasterxml.jackson.databind.type.LogicalType.Boolean}) {
-            mapper.coercionConfigFor(target).setCoercion(com.fasterxml.jackson.databind.cfg.CoercionInputShape.String,
-                    com.fasterxml.jackson.databind.cfg.CoercionAction.Fail);
+        for (LogicalType to : new LogicalType[] {LogicalType.Integer, LogicalType.Float, LogicalType.Boolean}) {
+            mapper.coercionConfigFor(to).setCoercion(CoercionInputShape.String, CoercionAction.Fail);
         }
-        mapper.coercionConfigFor(com.fasterxml.jackson.databind.type.LogicalType.Boolean).setCoercion(
-                com.fasterxml.jackson.databind.cfg.CoercionInputShape.Integer,
-                com.fasterxml.jackson.databind.cfg.CoercionAction.Fail);
+        mapper.coercionConfigFor(LogicalType.Boolean).setCoercion(CoercionInputShape.Integer, CoercionAction.Fail);
         mapper.addHandler(new Wording());
         return mapper;
     }
@@ -125,11 +118,11 @@ public final class BodyErrors {
      */
     public static Fault of(Throwable e) {
         for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof com.fasterxml.jackson.core.exc.StreamConstraintsException c) {
+            if (t instanceof StreamConstraintsException c) {
                 return new Fault(null, "body refused: " + firstLine(c.getOriginalMessage()));
             }
             if (t instanceof JsonMappingException m && !(m.getCause() instanceof StreamReadException)
-                    && !(m.getCause() instanceof com.fasterxml.jackson.core.exc.StreamConstraintsException)) {
+                    && !(m.getCause() instanceof StreamConstraintsException)) {
                 if (m instanceof InvalidDefinitionException && !(m.getProcessor() instanceof JsonParser)) {
                     return null;
                 }

@@ -1,12 +1,11 @@
 package dev.kvpool.meta.config;
 
-import dev.kvpool.api.naming.Identifiers;
-import dev.kvpool.api.naming.Text;
-
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvpool.api.json.ProtoJson;
+import dev.kvpool.api.naming.Identifiers;
+import dev.kvpool.api.naming.Text;
 import dev.kvpool.api.proto.meta.ErrorCode;
 import dev.kvpool.api.proto.meta.InstanceInfo;
 import dev.kvpool.api.proto.meta.RegisterInstanceRequest;

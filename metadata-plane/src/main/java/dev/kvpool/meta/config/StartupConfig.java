@@ -226,10 +226,17 @@ public final class StartupConfig {
         if (n.isMissingNode() || n.isNull()) {
             return 0;
         }
-        long v = n.asLong();
-        boolean whole = n.isIntegralNumber() && n.canConvertToLong()
-                || n.isTextual() && n.asText().matches("-?[0-9]{1,19}") && String.valueOf(v).equals(n.asText().replaceFirst("^(-?)0+(?=.)", "$1"));
-        if (!whole || v < 0 || v > Limits.MAX_QUOTA_BYTES) {
+        long v = -1; // a number, or a decimal string as KVCM's proto JSON writes int64
+        if (n.isIntegralNumber() && n.canConvertToLong()) {
+            v = n.asLong();
+        } else if (n.isTextual()) {
+            try {
+                v = Long.parseLong(n.asText());
+            } catch (NumberFormatException e) {
+                v = -1;
+            }
+        }
+        if (v < 0 || v > Limits.MAX_QUOTA_BYTES) {
             throw new IllegalArgumentException(what + " must be a whole number of bytes between 0 and "
                     + Limits.MAX_QUOTA_BYTES + ", got " + n);
         }
@@ -244,7 +251,6 @@ public final class StartupConfig {
         g.path("storage_candidates").forEach(c -> candidates.add(
                 Identifiers.require(Identifiers.Kind.STORAGE, "instance group '" + name + "' storage_candidates", c.asText())));
         JsonNode quota = g.path("quota");
-        bytes(quota.path("capacity"), "instance group '" + name + "' quota.capacity");
         Map<StorageKind, Long> types = new EnumMap<>(StorageKind.class);
         for (JsonNode q : quota.path("quota_config")) {
             types.put(StorageKind.parse(q.path("storage_type").asText()).usageKind(),
@@ -267,7 +273,7 @@ public final class StartupConfig {
         }
         JsonNode sc = idx.path("meta_cache_policy_config");
         return new GroupConfig(name, candidates, g.path("global_quota_group_name").asText(name),
-                g.path("max_instance_count").asLong(0), bytes(quota.path("capacity"), "quota.capacity"), types,
+                g.path("max_instance_count").asLong(0), bytes(quota.path("capacity"), "instance group '" + name + "' quota.capacity"), types,
                 GroupConfig.Prefer.ofWire(preferWire), maxKeys, shards, sc.path("capacity").asInt(0),
                 g.path("extra_info").asText(""), g.path("user_data").asText(""), g.path("version").asLong(1),
                 ReclaimConfig.fromJson(cache.path("reclaim_strategy")));

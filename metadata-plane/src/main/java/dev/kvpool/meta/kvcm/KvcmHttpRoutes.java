@@ -78,15 +78,9 @@ public class KvcmHttpRoutes {
                     .end(EMPTY_JSON);
             return;
         }
-        long declared;
-        try {
-            String len = ctx.request().getHeader("Content-Length");
-            declared = len == null ? -1 : Long.parseLong(len.trim());
-        } catch (NumberFormatException e) {
-            // Vert.x's codec refuses most bad lengths itself; whatever reaches here is answered, not a 500
-            badRequest(ctx, "Content-Length is not a number");
-            return;
-        }
+        // api's HttpGuard has refused any Content-Length that is not one decimal number before this route
+        String len = ctx.request().getHeader("Content-Length");
+        long declared = len == null ? -1 : Long.parseLong(len.trim());
         if (declared > maxBody) {
             tooLarge(ctx);
             return;
@@ -112,13 +106,6 @@ public class KvcmHttpRoutes {
 
     /** The first allocation for a body; it grows with the bytes that really arrive. */
     static final int INITIAL_BUFFER = 64 * 1024;
-
-    private void badRequest(RoutingContext ctx, String why) {
-        if (!ctx.response().ended() && !ctx.response().closed()) {
-            ctx.response().setStatusCode(400).putHeader("Content-Type", "application/json")
-                    .putHeader("Connection", "close").putHeader("X-KVPool-Error", Text.safe(why)).end(EMPTY_JSON);
-        }
-    }
 
     private void tooLarge(RoutingContext ctx) {
         if (!ctx.response().ended()) {

@@ -1,6 +1,8 @@
 package dev.kvpool.meta.kvcm;
 
+import dev.kvpool.api.limits.Limits;
 import dev.kvpool.api.logging.FailureLog;
+import dev.kvpool.api.naming.Text;
 import dev.kvpool.meta.index.StoreException;
 import dev.kvpool.api.proto.meta.*;
 import dev.kvpool.api.events.CacheEvent;
@@ -123,7 +125,7 @@ public final class KvcmMeta {
      * logs: bounded, and no control characters.
      */
     static void checkTrace(String traceId) {
-        String p = dev.kvpool.api.naming.Text.opaqueProblem(traceId, dev.kvpool.api.limits.Limits.MAX_TEXT);
+        String p = Text.opaqueProblem(traceId, Limits.MAX_TEXT);
         if (p != null) {
             throw KvcmError.invalid("trace_id: " + p);
         }
@@ -151,7 +153,7 @@ public final class KvcmMeta {
             if (e instanceof dev.kvpool.meta.index.StoreException) {
                 storeFailures.failed(e); // an outage fails every call alike: reported, not logged per call
             } else {
-                LOG.errorf(e, "%s failed (trace %s)", api, dev.kvpool.api.naming.Text.safe(traceId));
+                LOG.errorf(e, "%s failed (trace %s)", api, Text.safe(traceId));
             }
         }
         try {
@@ -179,7 +181,7 @@ public final class KvcmMeta {
         Instance inst = registry.lookup(id);
         if (inst == null) {
             throw new KvcmError(ErrorCode.INSTANCE_NOT_EXIST, id.isEmpty() ? "instance_id is empty"
-                    : "instance '" + dev.kvpool.api.naming.Text.safe(id) + "' is not registered");
+                    : "instance '" + Text.safe(id) + "' is not registered");
         }
         return inst;
     }
@@ -200,12 +202,12 @@ public final class KvcmMeta {
 
     /** §3.2.1: block_keys win; else keys derived from token_ids with the instance's scheme. */
     static long[] keys(Instance inst, List<Long> blockKeys, List<Long> tokenIds) {
-        if (blockKeys.size() > dev.kvpool.api.limits.Limits.MAX_KEYS_PER_CALL) {
-            throw KvcmError.invalid("block_keys: at most " + dev.kvpool.api.limits.Limits.MAX_KEYS_PER_CALL
+        if (blockKeys.size() > Limits.MAX_KEYS_PER_CALL) {
+            throw KvcmError.invalid("block_keys: at most " + Limits.MAX_KEYS_PER_CALL
                     + " keys per call, got " + blockKeys.size());
         }
-        if (tokenIds.size() > dev.kvpool.api.limits.Limits.MAX_TOKENS_PER_CALL) {
-            throw KvcmError.invalid("token_ids: at most " + dev.kvpool.api.limits.Limits.MAX_TOKENS_PER_CALL
+        if (tokenIds.size() > Limits.MAX_TOKENS_PER_CALL) {
+            throw KvcmError.invalid("token_ids: at most " + Limits.MAX_TOKENS_PER_CALL
                     + " tokens per call, got " + tokenIds.size());
         }
         if (!blockKeys.isEmpty()) {
@@ -218,9 +220,9 @@ public final class KvcmMeta {
             throw KvcmError.invalid("token_ids need a block_size > 0; instance '" + inst.id + "' registered block_size "
                     + inst.blockSize);
         }
-        if (tokenIds.size() / inst.blockSize > dev.kvpool.api.limits.Limits.MAX_KEYS_PER_CALL) {
+        if (tokenIds.size() / inst.blockSize > Limits.MAX_KEYS_PER_CALL) {
             throw KvcmError.invalid("token_ids: " + tokenIds.size() + " tokens make more than "
-                    + dev.kvpool.api.limits.Limits.MAX_KEYS_PER_CALL + " blocks of " + inst.blockSize);
+                    + Limits.MAX_KEYS_PER_CALL + " blocks of " + inst.blockSize);
         }
         return inst.keysOf(toArray(tokenIds));
     }
@@ -359,7 +361,7 @@ public final class KvcmMeta {
         Instance inst = mayReadStore ? instance(r.getInstanceId()) : registry.instance(r.getInstanceId());
         if (inst == null) {
             throw new KvcmError(ErrorCode.INSTANCE_NOT_EXIST, "instance '"
-                    + dev.kvpool.api.naming.Text.safe(r.getInstanceId()) + "' is not registered");
+                    + Text.safe(r.getInstanceId()) + "' is not registered");
         }
         long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
         return new Query(inst, keys, queryType(inst, r.getQueryType()),

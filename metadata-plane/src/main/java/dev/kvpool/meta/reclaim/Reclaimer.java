@@ -125,12 +125,14 @@ public final class Reclaimer implements AutoCloseable {
     /** How often the leader checks each group's usage against its index (0: never); see {@link #auditUsage}. */
     private volatile long auditEveryMs;
     private long nextAuditMs;
-    /** The difference each group's last quiet audit found (reclaimer thread only). */
+    /** The difference each group's last quiet audit found (audit thread only). */
     private final Map<String, Long> lastDifference = new java.util.HashMap<>();
     /** Audits whose difference was confirmed by the next one: usage that no block accounts for (or the reverse). */
     public final AtomicLong auditDrifts = new AtomicLong();
-    /** Bytes by which the latest confirmed audit of each group differed (ledger minus index). */
-    public final Map<String, Long> auditDifference = new ConcurrentHashMap<>();
+    /** An audit reads whole indexes: on its own thread, so eviction rounds do not wait for it; one at a time. */
+    private final java.util.concurrent.ExecutorService auditor = java.util.concurrent.Executors.newSingleThreadExecutor(
+            r -> Thread.ofPlatform().daemon().name("kvpool-usage-audit").unstarted(r));
+    private final java.util.concurrent.atomic.AtomicBoolean auditing = new java.util.concurrent.atomic.AtomicBoolean();
 
     public void auditEvery(java.time.Duration d) {
         auditEveryMs = d == null ? 0 : d.toMillis();
@@ -150,11 +152,8 @@ public final class Reclaimer implements AutoCloseable {
             }
             long d = a.totalDifference();
             Long prev = lastDifference.put(g.name(), d);
-            if (d == 0) {
-                auditDifference.remove(g.name());
-            } else if (prev != null && prev == d) {
+            if (d != 0 && prev != null && prev == d) {
                 auditDrifts.incrementAndGet();
-                auditDifference.put(g.name(), d);
                 LOG.warnf("usage audit of instance group %s: the ledger holds %,d bytes %s than its blocks account "
                         + "for, in two audits in a row (per storage type: %s); a restart recounts usage from the "
                         + "index", g.name(), Math.abs(d), d > 0 ? "more" : "less", a.typeDifferences());
@@ -288,9 +287,17 @@ public final class Reclaimer implements AutoCloseable {
      */
     public boolean tick(long nowMs) {
         urgent = false;
-        if (auditEveryMs > 0 && nowMs >= nextAuditMs) {
+        if (auditEveryMs > 0 && nowMs >= nextAuditMs && auditing.compareAndSet(false, true)) {
             nextAuditMs = nowMs + auditEveryMs;
-            auditUsage();
+            auditor.execute(() -> {
+                try {
+                    auditUsage();
+                } catch (RuntimeException e) {
+                    LOG.warnf("usage audit failed: %s", e.toString());
+                } finally {
+                    auditing.set(false);
+                }
+            });
         }
         if (registry.sharedStore()) {
             registry.refreshIfOlderThan(1000); // water levels changed on another replica take effect here too
@@ -965,6 +972,7 @@ public final class Reclaimer implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
+        auditor.shutdownNow();
         Thread t = thread;
         if (t != null) {
             t.interrupt();

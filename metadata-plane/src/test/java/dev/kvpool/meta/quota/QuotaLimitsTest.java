@@ -82,6 +82,28 @@ class QuotaLimitsTest extends KvcmTestBase {
         assertEquals(driftBefore, runtime.ledger().drift().events());
     }
 
+    @org.junit.jupiter.api.Test
+    void theUsageAuditFindsWhatTheLedgerHoldsThatNoBlockAccountsFor() {
+        MetaApi a = api(Transport.GRPC);
+        String id = registered(a, reg(uid("audit"), 16, "tp0", 100).setInstanceGroup("wide"));
+        StartWriteCacheResponse w = a.start(StartWriteCacheRequest.newBuilder().setTraceId(trace()).setInstanceId(id)
+                .addBlockKeys(rndKey()).addBlockKeys(rndKey()).setWriteTimeoutSeconds(30).build());
+        a.finish(FinishWriteCacheRequest.newBuilder().setTraceId(trace()).setInstanceId(id)
+                .setWriteSessionId(w.getWriteSessionId()).setSuccessBlocks(BlockMask.newBuilder().setOffset(2)).build());
+        assertEquals(0L, runtime.write().auditUsage("wide").totalDifference(), "the books balance");
+        runtime.ledger().add("wide", 1234, null, 0); // usage no block accounts for
+        try {
+            assertEquals(1234L, runtime.write().auditUsage("wide").totalDifference());
+        } finally {
+            runtime.ledger().add("wide", -1234, null, 0);
+        }
+        StartWriteCacheResponse open = a.start(StartWriteCacheRequest.newBuilder().setTraceId(trace()).setInstanceId(id)
+                .addBlockKeys(rndKey()).setWriteTimeoutSeconds(30).build());
+        assertEquals(null, runtime.write().auditUsage("wide").totalDifference(), "a write in flight: nothing compared");
+        a.finish(FinishWriteCacheRequest.newBuilder().setTraceId(trace()).setInstanceId(id)
+                .setWriteSessionId(open.getWriteSessionId()).setSuccessBlocks(BlockMask.newBuilder().setOffset(0)).build());
+    }
+
     @ParameterizedTest
     @EnumSource(Transport.class)
     void aHugeFinishOffsetIsRefusedWithoutAllocatingIt(Transport t) {
