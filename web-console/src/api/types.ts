@@ -1,0 +1,278 @@
+// Shapes of the control plane's REST answers (see control-plane/**Resource.java and console-contract).
+
+export interface Page<T> {
+  items: T[];
+  page: number;
+  size: number;
+  total: number;
+}
+
+export type EvictionPolicy = 'LRU' | 'LFU' | 'TTL' | 'PREFIX_LRU';
+export const POLICIES: EvictionPolicy[] = ['LRU', 'LFU', 'TTL', 'PREFIX_LRU'];
+export const STORAGE_TYPES = ['nfs', 'hf3fs', 'mooncake', 'tair_mem_pool', 'vcns_hf3fs'] as const;
+export const ROLES = ['admin', 'operator', 'tenant'] as const;
+
+export interface WaterLevels {
+  softPercent: number;
+  hardPercent: number;
+}
+
+export interface Eviction {
+  policy: EvictionPolicy | string;
+  triggerPeriodSeconds: number;
+  stepSize: number;
+  stepPercentage: number;
+  ttlSeconds: number;
+  readerLeaseMs: number;
+}
+
+export interface Group {
+  name: string;
+  quotaBytes: number;
+  storageTypeQuotas: Record<string, number>;
+  waterLevels: WaterLevels;
+  eviction: Eviction;
+  storageCandidates: string[];
+  maxInstanceCount: number;
+  quotaGroupName?: string;
+  allowAnonymousMeta: boolean;
+  userData?: string;
+  version?: number;
+  createdAt?: string;
+  updatedAt?: string;
+  usage?: { usedBytes: number; usedPercent: number; level: string; byType: Record<string, number> };
+}
+
+/** What a group create/update sends (GroupSpec). */
+export interface GroupInput {
+  name?: string;
+  quotaBytes?: number;
+  storageTypeQuotas?: Record<string, number>;
+  waterLevels?: Partial<WaterLevels>;
+  eviction?: Partial<Eviction>;
+  storageCandidates?: string[];
+  maxInstanceCount?: number;
+  allowAnonymousMeta?: boolean;
+}
+
+export interface Storage {
+  name: string;
+  type: string;
+  enabled: boolean;
+  checkAvailableWhenOpen: boolean;
+  spec: Record<string, unknown>;
+  version?: number;
+  createdAt?: string;
+  updatedAt?: string;
+}
+
+export interface StorageInput {
+  name?: string;
+  type?: string;
+  enabled?: boolean;
+  checkAvailableWhenOpen?: boolean;
+  spec?: Record<string, unknown>;
+}
+
+export interface Account {
+  name: string;
+  role: string;
+  groups: string[];
+  version?: number;
+  createdAt?: string;
+  updatedAt?: string;
+}
+
+export interface AccountInput {
+  name?: string;
+  password?: string;
+  role?: string;
+  groups?: string[];
+}
+
+export interface Instance {
+  instanceId: string;
+  group: string;
+  quotaGroupName?: string;
+  blockSize: number;
+  hashScheme: string;
+  modelDeployment?: Record<string, unknown>;
+  locationSpecInfos?: { name: string; size: number }[];
+  locationSpecGroups?: unknown[];
+  version?: number;
+  createdAt?: string;
+  updatedAt?: string;
+}
+
+/** The metadata plane's InstanceSummary (GET /api/v1/meta/instances/{id}). */
+export interface MetaInstance {
+  instance_id: string;
+  instance_group: string;
+  block_size: number;
+  hash_scheme: string;
+  specs: string[];
+  bytes_per_block: number;
+  keys: number;
+  open_write_sessions?: number;
+  file_slots?: number;
+}
+
+export interface BlockState {
+  block: number;
+  key: string | number;
+  hex: string;
+  status: string;
+  cached: boolean;
+}
+
+export interface BlockKeysResponse {
+  instance_id: string;
+  hash_scheme: string;
+  block_size: number;
+  tokens: number;
+  tokens_not_in_a_full_block: number;
+  prefix_hit_blocks: number;
+  blocks: BlockState[];
+}
+
+// ---- stats (contract: new on the control plane)
+
+export type ByReason = Record<string, number>;
+
+export interface GroupStats {
+  group: string;
+  quotaBytes: number;
+  usedBytes: number;
+  usageByType: Record<string, number>;
+  softPercent: number;
+  hardPercent: number;
+  hitRate: { last5m: number | null; lastHour: number | null; lastDay: number | null };
+  queriesLastHour: number;
+  evictionsPerMinute: ByReason;
+}
+
+export interface InstanceStats {
+  instance: string;
+  group: string;
+  hitRateLastHour: number | null;
+  queriesLastHour: number;
+  hitBlocksLastHour: number;
+  queriedBlocksLastHour: number;
+}
+
+export interface StatsSummary {
+  groups: GroupStats[];
+  instances: InstanceStats[];
+  totals: {
+    groups: number;
+    instances: number;
+    storages: number;
+    quotaBytes: number;
+    usedBytes: number;
+    hitRateLastHour: number | null;
+  };
+}
+
+export interface StatsPoint {
+  t: string;
+  queries: number;
+  queriedBlocks: number;
+  hitBlocks: number;
+  hitRate: number | null;
+  writtenBlocks: number;
+  evictedBlocks: ByReason;
+}
+
+export interface StatsSeries {
+  step: string;
+  since?: string;
+  until?: string;
+  points: StatsPoint[];
+}
+
+export interface UsagePoint {
+  t: string;
+  byType: Record<string, number>;
+  usedBytes: number;
+}
+
+export interface UsageSeries {
+  step: string;
+  points: UsagePoint[];
+}
+
+export type ServiceStatus = 'UP' | 'DOWN' | string;
+
+export interface Services {
+  controlPlane: { status: ServiceStatus; version?: string; startedAt?: string };
+  metadataPlanes: {
+    id: string;
+    url?: string;
+    leader: boolean;
+    status: ServiceStatus;
+    lastSeen?: string;
+    store?: string;
+    instances?: number;
+    keys?: number;
+    version?: string;
+  }[];
+  agents: { id: string; status: ServiceStatus; lastSeen?: string; tiers?: Record<string, unknown> }[];
+}
+
+// ---- what-if
+
+export interface Trace {
+  name: string;
+  kind: 'example' | 'uploaded' | string;
+  requests: number;
+  blocks: number;
+  bytes: number;
+}
+
+export interface WhatIfRequest {
+  trace: string;
+  policies: string[];
+  capacities?: number[];
+  capacityRange?: { min: number; max: number; points: number };
+  water?: number;
+  stepPercentage?: number;
+  target?: { policy: string; hitRate: number };
+}
+
+export interface WhatIfResult {
+  policy: string;
+  capacityTokens: number;
+  capacityBlocks: number;
+  hitRate: number;
+  hitBlocks?: number;
+  queriedBlocks?: number;
+  writtenBlocks?: number;
+  evictedBlocks?: number;
+  refusedBlocks?: number;
+}
+
+export interface WhatIfSmallest {
+  policy: string;
+  hitRate: number;
+  reached: boolean;
+  capacityTokens: number | null;
+  capacityBlocks: number | null;
+}
+
+export type RunState = 'queued' | 'running' | 'done' | 'cancelled' | 'failed';
+
+export interface WhatIfRun {
+  id: string;
+  state: RunState | string;
+  error?: string | null;
+  request?: WhatIfRequest;
+  trace?: { name: string; requests: number; blocks: number; distinct?: number; blockTokens?: number };
+  progress?: { runsDone: number; runsTotal: number; accessesDone: number; accessesTotal: number; fraction: number };
+  startedAt?: string | null;
+  finishedAt?: string | null;
+  elapsedSeconds?: number | null;
+  accessesPerSecond?: number | null;
+  ceiling?: { hitRate: number } | null;
+  results?: WhatIfResult[];
+  smallest?: WhatIfSmallest | null;
+}

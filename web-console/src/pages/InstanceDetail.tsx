@@ -1,0 +1,5 @@
+import { PageHeader } from '../components/States';
+
+export default function InstanceDetail() {
+  return <PageHeader title="InstanceDetail" />;
+}
