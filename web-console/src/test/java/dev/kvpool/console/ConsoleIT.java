@@ -73,4 +73,330 @@ class ConsoleIT {
         assertTrue(p.url().endsWith("/groups"), "back on the page asked for, not " + p.url());
         assertEquals(200, p.navigate(stack.cp + "/groups").status(), "a reload of a console page serves the console");
     }
+
+    // ---- an admin sets the pool up ---------------------------------------------------------------------------
+
+    static final String STORAGE = "nfs_e2e", GROUP = "search", OTHER = "other-team", INSTANCE = "e2e-inst";
+
+    @Test
+    @Order(3)
+    void anAdminCreatesAStorageAndAGroupInTheConsole() throws Exception {
+        Page p = signIn("/storages", "admin", Stack.ADMIN_PW);
+        p.getByTestId("storage-create").click();
+        p.locator("#storage-name").fill(STORAGE);
+        p.locator("#storage-spec-root_path").fill(stack.dir.resolve("nfs").toAbsolutePath() + "/");
+        p.getByTestId("storage-save").click();
+        assertThat(p.getByTestId("storage-row-" + STORAGE)).isVisible();
+
+        // the server's own refusal is shown next to the field it names
+        p.getByTestId("storage-create").click();
+        p.locator("#storage-name").fill(STORAGE);
+        p.locator("#storage-spec-root_path").fill(stack.dir.resolve("nfs2").toAbsolutePath() + "/");
+        p.getByTestId("storage-save").click();
+        assertThat(p.locator("#storage-name-helper")).containsText(STORAGE);
+        assertThat(p.locator("#storage-name-helper")).containsText("exists");
+        p.getByTestId("storage-cancel").click();
+
+        p.getByTestId("nav-groups").click();
+        p.getByTestId("group-create").click();
+        // a name the server would refuse is refused before anything is sent
+        java.util.List<String> posted = new java.util.concurrent.CopyOnWriteArrayList<>();
+        p.onRequest(r -> {
+            if (r.method().equals("POST") && r.url().endsWith("/api/v1/instance-groups")) {
+                posted.add(r.url());
+            }
+        });
+        p.locator("#group-name").fill("bad/name");
+        p.locator("#group-quotaBytes").fill("1000000000");
+        p.getByTestId("group-save").click();
+        assertThat(p.locator("#group-name-helper")).isVisible();
+        assertTrue(posted.isEmpty(), "an invalid form was sent: " + posted);
+
+        p.locator("#group-name").fill(GROUP);
+        p.getByTestId("group-candidate-" + STORAGE).check();
+        p.getByTestId("group-allowAnonymousMeta").check();
+        p.getByTestId("group-save").click();
+        p.waitForURL("**/groups/" + GROUP);
+        assertEquals(1, posted.size());
+
+        Stack.Res g = stack.rest("GET", "/api/v1/instance-groups/" + GROUP, null, admin(), null);
+        assertEquals(200, g.status(), g.raw());
+        assertEquals(1_000_000_000L, g.body().path("quotaBytes").asLong());
+        assertEquals(STORAGE, g.body().path("storageCandidates").path(0).asText());
+        assertTrue(g.body().path("allowAnonymousMeta").asBoolean());
+    }
+
+    static String adminToken;
+
+    static String admin() throws java.io.IOException {
+        if (adminToken == null) {
+            adminToken = stack.token("admin", Stack.ADMIN_PW);
+        }
+        return adminToken;
+    }
+
+    static long[] tokens(int n) {
+        long[] t = new long[n];
+        for (int i = 0; i < n; i++) {
+            t[i] = 1000 + i;
+        }
+        return t;
+    }
+
+    // ---- an engine's traffic, as the overview shows it ------------------------------------------------------
+
+    @Test
+    @Order(4)
+    void anEnginesWritesAndHitsShowInTheOverviewCharts() throws Exception {
+        // the metadata plane learns the new group with its next resync (1 s here)
+        stack.await("the metadata plane to accept instances of " + GROUP, 30_000, () -> {
+            try {
+                stack.register(GROUP, INSTANCE, 4);
+                return true;
+            } catch (AssertionError | java.io.IOException notYet) {
+                return false;
+            }
+        });
+        stack.write(INSTANCE, tokens(32)); // 8 blocks of 4 tokens
+        for (int i = 0; i < 3; i++) {
+            assertEquals(8, stack.prefixHits(INSTANCE, tokens(48)), "8 of the 12 blocks asked are cached");
+        }
+        // the metadata plane reports every second; the console reads what the control plane kept
+        stack.await("the control plane to hold the group's hits and usage", 30_000, () -> {
+            try {
+                Stack.Res s = stack.rest("GET", "/api/v1/stats/summary", null, admin(), null);
+                for (var g : s.body().path("groups")) {
+                    if (g.path("group").asText().equals(GROUP) && g.path("hitRate").path("lastHour").asDouble() > 0
+                            && g.path("usedBytes").asLong() > 0) {
+                        return true;
+                    }
+                }
+                return false;
+            } catch (java.io.IOException e) {
+                return false;
+            }
+        });
+
+        Page p = signIn("/groups", "admin", Stack.ADMIN_PW);
+        long t0 = System.nanoTime();
+        p.navigate(stack.cp + "/");
+        var card = p.getByTestId("group-card-" + GROUP);
+        assertThat(card.getByTestId("group-hit-hour")).containsText("%");
+        double paintMs = (System.nanoTime() - t0) / 1e6;
+        // 24 hits of 36 blocks asked: 66.7 %
+        assertThat(card.getByTestId("group-hit-hour")).containsText("66.7");
+        assertThat(card.getByTestId("group-used")).not().containsText("0 B");
+        assertThat(p.getByTestId("overview-hit-rate-chart").locator("svg path").first()).isAttached();
+        assertThat(p.getByTestId("service-control-plane")).containsText("UP");
+        assertThat(p.locator("[data-testid^=service-meta-]").first()).containsText("UP");
+        figure("overview_first_meaningful_paint_ms", String.format(java.util.Locale.ROOT, "%.0f", paintMs));
+        java.nio.file.Files.createDirectories(stack.dir.resolve("screenshots"));
+        p.screenshot(new Page.ScreenshotOptions().setPath(stack.dir.resolve("screenshots").resolve("overview.png")));
+
+        // the group's own page: usage and hit rate over time, its instance
+        p.navigate(stack.cp + "/groups/" + GROUP);
+        assertThat(p.getByTestId("group-hit-rate-chart").locator("svg path").first()).isAttached();
+        assertThat(p.getByTestId("group-usage-chart").locator("svg path").first()).isAttached();
+        assertThat(p.getByTestId("instance-row-" + INSTANCE)).isVisible();
+    }
+
+    /** A figure for docs/benchmarks.md: printed and appended to target/e2e/figures.txt. */
+    static void figure(String name, String value) throws java.io.IOException {
+        System.out.println("[figure] " + name + " = " + value);
+        java.nio.file.Files.writeString(stack.dir.resolve("figures.txt"), name + "=" + value + "\n",
+                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
+    }
+
+    // ---- two admins, one group -------------------------------------------------------------------------------
+
+    @Test
+    @Order(5)
+    void aStaleEditShowsTheConflictAndOverwritesNothing() throws Exception {
+        Page p = signIn("/groups/" + GROUP + "/edit", "admin", Stack.ADMIN_PW);
+        assertThat(p.locator("#group-quotaBytes")).hasValue("1000000000");
+
+        // another admin changes the quota while this form is open
+        Stack.Res g = stack.rest("GET", "/api/v1/instance-groups/" + GROUP, null, admin(), null);
+        var changed = ((com.fasterxml.jackson.databind.node.ObjectNode) g.body()).put("quotaBytes", 2_000_000_000L);
+        Stack.Res put = stack.rest("PUT", "/api/v1/instance-groups/" + GROUP, changed, admin(), g.etag());
+        assertEquals(200, put.status(), put.raw());
+
+        p.locator("[id='group-waterLevels-softPercent']").fill("70");
+        p.getByTestId("group-save").click();
+        assertThat(p.getByTestId("conflict-alert")).isVisible();
+        assertThat(p.getByTestId("conflict-current")).containsText("2000000000");
+
+        Stack.Res now = stack.rest("GET", "/api/v1/instance-groups/" + GROUP, null, admin(), null);
+        assertEquals(2_000_000_000L, now.body().path("quotaBytes").asLong(), "the other admin's quota stays");
+        assertTrue(now.body().path("waterLevels").path("softPercent").asInt() != 70, "nothing was overwritten");
+    }
+
+    // ---- a tenant ---------------------------------------------------------------------------------------------
+
+    @Test
+    @Order(6)
+    void aTenantSeesOnlyItsOwnGroupsAndFetchesNothingElse() throws Exception {
+        var other = Stack.M.createObjectNode().put("name", OTHER).put("quotaBytes", 1_000_000_000L);
+        other.putArray("storageCandidates").add(STORAGE);
+        Stack.Res made = stack.rest("POST", "/api/v1/instance-groups", other, admin(), null);
+        assertEquals(201, made.status(), made.raw());
+        var acct = Stack.M.createObjectNode().put("name", "team-a").put("password", "Team-A-passw0rd")
+                .put("role", "tenant");
+        acct.putArray("groups").add(GROUP);
+        Stack.Res a = stack.rest("POST", "/api/v1/accounts", acct, admin(), null);
+        assertEquals(201, a.status(), a.raw());
+
+        Page p = BROWSER.page();
+        java.util.List<String> fetched = new java.util.concurrent.CopyOnWriteArrayList<>();
+        p.onRequest(r -> {
+            if (r.url().contains("/api/")) {
+                fetched.add(r.method() + " " + r.url());
+            }
+        });
+        p.navigate(stack.cp + "/");
+        p.getByTestId("sign-in-user").fill("team-a");
+        p.getByTestId("sign-in-password").fill("Team-A-passw0rd");
+        p.getByTestId("sign-in-submit").click();
+        assertThat(p.getByTestId("masthead-role")).containsText("tenant");
+        assertThat(p.getByTestId("group-card-" + GROUP)).isVisible();
+        assertThat(p.getByTestId("group-card-" + OTHER)).hasCount(0);
+        assertThat(p.getByTestId("nav-storages")).hasCount(0);
+        assertThat(p.getByTestId("nav-accounts")).hasCount(0);
+        assertThat(p.getByTestId("nav-whatif")).hasCount(0);
+
+        p.getByTestId("nav-groups").click();
+        assertThat(p.getByTestId("group-row-" + GROUP)).isVisible();
+        assertThat(p.getByTestId("group-row-" + OTHER)).hasCount(0);
+        p.getByTestId("nav-instances").click();
+        assertThat(p.getByTestId("instance-row-" + INSTANCE)).isVisible();
+        p.waitForLoadState(com.microsoft.playwright.options.LoadState.NETWORKIDLE);
+
+        for (String f : fetched) {
+            assertTrue(!f.contains(OTHER) && !f.contains("/api/v1/storages") && !f.contains("/api/v1/accounts")
+                    && !f.contains("/whatif"), "a tenant page fetched what the tenant may not see: " + f);
+        }
+        // and had it asked, the server would have refused
+        for (String path : new String[] {"/api/v1/instance-groups/" + OTHER, "/api/v1/stats/series?group=" + OTHER,
+                "/api/v1/usage/series?group=" + OTHER, "/api/v1/storages", "/api/v1/accounts"}) {
+            Object status = p.evaluate("async (path) => { const s = JSON.parse(sessionStorage.getItem('kvpool.session'));"
+                    + " const r = await fetch(path, {headers: {Authorization: 'Bearer ' + s.token}}); return r.status; }",
+                    path);
+            int st = ((Number) status).intValue();
+            assertTrue(st == 403 || st == 404, path + " answered " + st + " to a tenant of " + GROUP);
+        }
+    }
+
+    // ---- why does this prompt miss? ----------------------------------------------------------------------------
+
+    @Test
+    @Order(7)
+    void thePromptMissToolMarksTheFirstMissingBlock() {
+        Page p = signIn("/instances/" + INSTANCE, "admin", Stack.ADMIN_PW);
+        StringBuilder ids = new StringBuilder();
+        for (long t : tokens(48)) {
+            ids.append(ids.isEmpty() ? "" : ", ").append(t);
+        }
+        p.getByTestId("prompt-miss-tokens").fill(ids.toString());
+        p.getByTestId("prompt-miss-run").click();
+        // blocks 0..7 were written, so block 8 (the 9th) is the first the engine would recompute
+        assertThat(p.getByTestId("first-miss")).hasCount(1);
+        assertThat(p.getByTestId("first-miss").locator("td").first()).hasText("8");
+        assertThat(p.getByTestId("block-row-7")).isVisible();
+        assertThat(p.getByTestId("prompt-miss-summary")).containsText("8");
+    }
+
+    // ---- what-if capacity ------------------------------------------------------------------------------------
+
+    /** The first {@code n} requests of Mooncake's conversation trace, as a JSONL file a user would upload. */
+    static Path smallTrace(int n) throws java.io.IOException {
+        Path d = Path.of("").toAbsolutePath();
+        while (d != null && !java.nio.file.Files.isDirectory(d.resolve("../shared/data/mooncake"))) {
+            d = d.getParent();
+        }
+        if (d == null) {
+            throw new IllegalStateException("../shared/data/mooncake not found above " + Path.of("").toAbsolutePath());
+        }
+        Path src = d.resolve("../shared/data/mooncake/conversation_trace.jsonl").normalize();
+        Path out = stack.dir.resolve("small-e2e.jsonl");
+        try (var lines = java.nio.file.Files.lines(src)) {
+            java.nio.file.Files.write(out, lines.limit(n).toList());
+        }
+        return out;
+    }
+
+    static double progressNow(Page p) {
+        String v = p.getByTestId("whatif-progress").locator("[role=progressbar]").getAttribute("aria-valuenow");
+        return v == null ? -1 : Double.parseDouble(v);
+    }
+
+    @Test
+    @Order(8)
+    void whatIfReplaysWithProgressCancelsSurvivesAReloadAndAppliesTheQuota() throws Exception {
+        Page p = signIn("/whatif", "admin", Stack.ADMIN_PW);
+
+        // a long sweep of the shipped conversation trace: its progress moves, and cancel stops it
+        p.locator("#whatif-trace").selectOption("conversation");
+        p.locator("#whatif-min").fill("100K");
+        p.locator("#whatif-max").fill("100M");
+        p.locator("#whatif-points").fill("48");
+        p.getByTestId("whatif-run").click();
+        p.waitForURL(java.util.regex.Pattern.compile(".*/whatif/[^/]+$"));
+        double seen = -1;
+        long end = System.nanoTime() + 60_000_000_000L;
+        while (System.nanoTime() < end) {
+            double v = progressNow(p);
+            if (v > 0 && v < 100) {
+                seen = v;
+                break;
+            }
+            p.waitForTimeout(100);
+        }
+        assertTrue(seen > 0 && seen < 100, "the progress bar never showed a replay under way");
+        p.getByTestId("whatif-cancel").click();
+        assertThat(p.getByTestId("whatif-state")).hasText("cancelled");
+        double stopped = progressNow(p);
+        p.waitForTimeout(1500);
+        assertEquals(stopped, progressNow(p), "a cancelled replay goes on no further");
+
+        // a small uploaded trace, run to the end
+        p.navigate(stack.cp + "/whatif");
+        p.locator("#whatif-uploadName").fill("small-e2e");
+        p.getByTestId("whatif-trace-file").setInputFiles(smallTrace(600));
+        p.getByTestId("whatif-trace-upload").click();
+        assertThat(p.locator("#whatif-trace option[value='small-e2e']")).hasCount(1);
+        p.locator("#whatif-trace").selectOption("small-e2e");
+        p.locator("#whatif-min").fill("10K");
+        p.locator("#whatif-max").fill("10M");
+        p.locator("#whatif-points").fill("4");
+        p.locator("#whatif-targetPercent").fill("1");
+        p.locator("#whatif-targetPolicy").selectOption("LRU");
+        p.getByTestId("whatif-run").click();
+        p.waitForURL(java.util.regex.Pattern.compile(".*/whatif/[^/]+$"));
+        String runUrl = p.url();
+        assertThat(p.getByTestId("whatif-state")).hasText("done", new com.microsoft.playwright.assertions
+                .LocatorAssertions.HasTextOptions().setTimeout(120_000));
+        assertEquals(100.0, progressNow(p));
+        assertThat(p.getByTestId("whatif-chart").locator("svg path").first()).isAttached();
+        assertTrue(p.getByTestId("whatif-results-table").locator("tbody tr").count() >= 4 * 4,
+                "a row per policy and capacity");
+
+        // the run lives on the server: a reload comes back to it
+        p.reload();
+        assertEquals(runUrl, p.url());
+        assertThat(p.getByTestId("whatif-state")).hasText("done");
+        assertThat(p.getByTestId("whatif-smallest")).containsText("Smallest quota that reaches 1 % with LRU");
+
+        // apply the smallest quota to the group, with confirmation
+        long before = stack.rest("GET", "/api/v1/instance-groups/" + GROUP, null, admin(), null).body()
+                .path("quotaBytes").asLong();
+        p.locator("#whatif-group").selectOption(GROUP);
+        assertThat(p.locator("#whatif-bytesPerBlock")).not().hasValue("");
+        p.getByTestId("whatif-apply").click();
+        assertThat(p.getByTestId("whatif-apply-modal")).isVisible();
+        p.getByTestId("whatif-apply-confirm").click();
+        assertThat(p.getByTestId("whatif-applied")).isVisible();
+        long after = stack.rest("GET", "/api/v1/instance-groups/" + GROUP, null, admin(), null).body()
+                .path("quotaBytes").asLong();
+        assertTrue(after > 0 && after != before, "the quota was applied: " + before + " -> " + after);
+    }
 }

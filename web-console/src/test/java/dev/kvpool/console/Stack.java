@@ -134,7 +134,54 @@ final class Stack implements AutoCloseable {
     // ---- what an engine does: KVCM meta calls on the metadata plane -----------------------------------------
 
     Res kvcm(String rpc, ObjectNode body) throws IOException {
-        return call("POST", meta + "/api/" + rpc, body.put("trace_id", "e2e"), null, null);
+        Res r = call("POST", meta + "/api/" + rpc, body.put("trace_id", "e2e"), null, null);
+        String code = r.body.path("header").path("status").path("code").asText("");
+        if (r.status != 200 || !code.equals("OK")) {
+            throw new AssertionError(rpc + " failed: HTTP " + r.status + " " + r.raw);
+        }
+        return r;
+    }
+
+    /** Registers an instance as a KVCM connector does (no token: the group allows anonymous meta calls). */
+    void register(String group, String instance, int blockSize) throws IOException {
+        ObjectNode b = M.createObjectNode().put("instance_group", group).put("instance_id", instance)
+                .put("block_size", blockSize);
+        b.putObject("model_deployment").put("model_name", "e2e-model").put("dtype", "bf16");
+        b.putArray("location_spec_infos").addObject().put("name", "tp0").put("size", 4096);
+        kvcm("registerInstance", b);
+    }
+
+    /** Both phases of a write of every full block of {@code tokens}, all of them successful. */
+    void write(String instance, long[] tokens) throws IOException {
+        ObjectNode s = M.createObjectNode().put("instance_id", instance).put("write_timeout_seconds", 30);
+        var t = s.putArray("token_ids");
+        for (long x : tokens) {
+            t.add(x);
+        }
+        Res started = kvcm("startWriteCache", s);
+        ObjectNode f = M.createObjectNode().put("instance_id", instance)
+                .put("write_session_id", started.body.path("write_session_id").asText());
+        var v = f.putObject("success_blocks").putObject("bool_masks").putArray("values");
+        for (int i = 0; i < started.body.path("locations").size(); i++) {
+            v.add(true);
+        }
+        kvcm("finishWriteCache", f);
+    }
+
+    /** A prefix match, as an engine asks before a prefill; returns the blocks found. */
+    int prefixHits(String instance, long[] tokens) throws IOException {
+        ObjectNode q = M.createObjectNode().put("instance_id", instance).put("query_type", "QT_PREFIX_MATCH");
+        var t = q.putArray("token_ids");
+        for (long x : tokens) {
+            t.add(x);
+        }
+        int hits = 0;
+        for (JsonNode l : kvcm("getCacheLocation", q).body.path("locations")) {
+            if (!l.path("location_specs").isEmpty()) {
+                hits++;
+            }
+        }
+        return hits;
     }
 
     static Res call(String method, String url, JsonNode body, String token, String ifMatch) throws IOException {
