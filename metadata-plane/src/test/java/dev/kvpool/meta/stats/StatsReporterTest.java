@@ -103,7 +103,7 @@ class StatsReporterTest {
                  "instances": [{"instance": "i1", "group": "g", "queries": 1, "queriedBlocks": 100, "hitBlocks": 40,
                                 "writtenBlocks": 60, "evictedBlocks": {"water_level": 5}},
                                {"instance": "i2", "group": "g", "queries": 1, "queriedBlocks": 10, "hitBlocks": 10,
-                                "writtenBlocks": 0, "evictedBlocks": {}}]}"""), sorted(cp.last()));
+                                "writtenBlocks": 0, "evictedBlocks": {}}]}"""), reparsed(sorted(cp.last())));
 
         // accepted: the next report has only what came since, and idle instances are left out
         counters.prefixQuery("i1", "g", 20, 5);
@@ -112,7 +112,7 @@ class StatsReporterTest {
         assertEquals(1, b.path("instances").size());
         assertEquals(M.readTree("""
                 {"instance": "i1", "group": "g", "queries": 1, "queriedBlocks": 20, "hitBlocks": 5, "writtenBlocks": 0,
-                 "evictedBlocks": {}}"""), entry(b, "i1"));
+                 "evictedBlocks": {}}"""), reparsed(entry(b, "i1")));
         assertEquals("2026-11-27T10:00:30Z", b.path("intervalEnd").asText());
 
         // nothing new: a report with no instances still goes (it is the replica's heartbeat)
@@ -235,6 +235,15 @@ class StatsReporterTest {
         assertEquals(0, StatsReporter.entryIndex("instances[0]"));
         assertNull(StatsReporter.entryIndex("replica.id"));
         assertNull(StatsReporter.entryIndex("instances"));
+    }
+
+    /** As read back from its text (numbers typed as the parser types them, as in the expected trees). */
+    static JsonNode reparsed(JsonNode n) {
+        try {
+            return M.readTree(n.toString());
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     /** The body with its instances sorted by name (the snapshot's order is a hash map's). */
