@@ -130,6 +130,11 @@ class HostileInputTest {
         m.put("PUT /api/v1/accounts/{name}", "{\"role\":\"tenant\",\"groups\":[\"hi-g\"]}");
         m.put("POST /api/v1/usage", "{\"samples\":[{\"group\":\"hi-g\",\"storageType\":\"nfs\",\"usedBytes\":1,"
                 + "\"timestamp\":\"2020-01-01T00:00:00Z\"}]}");
+        m.put("POST /api/v1/stats", "{\"replica\":{\"id\":\"hi-replica\",\"url\":\"http://hi:6382\",\"leader\":true,"
+                + "\"store\":\"embedded\",\"version\":\"0.1.0\",\"startedAt\":\"2020-01-01T00:00:00Z\",\"instances\":1,"
+                + "\"keys\":2,\"periodSeconds\":30},\"intervalEnd\":\"" + java.time.Instant.now() + "\",\"instances\":[{"
+                + "\"instance\":\"hi-i\",\"group\":\"hi-g\",\"queries\":1,\"queriedBlocks\":2,\"hitBlocks\":1,"
+                + "\"writtenBlocks\":1,\"evictedBlocks\":{\"water_level\":1,\"ttl\":0}}]}");
         return m;
     }
 
@@ -209,16 +214,20 @@ class HostileInputTest {
     }
 
     /**
-     * Every configuration change increments the revision; usage samples are the only other state a request adds.
-     * Only samples within retention count: the retention job (a minute after start, then hourly) deletes the old ones
-     * other tests leave, whenever it runs.
+     * Every configuration change increments the revision; usage samples, stats buckets and the replicas stats reports
+     * describe are the only other state a request adds. Only rows within retention count: the retention job (a minute
+     * after start, then hourly) deletes, thins and rolls up the old ones other tests leave, whenever it runs.
      */
     String fingerprint() {
         try (Connection c = db.getConnection(); ResultSet r = c.createStatement().executeQuery(
                 "select (select revision from config_revision where id = 1), (select count(*) from usage_sample"
-                        + " where sampled_at > now() - interval '29 days')")) {
+                        + " where sampled_at > now() - interval '29 days'), (select count(*) || '/' || "
+                        + "coalesce(sum(queries + queried_blocks + hit_blocks + written_blocks + evicted_water_level), 0)"
+                        + " from stats_minute where t > extract(epoch from now()) - 47 * 3600), (select count(*) || '/'"
+                        + " || coalesce(max(last_seen)::text, '') from service_replica)")) {
             r.next();
-            return "revision " + r.getLong(1) + ", usage samples " + r.getLong(2);
+            return "revision " + r.getLong(1) + ", usage samples " + r.getLong(2) + ", stats " + r.getString(3)
+                    + ", replicas " + r.getString(4);
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }

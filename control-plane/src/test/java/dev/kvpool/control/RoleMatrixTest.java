@@ -53,6 +53,11 @@ class RoleMatrixTest {
             Map.entry("DELETE /api/v1/accounts/{name}", new O[] {U, F, F, Y}),
             Map.entry("GET /api/v1/usage", new O[] {U, Y, Y, Y}),
             Map.entry("POST /api/v1/usage", new O[] {U, F, Y, Y}),
+            Map.entry("GET /api/v1/usage/series", new O[] {U, Y, Y, Y}),
+            Map.entry("POST /api/v1/stats", new O[] {U, F, Y, Y}),
+            Map.entry("GET /api/v1/stats/series", new O[] {U, Y, Y, Y}),
+            Map.entry("GET /api/v1/stats/summary", new O[] {U, Y, Y, Y}),
+            Map.entry("GET /api/v1/services", new O[] {U, Y, Y, Y}),
             Map.entry("GET /api/v1/config/snapshot", new O[] {U, F, Y, Y})));
 
     /** KVCM admin RPC → access rule reviewed for it. */
@@ -149,6 +154,14 @@ class RoleMatrixTest {
         List<String> insts = as(1).get("/api/v1/instances").then().statusCode(200).extract().path("items.instanceId");
         assertEquals(List.of("rm-inst"), insts);
         as(1).queryParam("group", "rm-other").get("/api/v1/usage").then().statusCode(403);
+        as(1).queryParam("group", "rm-other").get("/api/v1/usage/series").then().statusCode(403);
+        as(1).queryParam("group", "rm-other").get("/api/v1/stats/series").then().statusCode(403);
+        as(1).queryParam("instance", "rm-other-inst").get("/api/v1/stats/series").then().statusCode(403);
+        List<String> summarized = as(1).get("/api/v1/stats/summary").then().statusCode(200).extract().path("groups.group");
+        assertEquals(List.of("rm-group"), summarized);
+        List<String> summarizedInsts = as(1).get("/api/v1/stats/summary").then().statusCode(200).extract()
+                .path("instances.instance");
+        assertEquals(List.of("rm-inst"), summarizedInsts);
         as(1).body("{\"trace_id\":\"t\",\"name\":\"rm-other\"}").post("/api/getInstanceGroup").then().statusCode(200)
                 .body("header.status.code", org.hamcrest.Matchers.is("INVALID_ARGUMENT"));
         List<String> kvcmInsts = as(1).body("{\"trace_id\":\"t\",\"instance_group_name\":\"\"}")

@@ -429,6 +429,32 @@ class ControlPlaneSyncIT {
             return false;
         });
 
+        // (f) every replica's stats reach the control plane: one prefix query of ia finding all its blocks, the
+        // blocks written, and the replica itself in the services view
+        Res prefix = rpc(meta, "getCacheLocation", keys("getCacheLocation", "ia", BLOCKS)
+                .put("query_type", "QT_PREFIX_MATCH"), tenantA);
+        ok(prefix, "prefix query of ia");
+        await("stats of ga in the control plane", 20_000, () -> {
+            long queries = 0, queried = 0, hits = 0, written = 0;
+            for (JsonNode p : cpCall("GET", "/api/v1/stats/series?group=ga", null, tenantA).body().path("points")) {
+                queries += p.path("queries").asLong();
+                queried += p.path("queriedBlocks").asLong();
+                hits += p.path("hitBlocks").asLong();
+                written += p.path("writtenBlocks").asLong();
+            }
+            return queries == 1 && queried == BLOCKS && hits == BLOCKS && written == BLOCKS;
+        });
+        assertEquals(403, cpCall("GET", "/api/v1/stats/series?group=gb", null, tenantA).status());
+        JsonNode services = cpCall("GET", "/api/v1/services", null, admin).body();
+        assertEquals(1, services.path("metadataPlanes").size(), services.toString());
+        JsonNode replica = services.path("metadataPlanes").get(0);
+        assertEquals("UP", replica.path("status").asText(), services.toString());
+        assertTrue(replica.path("leader").asBoolean(), services.toString());
+        assertEquals("embedded", replica.path("store").asText(), services.toString());
+        assertTrue(replica.path("url").asText().endsWith(":" + meta.httpPort), services.toString());
+        assertTrue(replica.path("instances").asLong() >= 2, services.toString());
+        assertEquals("UP", services.path("controlPlane").path("status").asText());
+
         // a disabled storage is neither written to nor served; enabled again, its blocks are back
         Res cs = cpCall("GET", "/api/v1/storages/nfs_it", null, admin);
         created(call("PUT", cp + "/api/v1/storages/nfs_it", st.deepCopy().put("enabled", false).toString(), admin,

@@ -51,6 +51,8 @@ public class GroupService {
     @Inject
     UsageService usage;
     @Inject
+    dev.kvpool.control.stats.StatsRepository stats;
+    @Inject
     Outbox outbox;
     @Inject
     EntityManager em;
@@ -167,8 +169,9 @@ public class GroupService {
                     + "; remove the group from their groups first (PUT /api/v1/accounts/{name})");
         }
         long version = g.version;
-        // its usage history goes with it: a group created later under the same name starts from zero usage
+        // its usage and stats history go with it: a group created later under the same name starts from zero usage
         usage.forget(name);
+        stats.forget(name);
         repo.delete(g);
         outbox.record(ConfigEvent.INSTANCE_GROUP, name, ConfigEvent.DELETED, version + 1, null);
     }

@@ -50,6 +50,8 @@ public final class KvcmMeta {
     private final Map<String, Timer> timers = new ConcurrentHashMap<>();
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
     private volatile CacheEvents events = CacheEvents.OFF;
+    /** Per-instance counts reported to the control plane (the console's time series). */
+    private final dev.kvpool.meta.stats.StatsCounters stats = new dev.kvpool.meta.stats.StatsCounters();
 
     public KvcmMeta(Registry registry, QueryPath query, WritePath write, WritePath.IndexStoreOwner sessions,
                     BooleanSupplier leader, Node node, MeterRegistry meters) {
@@ -60,6 +62,11 @@ public final class KvcmMeta {
         this.leader = leader;
         this.node = node;
         this.meters = meters;
+    }
+
+    /** What this replica served per instance, for the control plane's stats reports. */
+    public dev.kvpool.meta.stats.StatsCounters stats() {
+        return stats;
     }
 
     /** Where operations are published for trace replay (kvpool.cache); off by default. */
@@ -382,7 +389,9 @@ public final class KvcmMeta {
     private void counted(Query q, GetCacheLocationRequest r, LocationSink sink) {
         counted(q.inst, "queried", q.keys.length);
         if (q.type == QueryType.QT_PREFIX_MATCH) {
-            counted(q.inst, "hit", sink.count());
+            int hits = sink.count();
+            counted(q.inst, "hit", hits);
+            stats.prefixQuery(q.inst, q.keys.length, hits);
         }
         CacheEvents ev = events;
         if (ev.enabled()) {
@@ -397,7 +406,11 @@ public final class KvcmMeta {
             Instance inst = instance(r.getInstanceId());
             long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
             long len = switch (queryType(inst, r.getQueryType())) {
-                case QT_PREFIX_MATCH -> query.prefixLength(inst, keys);
+                case QT_PREFIX_MATCH -> {
+                    long n = query.prefixLength(inst, keys);
+                    stats.prefixQuery(inst, keys.length, Math.min(n, keys.length));
+                    yield n;
+                }
                 case QT_BATCH_GET -> query.batchHits(inst, keys);
                 default -> query.slidingWindowLength(inst, keys, r.getSwSize());
             };
@@ -505,6 +518,7 @@ public final class KvcmMeta {
             }
             int served = write.finish(inst, r.getWriteSessionId(), Mask.of(r.getSuccessBlocks()), sessions);
             counted(inst, "write_served", served);
+            stats.written(inst, served);
             CacheEvents ev = events;
             if (ev.enabled()) {
                 ev.offer(new CacheEvent(CacheEvent.FINISH_WRITE_CACHE, inst.id, CacheEvents.nowMicros(), null, null,

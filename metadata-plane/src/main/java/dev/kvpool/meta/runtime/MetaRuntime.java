@@ -75,6 +75,7 @@ public class MetaRuntime {
     private DeferredTouchIndex.Toucher toucher;
     private final java.util.Map<String, Counter> evictionCounters = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile ControlPlaneSync controlPlane;
+    private volatile dev.kvpool.meta.stats.StatsReporter statsReporter;
     private volatile MetaAuth auth;
     private final Set<String> gauged = new HashSet<>();
 
@@ -290,6 +291,9 @@ public class MetaRuntime {
             if (controlPlane != null) {
                 controlPlane.onStorageDeleted(this::dropStorageBlocks);
                 controlPlane.start(registry, ledger, leadership::isLeader, this::dropInstance);
+                statsReporter = new dev.kvpool.meta.stats.StatsReporter(kvcm.stats(), controlPlane.client()::post,
+                        replicaInfo(), id -> registry.instance(id) != null, cfg.controlPlane().usagePeriod(),
+                        cfg.controlPlane().statsCarry()).start();
             }
             registerGauges();
             phase = Phase.READY; // calls are served from here on
@@ -480,6 +484,9 @@ public class MetaRuntime {
             }
         }
         phase = Phase.STOPPING; // again: a start that ended meanwhile may have set READY
+        if (statsReporter != null) {
+            statsReporter.close();
+        }
         if (controlPlane != null) {
             controlPlane.close();
         }
@@ -532,9 +539,10 @@ public class MetaRuntime {
         return false;
     }
 
-    /** Reclaimer listener: metrics by policy and reason, and an Evict event per batch. */
+    /** Reclaimer listener: metrics by policy and reason, the control plane's stats, and an Evict event per batch. */
     private void evicted(Instance inst, ReclaimPolicy policy, Reclaimer.Reason reason, long[] keys, int blocks,
                          long bytes) {
+        kvcm.stats().evicted(inst, reason, blocks);
         String tag = inst.group + "/" + policy + "/" + reason;
         evictionCounters.computeIfAbsent("b:" + tag, k -> Counter.builder("kvpool.meta.reclaim.evicted.blocks")
                 .description("blocks evicted by the reclaimer").tag("group", inst.group).tag("policy", policy.name())
@@ -677,6 +685,32 @@ public class MetaRuntime {
                 }
             }
         }
+    }
+
+    /**
+     * How this replica describes itself in its stats reports (GET /api/v1/services on the control plane): node id,
+     * advertised URL, leader flag, store kind, version, start time, instance and key counts (read per report).
+     */
+    private java.util.function.Supplier<dev.kvpool.meta.stats.StatsReporter.ReplicaInfo> replicaInfo() {
+        String host = advertisedHost();
+        String url = "http://" + (host.contains(":") && !host.startsWith("[") ? "[" + host + "]" : host) + ":"
+                + httpPort();
+        String version = org.eclipse.microprofile.config.ConfigProvider.getConfig()
+                .getOptionalValue("quarkus.application.version", String.class).orElse(null);
+        java.time.Instant started = java.time.Instant.ofEpochMilli(startedAtMs);
+        return () -> {
+            long keys = 0;
+            var all = registry.instances();
+            for (Instance i : all) {
+                try {
+                    keys += Math.max(0, i.index.keyCount());
+                } catch (RuntimeException e) {
+                    LOG.debugf("key count of %s for the stats report: %s", i.id, e.toString());
+                }
+            }
+            return new dev.kvpool.meta.stats.StatsReporter.ReplicaInfo(nodeId, url, leadership.isLeader(),
+                    store.kind(), version, started, all.size(), keys);
+        };
     }
 
     private String defaultNodeId() {

@@ -202,9 +202,19 @@ public interface MetaSettings {
         @WithDefault("5m")
         Duration resync();
 
-        /** How often the leader posts usage samples. */
+        /**
+         * How often the leader posts usage samples, and every replica its stats (POST /api/v1/stats: what it served
+         * per instance since its last accepted report).
+         */
         @WithDefault("30s")
         Duration usagePeriod();
+
+        /**
+         * How long stats the control plane has not accepted (it is down, or refuses) are carried into the next
+         * report; past this they are dropped rather than posted as one spike.
+         */
+        @WithDefault("1h")
+        Duration statsCarry();
 
         /** Per HTTP call to the control plane. */
         @WithDefault("10s")
