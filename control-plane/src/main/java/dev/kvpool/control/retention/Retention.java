@@ -1,16 +1,12 @@
 package dev.kvpool.control.retention;
 
 import io.quarkus.narayana.jta.QuarkusTransaction;
-import io.quarkus.runtime.ShutdownEvent;
-import io.quarkus.runtime.StartupEvent;
+import io.quarkus.scheduler.Scheduled;
 import jakarta.enterprise.context.ApplicationScoped;
-import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
 import jakarta.persistence.EntityManager;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
@@ -22,8 +18,7 @@ import org.jboss.logging.Logger;
  * downsampled: stats minute buckets older than {@code kvpool.control.stats.minute-retention} are rolled up into hour
  * buckets (sums preserved), hour buckets older than {@code kvpool.control.stats.hour-retention} dropped, and usage
  * samples older than {@code kvpool.control.stats.usage-thin-after} thinned to the last one per hour of each group and
- * storage type. Runs a minute after start, then hourly (a plain timer: quarkus-scheduler is not among the build's
- * dependencies).
+ * storage type. Runs a minute after start, then hourly ({@code kvpool.control.retention.every}).
  */
 @ApplicationScoped
 public class Retention {
@@ -46,24 +41,10 @@ public class Retention {
     @ConfigProperty(name = "kvpool.control.outbox.retention", defaultValue = "P7D")
     Duration outboxRetention;
 
-    private ScheduledExecutorService timer;
-
-    void start(@Observes StartupEvent ev) {
-        timer = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "kvpool-retention");
-            t.setDaemon(true);
-            return t;
-        });
-        timer.scheduleWithFixedDelay(this::runSafely, 1, 60, TimeUnit.MINUTES);
-    }
-
-    void stop(@Observes ShutdownEvent ev) {
-        if (timer != null) {
-            timer.shutdownNow();
-        }
-    }
-
-    private void runSafely() {
+    /** Hourly, the first a minute after start; never two at once (a slow run makes the next one wait its turn). */
+    @Scheduled(every = "${kvpool.control.retention.every:1h}", delay = 1, delayUnit = TimeUnit.MINUTES,
+            concurrentExecution = Scheduled.ConcurrentExecution.SKIP, identity = "kvpool-retention")
+    void runSafely() {
         try {
             purge(Instant.now());
         } catch (RuntimeException e) {
