@@ -1,4 +1,4 @@
-import { Suspense, type ReactNode } from 'react';
+import { Suspense, useState, type ReactNode } from 'react';
 import { NavLink, useLocation } from 'react-router-dom';
 import {
   Button, Label, LabelGroup, Masthead, MastheadBrand, MastheadContent, MastheadLogo, MastheadMain, MastheadToggle,
@@ -31,14 +31,15 @@ export function AppNav() {
   );
 }
 
-export function AppMasthead() {
+export function AppMasthead({ sidebarOpen, onToggle }: { sidebarOpen: boolean; onToggle: () => void }) {
   const session = useSession();
   const { signOut } = useAuth();
   return (
     <Masthead>
       <MastheadMain>
         <MastheadToggle>
-          <PageToggleButton isHamburgerButton aria-label="Navigation">
+          <PageToggleButton isHamburgerButton aria-label="Navigation" isSidebarOpen={sidebarOpen}
+            onSidebarToggle={onToggle} data-testid="nav-toggle">
             <BarsIcon />
           </PageToggleButton>
         </MastheadToggle>
@@ -82,15 +83,16 @@ export function AppMasthead() {
 }
 
 export function AppLayout({ children }: { children: ReactNode }) {
+  const [open, setOpen] = useState(() => typeof window === 'undefined' || window.innerWidth >= 1000);
   const sidebar = (
-    <PageSidebar>
+    <PageSidebar isSidebarOpen={open}>
       <PageSidebarBody>
         <AppNav />
       </PageSidebarBody>
     </PageSidebar>
   );
   return (
-    <Page masthead={<AppMasthead />} sidebar={sidebar} isManagedSidebar>
+    <Page masthead={<AppMasthead sidebarOpen={open} onToggle={() => setOpen((o) => !o)} />} sidebar={sidebar}>
       <Suspense fallback={<Loading what="Loading page" />}>{children}</Suspense>
     </Page>
   );
