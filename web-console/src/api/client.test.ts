@@ -5,6 +5,15 @@ import { json, signInAs, stubFetch } from '../test/utils';
 
 afterEach(() => setUnauthorizedHandler(() => {}));
 
+async function failure(p: Promise<unknown>): Promise<ApiError> {
+  try {
+    await p;
+  } catch (e) {
+    return e as ApiError;
+  }
+  throw new Error('expected a failure');
+}
+
 describe('API client', () => {
   it('sends the bearer token of the session', async () => {
     signInAs('admin');
@@ -18,7 +27,7 @@ describe('API client', () => {
     const handler = vi.fn();
     setUnauthorizedHandler(handler);
     stubFetch({ 'GET *': () => json({ status: 401, title: 'Unauthorized', detail: 'token expired' }, 401) });
-    const err = await api.get('/api/v1/instance-groups').catch((e) => e);
+    const err = await failure(api.get('/api/v1/instance-groups'));
     expect(err).toBeInstanceOf(ApiError);
     expect(err.status).toBe(401);
     expect(handler).toHaveBeenCalledTimes(1);
@@ -30,7 +39,7 @@ describe('API client', () => {
     setUnauthorizedHandler(handler);
     stubFetch({ 'POST /api/v1/tokens': () => json({ status: 401, detail: 'wrong user name or password' }, 401) });
     const { request } = await import('./client');
-    const err = await request('/api/v1/tokens', { method: 'POST', body: {}, anonymous: true }).catch((e) => e);
+    const err: ApiError = await request<never>('/api/v1/tokens', { method: 'POST', body: {}, anonymous: true }).catch((e: ApiError) => e);
     expect(err.status).toBe(401);
     expect(err.detail).toBe('wrong user name or password');
     expect(handler).not.toHaveBeenCalled();
@@ -42,7 +51,7 @@ describe('API client', () => {
       'POST /api/v1/instance-groups': () => json({ type: 'https://kvpool.dev/problems/invalid-request', title: 'Invalid request',
         status: 400, detail: 'quotaBytes must be between 1 and 1152921504606846976, got 0', field: 'quotaBytes' }, 400),
     });
-    const err = await api.post('/api/v1/instance-groups', {}).catch((e) => e);
+    const err = await failure(api.post('/api/v1/instance-groups', {}));
     expect(err).toBeInstanceOf(ApiError);
     expect(err.status).toBe(400);
     expect(err.field).toBe('quotaBytes');
@@ -61,7 +70,7 @@ describe('API client', () => {
 
   it('a server that cannot be reached is a NetworkError (status 0), not a hang', async () => {
     globalThis.fetch = (async () => { throw new TypeError('Failed to fetch'); }) as typeof fetch;
-    const err = await api.get('/api/v1/services').catch((e) => e);
+    const err = await failure(api.get('/api/v1/services'));
     expect(err).toBeInstanceOf(NetworkError);
     expect(err.status).toBe(0);
     expect(err.detail).toMatch(/cannot reach/);

@@ -153,7 +153,7 @@ export function groupConflictRows(current: Group, mine: GroupFormValues): Confli
   for (const t of STORAGE_TYPES) {
     const c = bytesText(cur.typeQuotas[t] ?? '');
     const m = bytesText(mine.typeQuotas[t] ?? '');
-    if (c !== '–' || m !== '–') rows.push({ field: `storageTypeQuotas.${t}`, label: `${t} quota (bytes)`, current: c, mine: m });
+    if (c !== '–' || m !== '–') rows.push({ field: `storageTypeQuotas.${t}`, label: `Quota for ${t} (bytes)`, current: c, mine: m });
   }
   const plain: [string, string, keyof GroupFormValues][] = [
     ['waterLevels.softPercent', 'Soft water level (%)', 'softPercent'],

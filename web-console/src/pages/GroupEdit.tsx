@@ -147,7 +147,7 @@ function GroupForm({ initial, etag: initialEtag, isNew }: { initial: GroupFormVa
             header={<FormFieldGroupHeader titleText={{ text: 'Per-storage-type quotas', id: 'group-type-quotas' }}
               titleDescription="Optional: a quota for each storage type, at most the total" />}>
             {STORAGE_TYPES.map((t) => (
-              <TextField key={t} prefix={P} name={`storageTypeQuotas.${t}`} label={`${t} quota (bytes)`}
+              <TextField key={t} prefix={P} name={`storageTypeQuotas.${t}`} label={`Quota for ${t} (bytes)`}
                 value={v.typeQuotas[t] ?? ''} onChange={(x) => set('typeQuotas', { ...v.typeQuotas, [t]: x })}
                 error={errors[`storageTypeQuotas.${t}`]} />
             ))}

@@ -118,9 +118,9 @@ export function PromptMissTool({ instanceId }: { instanceId: string }) {
           <Helper error={error}
             helper="Comma, space or line separated, or a JSON array; the prompt's token ids as the model's tokenizer gave them" />
         </FormGroup>
-        <FormGroup label="Token ids file" fieldId="prompt-miss-file">
+        <FormGroup label="Prompt file (JSON)" fieldId="prompt-miss-file">
           <input ref={fileRef} id="prompt-miss-file" type="file" accept=".json,application/json,.txt" onChange={onFile}
-            data-testid="prompt-miss-file" style={{ display: 'none' }} aria-label="Token ids file" />
+            data-testid="prompt-miss-file" style={{ display: 'none' }} aria-label="Prompt file (JSON)" />
           <Button variant="secondary" onClick={() => fileRef.current?.click()} data-testid="prompt-miss-upload"
             ouiaId="prompt-miss-upload">Upload JSON file</Button>{' '}
           {fileName ? <span data-testid="prompt-miss-file-name">{fileName}</span> : null}

@@ -246,7 +246,7 @@ export default function Storages() {
                         {s.enabled ? <Label color="green">in use</Label> : <Label color="grey">disabled</Label>}
                       </Td>
                       <Td dataLabel="Enabled">
-                        <Switch id={`storage-toggle-${s.name}`} aria-label={`Enabled ${s.name}`} isChecked={s.enabled}
+                        <Switch id={`storage-toggle-${s.name}`} aria-label={`Enable/disable ${s.name}`} isChecked={s.enabled}
                           isDisabled={toggling === s.name} onChange={(_e, on) => void toggle(s, on)}
                           data-testid={`storage-toggle-${s.name}`} ouiaId={`storage-toggle-${s.name}`} />
                       </Td>

@@ -56,7 +56,7 @@ function TraceUpload({ onUploaded }: { onUploaded: (name: string) => void }) {
   const upload = async () => {
     const e: { name?: string; file?: string } = {};
     const p = nameProblem(name, 'trace');
-    if (p) e.name = `Trace name ${p}`;
+    if (p) e.name = `Upload name ${p}`;
     if (!file) e.file = 'Choose a JSONL file ({"timestamp": …, "hash_ids": […]} per line)';
     setErrors(e);
     setServerError(null);
@@ -80,11 +80,11 @@ function TraceUpload({ onUploaded }: { onUploaded: (name: string) => void }) {
 
   return (
     <div data-testid="trace-upload">
-      <TextField prefix="whatif" name="uploadName" label="Trace name" value={name} onChange={setName} error={errors.name}
+      <TextField prefix="whatif" name="uploadName" label="Upload name" value={name} onChange={setName} error={errors.name}
         helper="Name to store the upload under" />
-      <FormGroup label="Trace file (JSONL)" fieldId="whatif-trace-file">
+      <FormGroup label="JSONL file" fieldId="whatif-trace-file">
         <input ref={fileRef} id="whatif-trace-file" type="file" accept=".jsonl,.json,.txt,application/x-ndjson"
-          onChange={onFile} data-testid="whatif-trace-file" aria-label="Trace file (JSONL)" />
+          onChange={onFile} data-testid="whatif-trace-file" aria-label="JSONL file" />
         <Helper error={errors.file} helper="Mooncake format: one {&quot;timestamp&quot;, &quot;hash_ids&quot;} object per line" />
       </FormGroup>
       <Button variant="secondary" onClick={() => void upload()} isLoading={busy} isDisabled={busy}
