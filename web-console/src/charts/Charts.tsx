@@ -202,6 +202,23 @@ export function StackedAreaChart({ title, series, height = 240, yFormat = (v) =>
   );
 }
 
+/** Tick values for a log axis over [lo, hi]: 1-2-5 steps per decade, or whole decades when that is too many. */
+export function logTicks(lo: number, hi: number): number[] {
+  if (!(lo > 0) || !(hi >= lo)) return [];
+  const out: number[] = [];
+  for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
+    for (const m of [1, 2, 5]) {
+      const v = m * 10 ** e;
+      if (v >= lo * 0.999 && v <= hi * 1.001) out.push(v);
+    }
+  }
+  if (out.length > 8) {
+    const decades = out.filter((v) => Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9);
+    return decades.length >= 2 ? decades : out.filter((_, i) => i % 3 === 0);
+  }
+  return out.length >= 2 ? out : [lo, hi];
+}
+
 /** Hit rate vs capacity (log x), one line per policy, the unbounded ceiling dashed. */
 export function WhatIfCurveChart({ data, height = 320 }: { data: WhatIfChartData; height?: number }) {
   const [ref, width] = useWidth();
@@ -209,7 +226,7 @@ export function WhatIfCurveChart({ data, height = 320 }: { data: WhatIfChartData
     return <div ref={ref} data-testid="whatif-chart"><NoData height={height}>No results yet</NoData></div>;
   }
   const legend = [...data.series.map((s) => ({ name: s.policy })),
-    ...(data.ceiling ? [{ name: 'unbounded ceiling', symbol: { type: 'dash' } }] : [])];
+    ...(data.ceiling ? [{ name: 'unbounded ceiling', symbol: { type: 'dash', fill: '#8a8d90' } }] : [])];
   const [lo, hi] = data.xDomain;
   const domainX: [number, number] = lo === hi ? [lo / 2, hi * 2] : [lo, hi];
   return (
@@ -224,14 +241,14 @@ export function WhatIfCurveChart({ data, height = 320 }: { data: WhatIfChartData
         legendPosition="bottom"
         height={height + 40}
         width={width}
-        padding={{ top: 10, bottom: 90, left: 70, right: 30 }}
+        padding={{ top: 10, bottom: 75, left: 70, right: 40 }}
         scale={{ x: 'log', y: 'linear' }}
         domain={{ x: domainX, y: [0, 1] }}
         themeColor={ChartThemeColor.multiOrdered}
         name="whatif"
       >
-        <ChartAxis label="capacity (tokens, log scale)" tickFormat={(t: number) => formatCompact(t)} fixLabelOverlap />
-        <ChartAxis dependentAxis showGrid tickFormat={(v: number) => formatRate(v, 0)} label="hit rate" />
+        <ChartAxis tickValues={logTicks(domainX[0], domainX[1])} tickFormat={(t: number) => formatCompact(t)} fixLabelOverlap />
+        <ChartAxis dependentAxis showGrid tickFormat={(v: number) => formatRate(v, 0)} />
         <ChartGroup>
           {data.series.map((s) => (s.points.length === 1
             ? <ChartScatter key={s.policy} name={s.policy} data={s.points} />

@@ -29,6 +29,7 @@ export function ConflictView({ what, detail, rows, onReapply, onDiscard, busy }:
   const changed = rows.filter((r) => r.current !== r.mine).length;
   return (
     <Alert variant="warning" isInline title={`Conflict: ${what} was changed by someone else`} data-testid="conflict-alert"
+      style={{ marginBottom: 16 }}
       ouiaId="conflict-alert">
       <p>
         Your changes were not saved. {detail ? <span data-testid="conflict-detail">{detail}</span> : null}

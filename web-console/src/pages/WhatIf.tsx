@@ -410,7 +410,9 @@ function RunView({ id }: { id: string }) {
         </CardBody>
       </Card>
       <Card style={{ marginTop: 16 }}>
-        <CardHeader><CardTitle>Hit rate vs capacity</CardTitle></CardHeader>
+        <CardHeader><CardTitle>Hit rate vs capacity</CardTitle>
+          <span style={{ color: 'var(--pf-t--global--text--color--subtle)' }}>capacity in tokens, log scale; dashed: the unbounded ceiling</span>
+        </CardHeader>
         <CardBody>
           <WhatIfCurveChart data={chart} />
         </CardBody>
@@ -427,8 +429,6 @@ function RunView({ id }: { id: string }) {
                   <Th>Capacity (tokens)</Th>
                   <Th>Blocks</Th>
                   <Th>Hit rate</Th>
-                  <Th>Hit blocks</Th>
-                  <Th>Queried blocks</Th>
                   <Th>Written</Th>
                   <Th>Evicted</Th>
                   <Th>Refused</Th>
@@ -442,8 +442,6 @@ function RunView({ id }: { id: string }) {
                       <Td dataLabel="Capacity (tokens)">{formatCount(p.x)}</Td>
                       <Td dataLabel="Blocks">{formatCount(p.blocks)}</Td>
                       <Td dataLabel="Hit rate">{formatRate(p.y, 2)}</Td>
-                      <Td dataLabel="Hit blocks">{formatCount(r?.hitBlocks)}</Td>
-                      <Td dataLabel="Queried blocks">{formatCount(r?.queriedBlocks)}</Td>
                       <Td dataLabel="Written">{formatCount(r?.writtenBlocks)}</Td>
                       <Td dataLabel="Evicted">{formatCount(r?.evictedBlocks)}</Td>
                       <Td dataLabel="Refused">{formatCount(r?.refusedBlocks)}</Td>
@@ -501,12 +499,14 @@ export default function WhatIf() {
       </PageHeader>
       <PageSection>
         <Grid hasGutter>
-          <GridItem xl={5}>
+          <GridItem xl={7}>
             <Card><CardHeader><CardTitle>New run</CardTitle></CardHeader><CardBody><RunForm /></CardBody></Card>
-            <Card style={{ marginTop: 16 }}><CardHeader><CardTitle>Recent runs</CardTitle></CardHeader>
+          </GridItem>
+          <GridItem xl={5}>
+            <Card><CardHeader><CardTitle>Recent runs</CardTitle></CardHeader>
               <CardBody><RecentRuns current={runId} /></CardBody></Card>
           </GridItem>
-          <GridItem xl={7}>
+          <GridItem xl={12}>
             {runId ? <RunView key={runId} id={runId} />
               : <Alert variant="info" isInline isPlain title="Choose a trace, policies and a capacity range, then Run. Runs go on in the background: leave and come back, or reload." />}
           </GridItem>
