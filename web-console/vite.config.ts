@@ -25,7 +25,7 @@ export default defineConfig({
   test: {
     environment: 'jsdom',
     globals: true,
-    setupFiles: ['./src/test/setup.ts'],
+    setupFiles: ['./src/testing/setup.ts'],
     css: false,
     include: ['src/**/*.test.{ts,tsx}'],
   },

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import App from './App';
-import { json, renderWithProviders, signInAs, stubFetch } from './test/utils';
+import { json, renderWithProviders, signInAs, stubFetch } from './testing/utils';
 
 const summary = {
   groups: [{ group: 'team-a', quotaBytes: 1000, usedBytes: 400, usageByType: { nfs: 400 }, softPercent: 80, hardPercent: 95,

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ApiError, NetworkError, api, parseProblem, qs, requestWithEtag, setUnauthorizedHandler } from './client';
 import { loadSession } from '../auth/session';
-import { json, signInAs, stubFetch } from '../test/utils';
+import { json, signInAs, stubFetch } from '../testing/utils';
 
 afterEach(() => setUnauthorizedHandler(() => {}));
 

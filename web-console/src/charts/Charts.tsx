@@ -7,7 +7,7 @@ import {
 import { formatBytes, formatCompact, formatRate, shortTime } from '../lib/format';
 import type { Series, XY } from '../lib/series';
 import { reasonLabel } from '../lib/series';
-import type { WhatIfChartData } from '../lib/whatif';
+import { logTicks, type WhatIfChartData } from '../lib/whatif';
 
 /** Width of the element, following resizes (charts draw in SVG at a fixed size). */
 export function useWidth(initial = 600): [RefObject<HTMLDivElement>, number] {
@@ -200,23 +200,6 @@ export function StackedAreaChart({ title, series, height = 240, yFormat = (v) =>
       </Chart>
     </div>
   );
-}
-
-/** Tick values for a log axis over [lo, hi]: 1-2-5 steps per decade, or whole decades when that is too many. */
-export function logTicks(lo: number, hi: number): number[] {
-  if (!(lo > 0) || !(hi >= lo)) return [];
-  const out: number[] = [];
-  for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
-    for (const m of [1, 2, 5]) {
-      const v = m * 10 ** e;
-      if (v >= lo * 0.999 && v <= hi * 1.001) out.push(v);
-    }
-  }
-  if (out.length > 8) {
-    const decades = out.filter((v) => Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9);
-    return decades.length >= 2 ? decades : out.filter((_, i) => i % 3 === 0);
-  }
-  return out.length >= 2 ? out : [lo, hi];
 }
 
 /** Hit rate vs capacity (log x), one line per policy, the unbounded ceiling dashed. */

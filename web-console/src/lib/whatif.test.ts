@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildWhatIfRequest, quotaBytes, smallestQuotaText, whatIfChartData } from './whatif';
+import { buildWhatIfRequest, logTicks, quotaBytes, smallestQuotaText, whatIfChartData } from './whatif';
 
 describe('what-if chart data', () => {
   const results = [
@@ -54,5 +54,14 @@ describe('what-if request', () => {
     const r = buildWhatIfRequest({ ...form, min: '1M', max: '10K', points: '0', policies: [], waterPercent: '150', trace: '' });
     expect(r.request).toBeUndefined();
     expect(Object.keys(r.errors).sort()).toEqual(['max', 'points', 'policies', 'trace', 'waterPercent']);
+  });
+});
+
+describe('log axis ticks', () => {
+  it('uses 1-2-5 steps over a short range and whole decades over a long one', () => {
+    expect(logTicks(100_000, 1_000_000)).toEqual([100_000, 200_000, 500_000, 1_000_000]);
+    expect(logTicks(100_000, 100_000_000)).toEqual([100_000, 1_000_000, 10_000_000, 100_000_000]);
+    expect(logTicks(3000, 4000)).toEqual([3000, 4000]);
+    expect(logTicks(0, 10)).toEqual([]);
   });
 });

@@ -133,3 +133,20 @@ export function runFraction(run: WhatIfRun | undefined): number {
   if (run?.state === 'done') return 1;
   return typeof f === 'number' && Number.isFinite(f) ? Math.max(0, Math.min(1, f)) : 0;
 }
+
+/** Tick values for a log axis over [lo, hi]: 1-2-5 steps per decade, or whole decades when that is too many. */
+export function logTicks(lo: number, hi: number): number[] {
+  if (!(lo > 0) || !(hi >= lo)) return [];
+  const out: number[] = [];
+  for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
+    for (const m of [1, 2, 5]) {
+      const v = m * 10 ** e;
+      if (v >= lo * 0.999 && v <= hi * 1.001) out.push(v);
+    }
+  }
+  if (out.length > 8) {
+    const decades = out.filter((v) => Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9);
+    return decades.length >= 2 ? decades : out.filter((_, i) => i % 3 === 0);
+  }
+  return out.length >= 2 ? out : [lo, hi];
+}

@@ -4,7 +4,7 @@ import userEvent from '@testing-library/user-event';
 import { PromptMissResult, PromptMissTool } from './PromptMiss';
 import { firstMissIndex, promptMissSummary } from '../lib/promptMiss';
 import type { BlockKeysResponse } from '../api/types';
-import { json, signInAs, stubFetch } from '../test/utils';
+import { json, signInAs, stubFetch } from '../testing/utils';
 
 const result: BlockKeysResponse = {
   instance_id: 'i1', hash_scheme: 'kvcm', block_size: 4, tokens: 18, tokens_not_in_a_full_block: 2, prefix_hit_blocks: 2,
