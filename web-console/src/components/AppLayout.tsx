@@ -22,8 +22,8 @@ export function AppNav() {
     <Nav aria-label="Console" ouiaId="console-nav">
       <NavList>
         {navItems(session.role).map((i) => (
-          <NavItem key={i.path} isActive={isActive(pathname, i.path)} data-testid={i.testId}>
-            <NavLink to={i.path} end={i.path === '/'}>{i.label}</NavLink>
+          <NavItem key={i.path} isActive={isActive(pathname, i.path)}>
+            <NavLink to={i.path} end={i.path === '/'} data-testid={i.testId}>{i.label}</NavLink>
           </NavItem>
         ))}
       </NavList>
