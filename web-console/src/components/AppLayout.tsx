@@ -1,5 +1,5 @@
 import { Suspense, useState, type ReactNode } from 'react';
-import { NavLink, useLocation } from 'react-router-dom';
+import { NavLink, useLocation, useNavigate } from 'react-router-dom';
 import {
   Button, Label, LabelGroup, Masthead, MastheadBrand, MastheadContent, MastheadLogo, MastheadMain, MastheadToggle,
   Nav, NavItem, NavList, Page, PageSidebar, PageSidebarBody, PageToggleButton, Toolbar, ToolbarContent,
@@ -34,6 +34,11 @@ export function AppNav() {
 export function AppMasthead({ sidebarOpen, onToggle }: { sidebarOpen: boolean; onToggle: () => void }) {
   const session = useSession();
   const { signOut } = useAuth();
+  const navigate = useNavigate();
+  const out = () => {
+    signOut();
+    navigate('/login', { replace: true });
+  };
   return (
     <Masthead>
       <MastheadMain>
@@ -72,7 +77,7 @@ export function AppMasthead({ sidebarOpen, onToggle }: { sidebarOpen: boolean; o
                 </ToolbarItem>
               ) : null}
               <ToolbarItem>
-                <Button variant="secondary" onClick={signOut} data-testid="sign-out" ouiaId="sign-out">Sign out</Button>
+                <Button variant="secondary" onClick={out} data-testid="sign-out" ouiaId="sign-out">Sign out</Button>
               </ToolbarItem>
             </ToolbarGroup>
           </ToolbarContent>

@@ -52,7 +52,7 @@ function GroupDetailView({ name }: { name: string }) {
           <BreadcrumbItem isActive>{name}</BreadcrumbItem>
         </Breadcrumb>
       </PageSection>
-      <PageHeader title={<>Instance group <span data-testid="group-name">{name}</span></>}>
+      <PageHeader title={<>Instance group <span data-testid="group-detail-name">{name}</span></>}>
         {canWrite ? (
           <Flex style={{ marginTop: 8 }}>
             <FlexItem>

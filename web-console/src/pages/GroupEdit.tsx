@@ -1,4 +1,4 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import { Link, useNavigate, useParams } from 'react-router-dom';
 import {
   ActionGroup, Alert, Breadcrumb, BreadcrumbItem, Button, Checkbox, Form, FormFieldGroupExpandable,
@@ -31,7 +31,8 @@ export default function GroupEdit() {
   if (q.isError) {
     return <PageSection><ErrorState error={q.error} what={`group ${name}`} retry={() => q.refetch()} /></PageSection>;
   }
-  return <GroupForm key={q.data.etag ?? ''} initial={groupToForm(q.data.data)} etag={q.data.etag} isNew={false} />;
+  // keyed by name only: a later refetch must not reset what the user typed (a stale edit shows as a conflict on save)
+  return <GroupForm key={name} initial={groupToForm(q.data.data)} etag={q.data.etag} isNew={false} />;
 }
 
 interface Conflict {
@@ -50,8 +51,6 @@ function GroupForm({ initial, etag: initialEtag, isNew }: { initial: GroupFormVa
   const [busy, setBusy] = useState(false);
   const [conflict, setConflict] = useState<Conflict | null>(null);
   const storages = useStorages();
-
-  useEffect(() => setEtag(initialEtag), [initialEtag]);
 
   const set = <K extends keyof GroupFormValues>(k: K, val: GroupFormValues[K]) => setV((o) => ({ ...o, [k]: val }));
 
