@@ -28,6 +28,7 @@ describe('smallest quota', () => {
     expect(smallestQuotaText(s, 1_048_576)).toBe(
       'Smallest quota that reaches 30 % with LRU: 1,000,000 tokens = 1,953 blocks ≈ 1.91 GiB (2,047,868,928 bytes)');
     expect(quotaBytes(1953, 1_048_576)).toBe(2_047_868_928);
+    expect(smallestQuotaText({ ...s, achievedHitRate: 0.3042 }, 1_048_576)).toMatch(/bytes\) \(hit rate there: 30.42 %\)$/);
   });
   it('says when the bytes per block are unknown', () => {
     const s = { policy: 'LFU', hitRate: 0.425, reached: true, capacityTokens: 5000, capacityBlocks: 10 };

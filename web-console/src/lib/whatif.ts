@@ -67,8 +67,9 @@ export function smallestQuotaText(s: WhatIfSmallest | null | undefined, bytesPer
   }
   const b = quotaBytes(s.capacityBlocks, bytesPerBlock);
   const bytes = b === null ? 'bytes unknown (set bytes per block)' : `${formatBytes(b)} (${formatCount(b)} bytes)`;
+  const got = typeof s.achievedHitRate === 'number' ? ` (hit rate there: ${+(s.achievedHitRate * 100).toFixed(2)} %)` : '';
   return `Smallest quota that reaches ${pct} with ${s.policy}: ${formatCount(s.capacityTokens)} tokens = `
-    + `${formatCount(s.capacityBlocks)} blocks ≈ ${bytes}`;
+    + `${formatCount(s.capacityBlocks)} blocks ≈ ${bytes}${got}`;
 }
 
 export interface WhatIfForm {

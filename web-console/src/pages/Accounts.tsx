@@ -164,8 +164,8 @@ export default function Accounts() {
                     {q.data.items.map((a) => (
                       <Tr key={a.name} data-testid={`account-row-${a.name}`} ouiaId={`account-row-${a.name}`}>
                         <Td dataLabel="Name">{a.name}{a.name === session.user ? <> <Label isCompact>you</Label></> : null}</Td>
-                        <Td dataLabel="Role" data-testid="account-role">{a.role}</Td>
-                        <Td dataLabel="Groups" data-testid="account-groups">
+                        <Td dataLabel="Role" data-testid="account-row-role">{a.role}</Td>
+                        <Td dataLabel="Groups" data-testid="account-row-groups">
                           {a.groups.length ? <LabelGroup>{a.groups.map((g) => <Label key={g} variant="outline">{g}</Label>)}</LabelGroup> : '–'}
                         </Td>
                         <Td isActionCell>

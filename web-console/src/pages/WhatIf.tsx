@@ -304,6 +304,7 @@ function SmallestQuota({ run }: { run: WhatIfRun }) {
       <CardBody>
         <Alert variant={s?.reached ? 'success' : 'info'} isInline isPlain
           title={smallestQuotaText(s, bytesPerBlock && bytesPerBlock > 0 ? bytesPerBlock : null)} data-testid="whatif-smallest" />
+        {s?.note ? <p style={{ marginTop: 4 }} data-testid="whatif-smallest-note">{s.note}</p> : null}
         <Grid hasGutter md={6} style={{ marginTop: 12 }}>
           <GridItem>
             {groups.isError ? <ErrorState error={groups.error} what="groups" />
