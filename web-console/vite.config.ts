@@ -21,26 +21,11 @@ export default defineConfig({
     emptyOutDir: true,
     sourcemap: false,
     chunkSizeWarningLimit: 900,
-    rollupOptions: {
-      output: {
-        manualChunks(id) {
-          if (id.includes('node_modules')) {
-            if (id.includes('victory') || id.includes('d3-') || id.includes('react-charts') || id.includes('lodash')) {
-              return 'charts';
-            }
-            if (id.includes('react-table')) {
-              return 'table';
-            }
-          }
-          return undefined;
-        },
-      },
-    },
   },
   test: {
     environment: 'jsdom',
     globals: true,
-    setupFiles: ['./src/test/setup.ts'],
+    setupFiles: ['./src/testing/setup.ts'],
     css: false,
     include: ['src/**/*.test.{ts,tsx}'],
   },

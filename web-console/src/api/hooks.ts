@@ -14,9 +14,9 @@ export type Range = '1h' | '6h' | '24h' | '7d' | '30d';
 export const RANGES: { value: Range; label: string; ms: number; step: string }[] = [
   { value: '1h', label: 'Last hour', ms: 3600_000, step: '1m' },
   { value: '6h', label: 'Last 6 hours', ms: 6 * 3600_000, step: '5m' },
-  { value: '24h', label: 'Last day', ms: 24 * 3600_000, step: '5m' },
+  { value: '24h', label: 'Last day', ms: 24 * 3600_000, step: '15m' },
   { value: '7d', label: 'Last 7 days', ms: 7 * 24 * 3600_000, step: '1h' },
-  { value: '30d', label: 'Last 30 days', ms: 30 * 24 * 3600_000, step: '1d' },
+  { value: '30d', label: 'Last 30 days', ms: 30 * 24 * 3600_000, step: '6h' },
 ];
 
 export function rangeParams(range: Range, now = Date.now()): { since: string; until: string; step: string } {

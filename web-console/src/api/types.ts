@@ -257,6 +257,10 @@ export interface WhatIfSmallest {
   reached: boolean;
   capacityTokens: number | null;
   capacityBlocks: number | null;
+  /** the hit rate the smallest capacity reached */
+  achievedHitRate?: number | null;
+  probes?: { capacityTokens: number; capacityBlocks: number; hitRate: number }[];
+  note?: string | null;
 }
 
 export type RunState = 'queued' | 'running' | 'done' | 'cancelled' | 'failed';

@@ -1,5 +1,5 @@
-import { Suspense, type ReactNode } from 'react';
-import { NavLink, useLocation } from 'react-router-dom';
+import { Suspense, useState, type ReactNode } from 'react';
+import { NavLink, useLocation, useNavigate } from 'react-router-dom';
 import {
   Button, Label, LabelGroup, Masthead, MastheadBrand, MastheadContent, MastheadLogo, MastheadMain, MastheadToggle,
   Nav, NavItem, NavList, Page, PageSidebar, PageSidebarBody, PageToggleButton, Toolbar, ToolbarContent,
@@ -22,8 +22,8 @@ export function AppNav() {
     <Nav aria-label="Console" ouiaId="console-nav">
       <NavList>
         {navItems(session.role).map((i) => (
-          <NavItem key={i.path} isActive={isActive(pathname, i.path)} data-testid={i.testId}>
-            <NavLink to={i.path} end={i.path === '/'}>{i.label}</NavLink>
+          <NavItem key={i.path} isActive={isActive(pathname, i.path)}>
+            <NavLink to={i.path} end={i.path === '/'} data-testid={i.testId}>{i.label}</NavLink>
           </NavItem>
         ))}
       </NavList>
@@ -31,14 +31,20 @@ export function AppNav() {
   );
 }
 
-export function AppMasthead() {
+export function AppMasthead({ sidebarOpen, onToggle }: { sidebarOpen: boolean; onToggle: () => void }) {
   const session = useSession();
   const { signOut } = useAuth();
+  const navigate = useNavigate();
+  const out = () => {
+    signOut();
+    navigate('/login', { replace: true });
+  };
   return (
     <Masthead>
       <MastheadMain>
         <MastheadToggle>
-          <PageToggleButton isHamburgerButton aria-label="Navigation">
+          <PageToggleButton isHamburgerButton aria-label="Navigation" isSidebarOpen={sidebarOpen}
+            onSidebarToggle={onToggle} data-testid="nav-toggle">
             <BarsIcon />
           </PageToggleButton>
         </MastheadToggle>
@@ -71,7 +77,7 @@ export function AppMasthead() {
                 </ToolbarItem>
               ) : null}
               <ToolbarItem>
-                <Button variant="secondary" onClick={signOut} data-testid="sign-out" ouiaId="sign-out">Sign out</Button>
+                <Button variant="secondary" onClick={out} data-testid="sign-out" ouiaId="sign-out">Sign out</Button>
               </ToolbarItem>
             </ToolbarGroup>
           </ToolbarContent>
@@ -82,15 +88,16 @@ export function AppMasthead() {
 }
 
 export function AppLayout({ children }: { children: ReactNode }) {
+  const [open, setOpen] = useState(() => typeof window === 'undefined' || window.innerWidth >= 1000);
   const sidebar = (
-    <PageSidebar>
+    <PageSidebar isSidebarOpen={open}>
       <PageSidebarBody>
         <AppNav />
       </PageSidebarBody>
     </PageSidebar>
   );
   return (
-    <Page masthead={<AppMasthead />} sidebar={sidebar} isManagedSidebar>
+    <Page masthead={<AppMasthead sidebarOpen={open} onToggle={() => setOpen((o) => !o)} />} sidebar={sidebar}>
       <Suspense fallback={<Loading what="Loading page" />}>{children}</Suspense>
     </Page>
   );

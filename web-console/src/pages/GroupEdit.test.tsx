@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { screen, waitFor, within } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
+import App from '../App';
+import { json, renderWithProviders, signInAs, stubFetch } from '../testing/utils';
+
+const group = (quotaBytes: number, soft: number) => ({
+  name: 'g', quotaBytes, storageTypeQuotas: {}, waterLevels: { softPercent: soft, hardPercent: 95 },
+  eviction: { policy: 'LRU', triggerPeriodSeconds: 5, stepSize: 1000, stepPercentage: 10, ttlSeconds: 0, readerLeaseMs: 1000 },
+  storageCandidates: ['nfs_01'], maxInstanceCount: 0, allowAnonymousMeta: false,
+  usage: { usedBytes: 0, usedPercent: 0, level: 'ok', byType: {} },
+});
+const storages = { items: [{ name: 'nfs_01', type: 'nfs', enabled: true, spec: {} }], page: 0, size: 500, total: 1 };
+const empty = {
+  'GET /api/v1/stats/summary': () => json({ groups: [], instances: [], totals: {} }),
+  'GET /api/v1/stats/series': () => json({ step: 'PT1M', points: [] }),
+  'GET /api/v1/usage/series': () => json({ step: 'PT1M', points: [] }),
+  'GET /api/v1/instances': () => json({ items: [], page: 0, size: 500, total: 0 }),
+  'GET /api/v1/storages': () => json(storages),
+};
+
+describe('stale edit', () => {
+  it('a 412 shows the current values beside the user\'s, and re-apply sends the new ETag', async () => {
+    signInAs('operator');
+    let current = { body: group(1000, 80), etag: '"1"' };
+    const calls = stubFetch({
+      ...empty,
+      'GET /api/v1/instance-groups/g': () => json(current.body, 200, { ETag: current.etag }),
+      'PUT /api/v1/instance-groups/g': (c) => (c.headers['If-Match'] === current.etag
+        ? json(group(5000, 80), 200, { ETag: '"3"' })
+        : json({ status: 412, title: 'Precondition failed', detail: `the resource changed: If-Match ${c.headers['If-Match']} but the current ETag is ${current.etag}`, field: 'If-Match' }, 412)),
+    });
+    renderWithProviders(<App />, { route: '/groups/g/edit' });
+    const quota = await screen.findByLabelText(/Quota \(bytes\)/);
+    expect(quota).toHaveValue('1000');
+    // someone else changes the group meanwhile
+    current = { body: group(2000, 70), etag: '"2"' };
+    await userEvent.clear(quota);
+    await userEvent.type(quota, '5000');
+    await userEvent.click(screen.getByTestId('group-save'));
+    const alert = await screen.findByTestId('conflict-alert');
+    expect(alert).toHaveTextContent('If-Match "1" but the current ETag is "2"');
+    const row = screen.getByTestId('conflict-row-quotaBytes');
+    expect(within(row).getByTestId('conflict-current')).toHaveTextContent('2,000');
+    expect(within(row).getByTestId('conflict-mine')).toHaveTextContent('5,000');
+    expect(within(screen.getByTestId('conflict-row-waterLevels.softPercent')).getByTestId('conflict-current')).toHaveTextContent('70');
+    // nothing was overwritten: only the refused PUT went out
+    expect(calls.filter((c) => c.method === 'PUT')).toHaveLength(1);
+    await userEvent.click(screen.getByTestId('conflict-reapply'));
+    await waitFor(() => expect(calls.filter((c) => c.method === 'PUT')).toHaveLength(2));
+    const put = calls.filter((c) => c.method === 'PUT')[1];
+    expect(put.headers['If-Match']).toBe('"2"');
+    expect(JSON.parse(put.body!).quotaBytes).toBe(5000);
+    expect(await screen.findByTestId('group-detail-name')).toHaveTextContent('g');
+  });
+
+  it('discard keeps the current values in the form', async () => {
+    signInAs('admin');
+    let current = { body: group(1000, 80), etag: '"1"' };
+    stubFetch({
+      ...empty,
+      'GET /api/v1/instance-groups/g': () => json(current.body, 200, { ETag: current.etag }),
+      'PUT /api/v1/instance-groups/g': () => json({ status: 412, detail: 'the resource changed' }, 412),
+    });
+    renderWithProviders(<App />, { route: '/groups/g/edit' });
+    const quota = await screen.findByLabelText(/Quota \(bytes\)/);
+    current = { body: group(2000, 70), etag: '"2"' };
+    await userEvent.clear(quota);
+    await userEvent.type(quota, '5000');
+    await userEvent.click(screen.getByTestId('group-save'));
+    await userEvent.click(await screen.findByTestId('conflict-discard'));
+    expect(screen.queryByTestId('conflict-alert')).toBeNull();
+    expect(screen.getByLabelText(/Quota \(bytes\)/)).toHaveValue('2000');
+    expect(screen.getByLabelText(/Soft water level/)).toHaveValue('70');
+  });
+});
+
+describe('server refusals', () => {
+  it('show the problem detail next to the field it names', async () => {
+    signInAs('admin');
+    stubFetch({
+      ...empty,
+      'POST /api/v1/instance-groups': () => json({ status: 409, title: 'Conflict', detail: 'instance group \'g\' already exists', field: 'name' }, 409),
+    });
+    renderWithProviders(<App />, { route: '/groups/new' });
+    await userEvent.type(await screen.findByLabelText(/^Name/), 'g');
+    await userEvent.type(screen.getByLabelText(/Quota \(bytes\)/), '1GB');
+    await userEvent.click(await screen.findByLabelText('nfs_01'));
+    await userEvent.click(screen.getByTestId('group-save'));
+    const err = await screen.findByTestId('field-error');
+    expect(err).toHaveTextContent("instance group 'g' already exists");
+    expect(err.closest('.pf-v6-c-form__group')).toContainElement(screen.getByLabelText(/^Name/));
+  });
+});
