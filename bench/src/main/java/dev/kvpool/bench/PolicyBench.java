@@ -1,27 +1,27 @@
 package dev.kvpool.bench;
 
-import dev.kvpool.meta.reclaim.ReclaimConfig;
 import dev.kvpool.meta.reclaim.ReclaimPolicy;
 import dev.kvpool.meta.sim.CacheEventTrace;
 import dev.kvpool.meta.sim.MooncakeTrace;
-import dev.kvpool.meta.sim.TraceSimulation;
+import dev.kvpool.meta.sim.PolicySweep;
+import dev.kvpool.meta.sim.PolicySweep.Result;
+import dev.kvpool.meta.sim.PolicySweep.Trace;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDate;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * Hit rate of each eviction policy versus capacity on Mooncake's traces ({@code ./kvpool bench policies}).
  *
- * <p>Every (trace, capacity, policy) run is a fresh {@link TraceSimulation}: one instance whose group has a hard
+ * <p>Every (trace, capacity, policy) run is {@link PolicySweep#replay}, the replay the console's what-if jobs run
+ * too: a fresh {@code TraceSimulation} with one instance whose group has a hard
  * quota of {@code capacity} blocks and a soft water level of {@code --water} of it, fed the whole trace on the
  * trace's own clock through the real read path (prefix query, which refreshes access time), write path (two-phase
  * write of the missed blocks) and reclaimer (rounds after every request until under the water level, each round
@@ -34,24 +34,6 @@ import java.util.Set;
  * policies are compared with.
  */
 final class PolicyBench {
-    /** An arbitrary fixed epoch for the trace clock (timestamps in the traces start at 0 ms). */
-    static final long T0 = 1_763_800_000_000L;
-
-    /** @param parent hash id → the id before it in a request (ids are prefix-chained) */
-    record Trace(String name, Path file, List<MooncakeTrace.Request> requests, long blocks, long distinct,
-                 Map<Long, Long> parent, int blockTokens, List<CacheEventTrace.Op> ops) {
-    }
-
-    /** Cached blocks whose parent is not cached are sampled every this many requests. */
-    static final int ORPHAN_SAMPLE_EVERY = 100;
-
-    record Result(String trace, long tokens, long capacityBlocks, String policy, double hitRate, long hitBlocks,
-                  long queried, long written, long refused, long evicted, double orphaned, double seconds) {
-        boolean unbounded() {
-            return tokens < 0;
-        }
-    }
-
     /** Held so the level sticks: JUL keeps loggers weakly. */
     private static final java.util.logging.Logger QUIET = java.util.logging.Logger.getLogger("dev.kvpool");
 
@@ -77,21 +59,17 @@ final class PolicyBench {
         List<Trace> traces = new ArrayList<>();
         String which = opt.getOrDefault("trace", "both");
         for (String t : which.equals("both") ? new String[] {"conversation", "synthetic"} : which.split(",")) {
-            List<MooncakeTrace.Request> reqs;
-            Path file;
-            String name;
-            int blockTokens = MooncakeTrace.BLOCK_SIZE;
-            List<CacheEventTrace.Op> ops = null;
             if (t.startsWith("kafka:")) {
+                List<CacheEventTrace.Op> ops = null;
                 // the traffic a running pool recorded on kvpool.cache: what another policy or quota would have done
                 String bootstrap = t.substring("kafka:".length());
                 String instance = opt.get("instance");
-                blockTokens = o.integer("block-tokens", 16);
+                int blockTokens = o.integer("block-tokens", 16);
                 System.out.printf(Locale.ROOT, "reading kvpool.cache from %s (%s)%n", bootstrap,
                         instance == null ? "every instance" : "instance " + instance);
                 CacheEventTrace.Recorded rec = CacheEventTrace.read(bootstrap, instance, limit,
                         java.time.Duration.ofSeconds(30), n -> System.out.printf(Locale.ROOT, "  %,d records read%n", n));
-                reqs = rec.requests();
+                List<MooncakeTrace.Request> reqs = rec.requests();
                 // writes as recorded (default), or as a connector's: each query writes what it missed
                 if (!opt.getOrDefault("writes", "recorded").equals("misses")) {
                     ops = rec.ops();
@@ -105,32 +83,11 @@ final class PolicyBench {
                     throw new IllegalArgumentException("no GetCacheLocation records" + (instance == null ? ""
                             : " of instance " + instance) + " on kvpool.cache at " + bootstrap);
                 }
-                file = null;
-                name = "kafka" + (instance == null ? "" : "-" + instance.replaceAll("[^A-Za-z0-9_.-]", "_"));
+                String name = "kafka" + (instance == null ? "" : "-" + instance.replaceAll("[^A-Za-z0-9_.-]", "_"));
+                traces.add(Trace.of(name, null, reqs, blockTokens, ops, true));
             } else {
-                file = switch (t) {
-                    case "conversation" -> MooncakeTrace.conversation();
-                    case "synthetic" -> MooncakeTrace.synthetic();
-                    default -> Path.of(t);
-                };
-                name = t.equals("conversation") || t.equals("synthetic") ? t
-                        : file.getFileName().toString().replaceFirst("(_trace)?\\.jsonl$", "");
-                reqs = MooncakeTrace.read(file, limit);
+                traces.add(PolicySweep.load(t, limit, true));
             }
-            long blocks = 0;
-            Set<Long> distinct = new HashSet<>();
-            Map<Long, Long> parent = new java.util.HashMap<>();
-            for (var r : reqs) {
-                long[] h = r.hashIds();
-                blocks += h.length;
-                for (int i = 0; i < h.length; i++) {
-                    distinct.add(h[i]);
-                    if (i > 0) {
-                        parent.putIfAbsent(h[i], h[i - 1]);
-                    }
-                }
-            }
-            traces.add(new Trace(name, file, reqs, blocks, distinct.size(), parent, blockTokens, ops));
         }
 
         System.out.printf(Locale.ROOT, "eviction policies: water level %.0f %% of the quota, step %d %% of the blocks per round, "
@@ -140,23 +97,17 @@ final class PolicyBench {
                 LocalDate.now(ZoneOffset.UTC));
         for (Trace t : traces) {
             System.out.printf(Locale.ROOT, "  %s: %,d requests, %,d blocks asked, %,d distinct (%.1f M tokens in blocks of %d)%n",
-                    t.name, t.requests.size(), t.blocks, t.distinct, t.distinct * (double) t.blockTokens / 1e6, t.blockTokens);
+                    t.name(), t.requests().size(), t.blocks(), t.distinct(), t.distinct() * (double) t.blockTokens() / 1e6, t.blockTokens());
         }
         List<Result> results = new ArrayList<>();
         long all0 = System.nanoTime();
         for (Trace t : traces) {
             // ceiling: a quota the trace cannot fill (even at the water level), so nothing is ever evicted
-            long writes = t.ops == null ? 0 : t.ops.stream().filter(CacheEventTrace.Op::write)
-                    .mapToLong(op -> op.keys().length).sum(); // recorded saves of blocks never asked for
-            long big = (long) Math.ceil((t.blocks + writes) / Math.max(0.01, water)) + 1024;
-            Result u = replay(t, ReclaimPolicy.LRU, -1, big, water, stepPct, lfuDecay);
-            if (u.evicted != 0 || u.refused != 0) {
-                throw new IllegalStateException("unbounded run evicted or refused blocks: " + u);
-            }
+            Result u = PolicySweep.unbounded(t, water, stepPct, lfuDecay, PolicySweep.NONE);
             results.add(u);
             progress(u);
             for (long tok : capacities) {
-                long cap = tok / t.blockTokens;
+                long cap = tok / t.blockTokens();
                 for (ReclaimPolicy p : policies) {
                     Result r = replay(t, p, tok, cap, water, stepPct, lfuDecay);
                     results.add(r);
@@ -172,8 +123,8 @@ final class PolicyBench {
             Path dir = Path.of(svgDir);
             Files.createDirectories(dir);
             for (Trace t : traces) {
-                List<Result> mine = results.stream().filter(r -> r.trace.equals(t.name)).toList();
-                Path f = dir.resolve("policy-hit-rate-" + t.name + ".svg");
+                List<Result> mine = results.stream().filter(r -> r.trace().equals(t.name())).toList();
+                Path f = dir.resolve("policy-hit-rate-" + t.name() + ".svg");
                 Files.writeString(f, svg(t, mine, water, stepPct));
                 System.out.println("wrote " + f);
             }
@@ -182,46 +133,13 @@ final class PolicyBench {
 
     static Result replay(Trace t, ReclaimPolicy p, long tokens, long capBlocks, double water, int stepPct,
                          int lfuDecay) {
-        // reader lease 0: the simulation's clock is the trace's, not the wall clock the lease would wait on
-        ReclaimConfig cfg = new ReclaimConfig(p, water, 0, 0, 0, stepPct, 0, 0, lfuDecay);
-        long t0 = System.nanoTime();
-        try (TraceSimulation sim = new TraceSimulation(cfg, capBlocks, t.blockTokens)) {
-            long orphans = 0, sampled = 0, sampleNanos = 0;
-            int n = t.ops != null ? t.ops.size() : t.requests.size();
-            for (int i = 0; i < n; i++) {
-                long before = sim.requests;
-                if (t.ops == null) {
-                    var r = t.requests.get(i);
-                    sim.request(T0 + r.timestampMs(), r.hashIds());
-                } else if (t.ops.get(i).write()) {
-                    sim.write(T0 + t.ops.get(i).tsMs(), t.ops.get(i).keys());
-                } else {
-                    sim.query(T0 + t.ops.get(i).tsMs(), t.ops.get(i).keys());
-                }
-                if (sim.requests != before && sim.requests % ORPHAN_SAMPLE_EVERY == 0) {
-                    long s0 = System.nanoTime();
-                    Set<Long> cached = sim.cached();
-                    for (long k : cached) {
-                        Long up = t.parent.get(k);
-                        if (up != null && !cached.contains(up)) {
-                            orphans++;
-                        }
-                    }
-                    sampled += cached.size();
-                    sampleNanos += System.nanoTime() - s0;
-                }
-            }
-            // the time reported is the replay's: the orphan sampling (a bench-side measurement) is left out
-            return new Result(t.name, tokens, capBlocks, tokens < 0 ? "unbounded" : p.name(), sim.hitRate(),
-                    sim.hitBlocks, sim.queriedBlocks, sim.writtenBlocks, sim.refusedBlocks, sim.evictedBlocks,
-                    sampled == 0 ? 0 : (double) orphans / sampled, (System.nanoTime() - t0 - sampleNanos) / 1e9);
-        }
+        return PolicySweep.replay(t, p, tokens, capBlocks, water, stepPct, lfuDecay, PolicySweep.NONE);
     }
 
     static void progress(Result r) {
         System.out.printf(Locale.ROOT, "  %-12s %9s tokens %,9d blocks  %-10s hit %6.2f %%  evicted %,9d  refused %,7d  "
-                + "orphaned %5.2f %%  %6.1f s%n", r.trace, r.unbounded() ? "unbounded" : human(r.tokens),
-                r.capacityBlocks, r.policy, 100 * r.hitRate, r.evicted, r.refused, 100 * r.orphaned, r.seconds);
+                + "orphaned %5.2f %%  %6.1f s%n", r.trace(), r.unbounded() ? "unbounded" : human(r.tokens()),
+                r.capacityBlocks(), r.policy(), 100 * r.hitRate(), r.evicted(), r.refused(), 100 * r.orphaned(), r.seconds());
     }
 
     /** "1M" → 1,000,000; "500K", "1.5M", "2G" and plain numbers too. */
@@ -260,11 +178,11 @@ final class PolicyBench {
         Map<String, Double> ttl = new LinkedHashMap<>();
         Map<String, Double> ceiling = new LinkedHashMap<>();
         for (Result r : results) {
-            if (r.policy.equals("TTL")) {
-                ttl.put(r.trace + "/" + r.tokens, r.hitRate);
+            if (r.policy().equals("TTL")) {
+                ttl.put(r.trace() + "/" + r.tokens(), r.hitRate());
             }
             if (r.unbounded()) {
-                ceiling.put(r.trace, r.hitRate);
+                ceiling.put(r.trace(), r.hitRate());
             }
         }
         StringBuilder sb = new StringBuilder();
@@ -272,26 +190,26 @@ final class PolicyBench {
                 "of ceiling", "evicted blocks", "refused blocks", "orphaned", "time"};
         List<String[]> rows = new ArrayList<>();
         for (Result r : results) {
-            Double base = ttl.get(r.trace + "/" + r.tokens);
+            Double base = ttl.get(r.trace() + "/" + r.tokens());
             String vs;
             if (r.unbounded()) {
                 vs = "ceiling";
-            } else if (r.policy.equals("TTL")) {
+            } else if (r.policy().equals("TTL")) {
                 vs = "baseline";
             } else if (base == null) {
                 vs = "–";
             } else if (base == 0) {
-                vs = String.format(Locale.ROOT, "%+.2f pp", 100 * (r.hitRate - base));
+                vs = String.format(Locale.ROOT, "%+.2f pp", 100 * (r.hitRate() - base));
             } else {
-                vs = String.format(Locale.ROOT, "%+.2f pp (%.2f×)", 100 * (r.hitRate - base), r.hitRate / base);
+                vs = String.format(Locale.ROOT, "%+.2f pp (%.2f×)", 100 * (r.hitRate() - base), r.hitRate() / base);
             }
-            Double c = ceiling.get(r.trace);
-            rows.add(new String[] {r.trace, r.unbounded() ? "unbounded" : human(r.tokens),
-                    String.format(Locale.ROOT, "%,d", r.capacityBlocks), r.policy,
-                    String.format(Locale.ROOT, "%.2f %%", 100 * r.hitRate), vs,
-                    c == null || c == 0 ? "–" : String.format(Locale.ROOT, "%.0f %%", 100 * r.hitRate / c),
-                    String.format(Locale.ROOT, "%,d", r.evicted), String.format(Locale.ROOT, "%,d", r.refused),
-                    String.format(Locale.ROOT, "%.2f %%", 100 * r.orphaned), String.format(Locale.ROOT, "%.1f s", r.seconds)});
+            Double c = ceiling.get(r.trace());
+            rows.add(new String[] {r.trace(), r.unbounded() ? "unbounded" : human(r.tokens()),
+                    String.format(Locale.ROOT, "%,d", r.capacityBlocks()), r.policy(),
+                    String.format(Locale.ROOT, "%.2f %%", 100 * r.hitRate()), vs,
+                    c == null || c == 0 ? "–" : String.format(Locale.ROOT, "%.0f %%", 100 * r.hitRate() / c),
+                    String.format(Locale.ROOT, "%,d", r.evicted()), String.format(Locale.ROOT, "%,d", r.refused()),
+                    String.format(Locale.ROOT, "%.2f %%", 100 * r.orphaned()), String.format(Locale.ROOT, "%.1f s", r.seconds())});
         }
         int[] w = new int[head.length];
         for (int i = 0; i < head.length; i++) {
@@ -377,14 +295,14 @@ final class PolicyBench {
         s.append(String.format(Locale.ROOT, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                 + "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">%n",
                 width, height, width, height));
-        String what = t.file == null ? "recorded " + t.name + " traffic" : "Mooncake " + t.name + " trace";
+        String what = t.file() == null ? "recorded " + t.name() + " traffic" : "Mooncake " + t.name() + " trace";
         s.append(String.format(Locale.ROOT, "<title>Block hit rate versus capacity by eviction policy, %s</title>%n", esc(what)));
         s.append(String.format(Locale.ROOT, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>%n", width, height));
         s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">"
                 + "Block hit rate vs capacity: %s</text>%n", left, esc(what)));
         s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"40\" fill=\"#555\">%,d requests, %,d blocks asked, "
-                + "%,d distinct; water level %.0f %%, step %d %%</text>%n", left, t.requests.size(), t.blocks,
-                t.distinct, water * 100, stepPct));
+                + "%,d distinct; water level %.0f %%, step %d %%</text>%n", left, t.requests().size(), t.blocks(),
+                t.distinct(), water * 100, stepPct));
         // grid and y axis
         for (int v = 0; v <= yMax; v += yStep) {
             double yy = y.applyAsDouble(v);
@@ -405,10 +323,10 @@ final class PolicyBench {
             s.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>%n",
                     xx, top + ph + 19, human(c)));
             s.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#777\" "
-                    + "font-size=\"10\">%,d blocks</text>%n", xx, top + ph + 32, c / t.blockTokens));
+                    + "font-size=\"10\">%,d blocks</text>%n", xx, top + ph + 32, c / t.blockTokens()));
         }
         s.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">capacity (tokens, log scale; "
-                + "%d tokens per block)</text>%n", left + pw / 2.0, height - 12, t.blockTokens));
+                + "%d tokens per block)</text>%n", left + pw / 2.0, height - 12, t.blockTokens()));
         s.append(String.format(Locale.ROOT, "<text transform=\"translate(18 %.1f) rotate(-90)\" text-anchor=\"middle\">"
                 + "block hit rate (prefix hits / blocks asked)</text>%n", top + ph / 2.0));
         // ceiling
@@ -421,18 +339,18 @@ final class PolicyBench {
         List<String> pols = bounded.stream().map(Result::policy).distinct().toList();
         for (String p : pols) {
             Style st = style(p);
-            List<Result> pts = bounded.stream().filter(r -> r.policy.equals(p))
+            List<Result> pts = bounded.stream().filter(r -> r.policy().equals(p))
                     .sorted(java.util.Comparator.comparingLong(Result::tokens)).toList();
             StringBuilder d = new StringBuilder();
             for (Result r : pts) {
                 d.append(d.isEmpty() ? "M" : " L").append(String.format(Locale.ROOT, "%.1f %.1f",
-                        x.applyAsDouble(r.tokens), y.applyAsDouble(100 * r.hitRate)));
+                        x.applyAsDouble(r.tokens()), y.applyAsDouble(100 * r.hitRate())));
             }
             s.append(String.format(Locale.ROOT, "<path d=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" "
                     + "stroke-opacity=\"%.2f\"%s/>%n", d, st.colour, st.width, st.opacity, st.dash));
             for (Result r : pts) {
-                s.append(marker(st, x.applyAsDouble(r.tokens), y.applyAsDouble(100 * r.hitRate),
-                        String.format(Locale.ROOT, "%s, %s tokens: %.2f %%", p, human(r.tokens), 100 * r.hitRate)));
+                s.append(marker(st, x.applyAsDouble(r.tokens()), y.applyAsDouble(100 * r.hitRate()),
+                        String.format(Locale.ROOT, "%s, %s tokens: %.2f %%", p, human(r.tokens()), 100 * r.hitRate())));
             }
         }
         // legend

@@ -58,7 +58,13 @@ class RoleMatrixTest {
             Map.entry("GET /api/v1/stats/series", new O[] {U, Y, Y, Y}),
             Map.entry("GET /api/v1/stats/summary", new O[] {U, Y, Y, Y}),
             Map.entry("GET /api/v1/services", new O[] {U, Y, Y, Y}),
-            Map.entry("GET /api/v1/config/snapshot", new O[] {U, F, Y, Y})));
+                        Map.entry("GET /api/v1/config/snapshot", new O[] {U, F, Y, Y}),
+            // forwarded to the metadata plane, which checks the token itself (what-if: admin and operator; an
+            // instance and its block keys: also a tenant on its own groups); here only a token is required
+            Map.entry("GET /api/v1/meta/{path}", new O[] {U, Y, Y, Y}),
+            Map.entry("POST /api/v1/meta/{path}", new O[] {U, Y, Y, Y}),
+            Map.entry("PUT /api/v1/meta/{path}", new O[] {U, Y, Y, Y}),
+            Map.entry("DELETE /api/v1/meta/{path}", new O[] {U, Y, Y, Y})));
 
     /** KVCM admin RPC → access rule reviewed for it. */
     static final Map<String, KvcmAdmin.Access> KVCM = new TreeMap<>(Map.ofEntries(
@@ -133,7 +139,7 @@ class RoleMatrixTest {
             boolean read = method.equals("GET");
             path = path.replace("/instance-groups/{name}", read ? "/instance-groups/rm-group" : "/instance-groups/rm-ghost")
                     .replace("/instances/{id}", read ? "/instances/rm-inst" : "/instances/rm-ghost")
-                    .replace("{name}", "rm-ghost");
+                    .replace("{name}", "rm-ghost").replace("{path}", "whatif/runs");
             for (int who = 0; who < 4; who++) {
                 int status = as(who).body("{}").request(method, path).statusCode();
                 O got = status == 401 ? O.UNAUTH : status == 403 ? O.FORBID : O.OK;

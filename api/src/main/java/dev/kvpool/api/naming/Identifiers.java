@@ -27,7 +27,10 @@ public final class Identifiers {
         SPEC("location spec name"),
         SPEC_GROUP("location spec group name"),
         ACCOUNT("account name"),
-        AGENT("agent id");
+        AGENT("agent id"),
+        /** A what-if trace (an uploaded one is stored under its name) and a what-if job id. */
+        TRACE("trace name"),
+        JOB("job id");
 
         public final String what;
 

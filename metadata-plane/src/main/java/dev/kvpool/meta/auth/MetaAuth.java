@@ -207,6 +207,35 @@ public final class MetaAuth {
                 + "API (admin or operator only)");
     }
 
+    /**
+     * Null when a KVPool REST call about one instance may proceed: admin and operator tokens for any, a tenant token
+     * for an instance of its groups. An instance that is not registered is let through to answer 404 (as the control
+     * plane's REST does for a tenant); one of another group is refused (403), as there.
+     */
+    public Refusal checkInstance(String authorization, String instanceId) {
+        BearerToken.Claims c;
+        try {
+            c = claims(authorization);
+        } catch (BearerToken.InvalidTokenException e) {
+            return new Refusal(true, "unauthenticated: " + e.getMessage());
+        }
+        if (c == null) {
+            return new Refusal(true, "unauthenticated: this route needs an admin, operator or tenant bearer token");
+        }
+        if (c.role().equals(BearerToken.ADMIN) || c.role().equals(BearerToken.OPERATOR)) {
+            return null;
+        }
+        if (!c.role().equals(BearerToken.TENANT)) {
+            return new Refusal(false, "permission denied: role '" + c.role() + "' may not call the metadata plane");
+        }
+        Instance inst = registry.instance(instanceId);
+        if (inst == null || c.groups().contains(inst.group)) {
+            return null;
+        }
+        return new Refusal(false, "permission denied: tenant '" + c.sub() + "' (groups " + c.groups()
+                + ") may not use instance '" + instanceId + "'");
+    }
+
     /** The KVCM header of a refused call. */
     public static CommonResponseHeader header(String traceId, Refusal r) {
         return CommonResponseHeader.newBuilder()

@@ -10,13 +10,36 @@ import jakarta.ws.rs.ext.Provider;
 
 /**
  * KVPool's REST routes under /api/v1 answer 503 until start-up has recovered. With tokens on (control-plane sync or
- * kvpool.meta.auth.public-key) they need an admin or operator token: 401 without a valid one, 403 for another role.
+ * kvpool.meta.auth.public-key) they need an admin or operator token: 401 without a valid one, 403 for another role;
+ * a tenant token may also read one instance of its groups and ask which of a prompt's blocks it has cached
+ * ({@link #tenantInstance}).
  * /q/health and /q/metrics stay open.
  */
 @Provider
 public class RestAuthFilter implements ContainerRequestFilter {
     @Inject
     MetaRuntime runtime;
+
+    /**
+     * The instance id of the two routes a tenant may use on its own groups' instances ("why does this prompt miss?"):
+     * {@code GET /api/v1/instances/{id}} and {@code POST /api/v1/instances/{id}/block-keys}; else null.
+     */
+    static String tenantInstance(ContainerRequestContext ctx) {
+        java.util.List<jakarta.ws.rs.core.PathSegment> segs = ctx.getUriInfo().getPathSegments();
+        java.util.List<String> p = segs.stream().map(jakarta.ws.rs.core.PathSegment::getPath)
+                .filter(s -> !s.isEmpty()).toList();
+        if (p.size() < 4 || !p.get(0).equals("api") || !p.get(1).equals("v1") || !p.get(2).equals("instances")) {
+            return null;
+        }
+        String method = ctx.getMethod();
+        if (p.size() == 4 && method.equals("GET")) {
+            return p.get(3);
+        }
+        if (p.size() == 5 && p.get(4).equals("block-keys") && method.equals("POST")) {
+            return p.get(3);
+        }
+        return null;
+    }
 
     @Override
     public void filter(ContainerRequestContext ctx) {
@@ -36,7 +59,9 @@ public class RestAuthFilter implements ContainerRequestFilter {
         if (auth == null) {
             return;
         }
-        MetaAuth.Refusal r = auth.checkAdmin(ctx.getHeaderString("Authorization"));
+        String instance = tenantInstance(ctx);
+        MetaAuth.Refusal r = instance != null ? auth.checkInstance(ctx.getHeaderString("Authorization"), instance)
+                : auth.checkAdmin(ctx.getHeaderString("Authorization"));
         if (r != null) {
             int status = r.unauthenticated() ? 401 : 403;
             Response.ResponseBuilder b = Response.status(status).type("application/problem+json")

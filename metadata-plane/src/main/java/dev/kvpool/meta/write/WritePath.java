@@ -91,10 +91,23 @@ public final class WritePath implements AutoCloseable {
         return (int) (clock.millis() / 1000);
     }
 
+    /**
+     * 32 characters drawn uniformly from {@link #ID_CHARS} (about 165 bits). The random bytes come in one draw (a
+     * byte of 252 or more is skipped so that {@code b % 36} stays uniform): one SecureRandom call per character was
+     * about 7 % of a what-if replay's time.
+     */
     String newSessionId() {
         char[] c = new char[32];
-        for (int i = 0; i < c.length; i++) {
-            c[i] = ID_CHARS[sessionRandom.nextInt(ID_CHARS.length)];
+        byte[] r = new byte[40];
+        int i = 0;
+        while (i < c.length) {
+            sessionRandom.nextBytes(r);
+            for (int j = 0; j < r.length && i < c.length; j++) {
+                int b = r[j] & 0xff;
+                if (b < 252) { // 252 = 7 × 36
+                    c[i++] = ID_CHARS[b % ID_CHARS.length];
+                }
+            }
         }
         return new String(c);
     }

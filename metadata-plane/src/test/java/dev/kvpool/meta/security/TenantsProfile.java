@@ -60,6 +60,7 @@ public class TenantsProfile implements QuarkusTestProfile {
                 "kvpool.meta.startup-config", BOX.resolve("startup.json").toString(),
                 "kvpool.data-dir", TestDirs.freshDataDir("tenants"),
                 "kvpool.meta.http.max-body-bytes", Long.toString(8L << 20),
+                "kvpool.meta.whatif.max-trace-bytes", "1M",
                 // stalled bodies end within the suite's patience
                 "kvpool.http.body-timeout", "2s");
     }
