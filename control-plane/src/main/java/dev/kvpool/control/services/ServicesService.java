@@ -92,6 +92,24 @@ public class ServicesService {
         return new ServicesView(new ControlPlaneView("UP", version, startedAt), metas, List.of());
     }
 
+    /**
+     * The URL of the metadata-plane replica that last reported itself leader and is UP (the one whose what-if jobs
+     * the console follows), else of any UP replica, else null.
+     */
+    public String reportingMetaUrl(Instant now) {
+        String any = null;
+        for (var r : replicas.sorted(META)) {
+            if (r.url == null || !status(r.lastSeen, r.periodSeconds, now).equals("UP")) {
+                continue;
+            }
+            if (r.leader) {
+                return r.url;
+            }
+            any = any == null ? r.url : any;
+        }
+        return any;
+    }
+
     /** Forgets replicas not heard from for {@code kvpool.control.stats.replica-retention}; returns how many. */
     @Transactional
     public long forgetSilent(Instant now) {
