@@ -63,15 +63,18 @@ export function useStatsSummary(opts: Opts<StatsSummary> = {}) {
   });
 }
 
-export function useStatsSeries(p: { group?: string; instance?: string; range: Range }, opts: Opts<StatsSeries> = {}) {
-  return useQuery({
+export function statsSeriesQuery(p: { group?: string; instance?: string; range: Range }) {
+  return {
     queryKey: keys.statsSeries(p),
-    queryFn: ({ signal }) =>
+    queryFn: ({ signal }: { signal: AbortSignal }) =>
       api.get<StatsSeries>(`/api/v1/stats/series${qs({ group: p.group, instance: p.instance, ...rangeParams(p.range) })}`,
         signal),
     refetchInterval: SERIES_MS,
-    ...opts,
-  });
+  };
+}
+
+export function useStatsSeries(p: { group?: string; instance?: string; range: Range }, opts: Opts<StatsSeries> = {}) {
+  return useQuery({ ...statsSeriesQuery(p), ...opts });
 }
 
 export function useUsageSeries(p: { group?: string; range: Range }, opts: Opts<UsageSeries> = {}) {

@@ -101,7 +101,7 @@ export function TimeLineChart({ title, series, height = 240, yFormat = (v) => St
           labels={({ datum }: { datum: XY & { childName?: string } }) =>
             `${datum.name ?? ''}${datum.name ? ': ' : ''}${datum.y === null ? '–' : yFormat(datum.y)} at ${datum.x.toLocaleString()}`}
           constrainToVisibleArea />}
-        legendData={series.length > 1 ? series.map((s) => ({ name: reasonLabel(s.name) })) : undefined}
+        legendData={series.length > 1 ? series.map((s) => ({ name: s.name })) : undefined}
         legendPosition="bottom"
         height={height + (series.length > 1 ? 40 : 0)}
         width={width}

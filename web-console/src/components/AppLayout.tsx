@@ -1,5 +1,5 @@
 import { Suspense, useState, type ReactNode } from 'react';
-import { NavLink, useLocation, useNavigate } from 'react-router-dom';
+import { Link, NavLink, useLocation, useNavigate } from 'react-router-dom';
 import {
   Button, Label, LabelGroup, Masthead, MastheadBrand, MastheadContent, MastheadLogo, MastheadMain, MastheadToggle,
   Nav, NavItem, NavList, Page, PageSidebar, PageSidebarBody, PageToggleButton, Toolbar, ToolbarContent,
@@ -10,6 +10,11 @@ import UserIcon from '@patternfly/react-icons/dist/esm/icons/user-icon';
 import { useAuth, useSession } from '../auth/AuthContext';
 import { navItems } from '../auth/roles';
 import { Loading } from './States';
+
+/** The brand goes home inside the app (no page reload). */
+function HomeLink(props: Record<string, unknown>) {
+  return <Link {...props} to="/" />;
+}
 
 export function isActive(pathname: string, path: string): boolean {
   return path === '/' ? pathname === '/' : pathname === path || pathname.startsWith(`${path}/`);
@@ -49,7 +54,7 @@ export function AppMasthead({ sidebarOpen, onToggle }: { sidebarOpen: boolean; o
           </PageToggleButton>
         </MastheadToggle>
         <MastheadBrand>
-          <MastheadLogo component="a" href="/" data-testid="brand">
+          <MastheadLogo component={HomeLink} data-testid="brand">
             <span style={{ fontWeight: 700, fontSize: '1.25rem', color: 'var(--pf-t--global--text--color--regular)' }}>
               KVPool console
             </span>

@@ -21,8 +21,8 @@ describe('ConflictView', () => {
     expect(screen.getByTestId('conflict-detail')).toHaveTextContent('the resource changed');
     const quota = screen.getByTestId('conflict-row-quotaBytes');
     expect(quota).toHaveAttribute('data-differs', 'true');
-    expect(within(quota).getByTestId('conflict-current')).toHaveTextContent('50,000');
-    expect(within(quota).getByTestId('conflict-mine')).toHaveTextContent('40,000');
+    expect(within(quota).getByTestId('conflict-current')).toHaveTextContent('50000 (48.8 KiB)');
+    expect(within(quota).getByTestId('conflict-mine')).toHaveTextContent('40000 (39.1 KiB)');
     const soft = screen.getByTestId('conflict-row-waterLevels.softPercent');
     expect(within(soft).getByTestId('conflict-current')).toHaveTextContent('70');
     expect(within(soft).getByTestId('conflict-mine')).toHaveTextContent('80');
@@ -43,5 +43,23 @@ describe('ConflictView', () => {
     expect(reapply).toHaveBeenCalledTimes(1);
     await userEvent.click(screen.getByTestId('conflict-discard'));
     expect(discard).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe('ConflictView with the values the user loaded', () => {
+  it('marks only the fields someone else changed as current changes', () => {
+    const loaded = { ...emptyGroupForm(), name: 'search', quotaBytes: '1000000000', softPercent: '70', storageCandidates: ['nfs_01'] };
+    const mine = { ...loaded, softPercent: '60' };
+    const now = { ...current, quotaBytes: 2_000_000_000, waterLevels: { softPercent: 70, hardPercent: 95 } };
+    render(<ConflictView what="group search" rows={groupConflictRows(now, mine, loaded)} onReapply={() => {}} onDiscard={() => {}} />);
+    const changed = screen.getAllByTestId('conflict-current');
+    expect(changed).toHaveLength(1);
+    expect(changed[0]).toHaveTextContent('2000000000 (1.86 GiB)');
+    expect(changed[0]).toHaveTextContent('changed (was 1000000000 (954 MiB))');
+    expect(screen.getByTestId('conflict-row-quotaBytes')).toHaveAttribute('data-changed', 'true');
+    const soft = screen.getByTestId('conflict-row-waterLevels.softPercent');
+    expect(soft).toHaveAttribute('data-changed', 'false');
+    expect(soft).toHaveAttribute('data-differs', 'true');
+    expect(within(soft).getByTestId('conflict-current-unchanged')).toHaveTextContent('70');
   });
 });

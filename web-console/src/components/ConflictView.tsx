@@ -1,4 +1,4 @@
-import { Alert, Button, Flex, FlexItem } from '@patternfly/react-core';
+import { Alert, Button, Flex, FlexItem, Label } from '@patternfly/react-core';
 import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
 
 export interface ConflictRow {
@@ -6,6 +6,13 @@ export interface ConflictRow {
   label: string;
   current: string;
   mine: string;
+  /** The value when the user loaded the form; current differing from it = changed by someone else. */
+  original?: string;
+}
+
+/** Whether someone else changed this field since the user loaded it (unknown original: assume so). */
+export function changedByOthers(r: ConflictRow): boolean {
+  return r.original === undefined || r.original !== r.current;
 }
 
 /** Rows whose current value differs from the user's come first and are marked. */
@@ -50,10 +57,15 @@ export function ConflictView({ what, detail, rows, onReapply, onDiscard, busy }:
         <Tbody>
           {sorted.map((r) => {
             const differs = r.current !== r.mine;
+            const theirs = changedByOthers(r);
             return (
-              <Tr key={r.field} data-testid={`conflict-row-${r.field}`} data-differs={differs ? 'true' : 'false'}>
+              <Tr key={r.field} data-testid={`conflict-row-${r.field}`} data-differs={differs ? 'true' : 'false'}
+                data-changed={theirs ? 'true' : 'false'}>
                 <Td dataLabel="Field">{differs ? <strong>{r.label}</strong> : r.label}</Td>
-                <Td dataLabel="Current value" data-testid="conflict-current">{r.current}</Td>
+                <Td dataLabel="Current value" data-testid={theirs ? 'conflict-current' : 'conflict-current-unchanged'}>
+                  {r.current}{theirs && r.original !== undefined
+                    ? <> <Label color="orange" isCompact>changed (was {r.original})</Label></> : null}
+                </Td>
                 <Td dataLabel="Your value" data-testid="conflict-mine">{differs ? <strong>{r.mine}</strong> : r.mine}</Td>
               </Tr>
             );

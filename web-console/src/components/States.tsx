@@ -1,4 +1,4 @@
-import type { ReactNode } from 'react';
+import { useEffect, type ReactNode } from 'react';
 import {
   Alert, AlertActionLink, Bullseye, EmptyState, EmptyStateBody, PageSection, Spinner, Title,
 } from '@patternfly/react-core';
@@ -41,6 +41,9 @@ export function Empty({ title, children, testId }: { title: string; children?: R
 }
 
 export function PageHeader({ title, children, testId }: { title: ReactNode; children?: ReactNode; testId?: string }) {
+  useEffect(() => {
+    if (typeof title === 'string') document.title = `${title} · KVPool`;
+  }, [title]);
   return (
     <PageSection>
       <Title headingLevel="h1" size="2xl" data-testid={testId ?? 'page-title'}>{title}</Title>

@@ -3,7 +3,7 @@
 import type { Group, GroupInput } from '../api/types';
 import { POLICIES, STORAGE_TYPES } from '../api/types';
 import type { ConflictRow } from '../components/ConflictView';
-import { formatCount } from './format';
+import { formatBytes } from './format';
 import { bytesProblem, intProblem, nameProblem, parseBytes, parseInteger, type FieldErrors } from './validation';
 
 export const MAX_QUOTA_BYTES = 2 ** 60;
@@ -139,21 +139,29 @@ export function groupFormToInput(v: GroupFormValues, isNew: boolean): GroupInput
   };
 }
 
+/** Bytes as the API has them (plain digits, searchable) with a readable size beside. */
 function bytesText(raw: string): string {
   const n = parseBytes(raw);
-  return raw.trim() === '' ? '–' : n === null ? raw : formatCount(n);
+  return raw.trim() === '' ? '–' : n === null ? raw : `${n} (${formatBytes(n)})`;
 }
 
-/** Current values (a fresh GET) beside the user's edit, one row per field. */
-export function groupConflictRows(current: Group, mine: GroupFormValues): ConflictRow[] {
+/**
+ * Current values (a fresh GET) beside the user's edit, one row per field; with the values the user loaded
+ * (`original`), the rows tell which fields someone else changed meanwhile.
+ */
+export function groupConflictRows(current: Group, mine: GroupFormValues, original?: GroupFormValues): ConflictRow[] {
   const cur = groupToForm(current);
   const rows: ConflictRow[] = [
-    { field: 'quotaBytes', label: 'Quota (bytes)', current: bytesText(cur.quotaBytes), mine: bytesText(mine.quotaBytes) },
+    { field: 'quotaBytes', label: 'Quota (bytes)', current: bytesText(cur.quotaBytes), mine: bytesText(mine.quotaBytes),
+      original: original && bytesText(original.quotaBytes) },
   ];
   for (const t of STORAGE_TYPES) {
     const c = bytesText(cur.typeQuotas[t] ?? '');
     const m = bytesText(mine.typeQuotas[t] ?? '');
-    if (c !== '–' || m !== '–') rows.push({ field: `storageTypeQuotas.${t}`, label: `Quota for ${t} (bytes)`, current: c, mine: m });
+    if (c !== '–' || m !== '–') {
+      rows.push({ field: `storageTypeQuotas.${t}`, label: `Quota for ${t} (bytes)`, current: c, mine: m,
+        original: original && bytesText(original.typeQuotas[t] ?? '') });
+    }
   }
   const plain: [string, string, keyof GroupFormValues][] = [
     ['waterLevels.softPercent', 'Soft water level (%)', 'softPercent'],
@@ -167,11 +175,14 @@ export function groupConflictRows(current: Group, mine: GroupFormValues): Confli
     ['maxInstanceCount', 'Max instance count', 'maxInstanceCount'],
   ];
   for (const [field, label, k] of plain) {
-    rows.push({ field, label, current: String(cur[k]).trim(), mine: String(mine[k]).trim() });
+    rows.push({ field, label, current: String(cur[k]).trim(), mine: String(mine[k]).trim(),
+      original: original && String(original[k]).trim() });
   }
-  rows.push({ field: 'storageCandidates', label: 'Storage candidates', current: cur.storageCandidates.join(', ') || '–',
-    mine: mine.storageCandidates.join(', ') || '–' });
-  rows.push({ field: 'allowAnonymousMeta', label: 'Anonymous access', current: cur.allowAnonymousMeta ? 'yes' : 'no',
-    mine: mine.allowAnonymousMeta ? 'yes' : 'no' });
+  const list = (v: GroupFormValues) => v.storageCandidates.join(', ') || '–';
+  const yes = (v: GroupFormValues) => (v.allowAnonymousMeta ? 'yes' : 'no');
+  rows.push({ field: 'storageCandidates', label: 'Storage candidates', current: list(cur), mine: list(mine),
+    original: original && list(original) });
+  rows.push({ field: 'allowAnonymousMeta', label: 'Anonymous access', current: yes(cur), mine: yes(mine),
+    original: original && yes(original) });
   return rows;
 }

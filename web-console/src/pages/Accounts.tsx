@@ -168,7 +168,7 @@ export default function Accounts() {
                         <Td dataLabel="Groups" data-testid="account-row-groups">
                           {a.groups.length ? <LabelGroup>{a.groups.map((g) => <Label key={g} variant="outline">{g}</Label>)}</LabelGroup> : '–'}
                         </Td>
-                        <Td isActionCell>
+                        <Td isActionCell style={{ whiteSpace: 'nowrap' }}>
                           <Button variant="secondary" size="sm" onClick={() => void open('edit', a)}
                             data-testid={`account-edit-${a.name}`} ouiaId={`account-edit-${a.name}`}>Role and groups</Button>{' '}
                           <Button variant="secondary" size="sm" onClick={() => void open('password', a)}

@@ -41,8 +41,8 @@ describe('stale edit', () => {
     const alert = await screen.findByTestId('conflict-alert');
     expect(alert).toHaveTextContent('If-Match "1" but the current ETag is "2"');
     const row = screen.getByTestId('conflict-row-quotaBytes');
-    expect(within(row).getByTestId('conflict-current')).toHaveTextContent('2,000');
-    expect(within(row).getByTestId('conflict-mine')).toHaveTextContent('5,000');
+    expect(within(row).getByTestId('conflict-current')).toHaveTextContent('2000');
+    expect(within(row).getByTestId('conflict-mine')).toHaveTextContent('5000');
     expect(within(screen.getByTestId('conflict-row-waterLevels.softPercent')).getByTestId('conflict-current')).toHaveTextContent('70');
     // nothing was overwritten: only the refused PUT went out
     expect(calls.filter((c) => c.method === 'PUT')).toHaveLength(1);

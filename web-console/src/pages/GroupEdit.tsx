@@ -50,6 +50,8 @@ function GroupForm({ initial, etag: initialEtag, isNew }: { initial: GroupFormVa
   const [formError, setFormError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [conflict, setConflict] = useState<Conflict | null>(null);
+  // the values the user started from: a conflict shows which fields someone else changed since
+  const [base, setBase] = useState<GroupFormValues>(initial);
   const storages = useStorages();
 
   const set = <K extends keyof GroupFormValues>(k: K, val: GroupFormValues[K]) => setV((o) => ({ ...o, [k]: val }));
@@ -98,12 +100,14 @@ function GroupForm({ initial, etag: initialEtag, isNew }: { initial: GroupFormVa
   const reapply = () => {
     if (!conflict) return;
     setEtag(conflict.etag);
+    setBase(groupToForm(conflict.current));
     void save(conflict.etag);
   };
 
   const discard = () => {
     if (!conflict) return;
     setV(groupToForm(conflict.current));
+    setBase(groupToForm(conflict.current));
     setEtag(conflict.etag);
     setConflict(null);
     setErrors({});
@@ -131,7 +135,7 @@ function GroupForm({ initial, etag: initialEtag, isNew }: { initial: GroupFormVa
       <PageHeader title={isNew ? 'Create instance group' : `Edit instance group ${v.name}`} />
       <PageSection>
         {conflict ? (
-          <ConflictView what={`group ${v.name}`} detail={conflict.detail} rows={groupConflictRows(conflict.current, v)}
+          <ConflictView what={`group ${v.name}`} detail={conflict.detail} rows={groupConflictRows(conflict.current, v, base)}
             onReapply={reapply} onDiscard={discard} busy={busy} />
         ) : null}
         <Form onSubmit={submit} noValidate data-testid="group-form" {...ouia('group-form')} style={{ maxWidth: 900 }}>

@@ -73,7 +73,7 @@ export default function Groups() {
                         <Td dataLabel="Storage candidates">{g.storageCandidates.join(', ')}</Td>
                         <Td dataLabel="Hit rate (hour)" data-testid="group-hit-rate">{formatRate(hit.get(g.name)?.hitRate?.lastHour)}</Td>
                         {canWrite ? (
-                          <Td isActionCell>
+                          <Td isActionCell style={{ whiteSpace: 'nowrap' }}>
                             <Button variant="secondary" size="sm" data-testid={`group-edit-${g.name}`} ouiaId={`group-edit-${g.name}`}
                               onClick={() => navigate(`/groups/${encodeURIComponent(g.name)}/edit`)}>Edit</Button>{' '}
                             <Button variant="danger" size="sm" data-testid={`group-delete-${g.name}`} ouiaId={`group-delete-${g.name}`}

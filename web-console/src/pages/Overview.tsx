@@ -3,14 +3,17 @@ import {
   Card, CardBody, CardHeader, CardTitle, DescriptionList, DescriptionListDescription, DescriptionListGroup,
   DescriptionListTerm, Flex, FlexItem, Gallery, Grid, GridItem, Label, List, ListItem, PageSection, Title,
 } from '@patternfly/react-core';
-import { useServices, useStatsSeries, useStatsSummary } from '../api/hooks';
+import { useQueries } from '@tanstack/react-query';
+import { statsSeriesQuery, useServices, useStatsSeries, useStatsSummary, type Range } from '../api/hooks';
 import type { GroupStats, Services } from '../api/types';
-import { HitRateChart, StackedBarChart, UsageGauge } from '../charts';
+import { HitRateChart, StackedBarChart, TimeLineChart, UsageGauge } from '../charts';
 import { RangeSelect, useRange } from '../components/RangeSelect';
 import { Empty, ErrorState, Loading, PageHeader } from '../components/States';
 import { StatusLabel } from '../components/Status';
 import { formatBytes, formatCount, formatRate, formatTime, ouia, sumValues } from '../lib/format';
 import { evictionsPerMinute, hitRateSeries, reasonLabel } from '../lib/series';
+
+const MAX_GROUP_LINES = 8;
 
 function ServicesCard() {
   const q = useServices();
@@ -157,6 +160,23 @@ function GroupCards() {
   );
 }
 
+/** Hit rate over time, one line per group (the busiest first, at most MAX_GROUP_LINES); the pool's when none. */
+function HitRateByGroup({ range, poolPoints }: { range: Range; poolPoints: import('../api/types').StatsPoint[] }) {
+  const summary = useStatsSummary();
+  const groups = [...(summary.data?.groups ?? [])].sort((a, b) => b.queriesLastHour - a.queriesLastHour)
+    .slice(0, MAX_GROUP_LINES).map((g) => g.group).sort();
+  const qs = useQueries({ queries: groups.map((g) => statsSeriesQuery({ group: g, range })) });
+  if (groups.length <= 1 || qs.some((q) => q.isError)) {
+    return <HitRateChart points={hitRateSeries(poolPoints)} testId="overview-hit-rate-chart" />;
+  }
+  if (qs.some((q) => q.isPending)) return <Loading what="Loading hit rates" />;
+  return (
+    <TimeLineChart title="Hit rate over time by group" testId="overview-hit-rate-chart" yDomain={[0, 1]}
+      yFormat={(v) => formatRate(v, 0)} empty="No queries in this range yet"
+      series={groups.map((g, i) => ({ name: g, points: hitRateSeries(qs[i].data?.points ?? []).map((p) => ({ ...p, name: g })) }))} />
+  );
+}
+
 function PoolCharts() {
   const [range, setRange] = useRange('1h');
   const q = useStatsSeries({ range });
@@ -172,7 +192,7 @@ function PoolCharts() {
             <Grid hasGutter>
               <GridItem lg={6}>
                 <Card><CardHeader><CardTitle>Hit rate over time</CardTitle></CardHeader>
-                  <CardBody><HitRateChart points={hitRateSeries(q.data.points)} testId="overview-hit-rate-chart" /></CardBody>
+                  <CardBody><HitRateByGroup range={range} poolPoints={q.data.points} /></CardBody>
                 </Card>
               </GridItem>
               <GridItem lg={6}>

@@ -23,6 +23,8 @@ describe('prompt-miss result', () => {
     expect(miss).toHaveAttribute('data-block', '2');
     expect(miss).toHaveAttribute('data-cached', 'false');
     expect(within(miss).getByText('789')).toBeInTheDocument();
+    // the block cell holds the block number alone
+    expect(within(miss).getAllByRole('cell')[0]).toHaveTextContent(/^2$/);
     expect(screen.getAllByTestId('first-miss')).toHaveLength(1);
     expect(screen.getByTestId('block-row-3')).toHaveAttribute('data-cached', 'true');
     expect(screen.getByTestId('prompt-miss-summary')).toHaveTextContent('3 of 4 blocks cached; first miss at block 2');

@@ -41,10 +41,10 @@ export function PromptMissResult({ result }: { result: BlockKeysResponse }) {
                 <Tr key={`${b.block}-${i}`} data-testid={first ? 'first-miss' : `block-row-${b.block}`}
                   data-block={b.block} data-cached={b.cached ? 'true' : 'false'} isRowSelected={first}
                   style={first ? { background: '#fde2e1', boxShadow: 'inset 4px 0 0 #c9190b', fontWeight: 600 } : undefined}>
-                  <Td dataLabel="Block">{b.block}{first ? <> <Label color="red" isCompact>first miss</Label></> : null}</Td>
+                  <Td dataLabel="Block">{b.block}</Td>
                   <Td dataLabel="Key"><code>{String(b.key)}</code></Td>
                   <Td dataLabel="Hex"><code>{b.hex}</code></Td>
-                  <Td dataLabel="Status">{b.status}</Td>
+                  <Td dataLabel="Status">{b.status}{first ? <> <Label color="red" isCompact>first miss</Label></> : null}</Td>
                   <Td dataLabel="Cached" data-testid="block-cached">
                     {b.cached
                       ? <span aria-label="cached"><CheckIcon color="var(--pf-t--global--icon--color--status--success--default)" /> ✓</span>

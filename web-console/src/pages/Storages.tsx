@@ -233,7 +233,7 @@ export default function Storages() {
                     <Th>Health</Th>
                     <Th>Enabled</Th>
                     <Th>Spec</Th>
-                    <Th info={{ tooltip: 'Bytes the groups hold on storages of this type (from the usage reports)' }}>Usage (type)</Th>
+                    <Th modifier="wrap" info={{ tooltip: 'Bytes the groups hold on storages of this type (from the usage reports)' }}>Usage</Th>
                     <Th screenReaderText="Actions" />
                   </Tr>
                 </Thead>
@@ -255,7 +255,7 @@ export default function Storages() {
                         {usageByType.has(s.type) ? formatBytes(usageByType.get(s.type))
                           + ((perType.get(s.type) ?? 0) > 1 ? ` (all ${s.type})` : '') : '–'}
                       </Td>
-                      <Td isActionCell>
+                      <Td isActionCell style={{ whiteSpace: 'nowrap' }}>
                         <Button variant="secondary" size="sm" onClick={() => void openEdit(s)} data-testid={`storage-edit-${s.name}`}
                           ouiaId={`storage-edit-${s.name}`}>Edit</Button>{' '}
                         <Button variant="danger" size="sm" onClick={() => setDeleting(s)} data-testid={`storage-delete-${s.name}`}

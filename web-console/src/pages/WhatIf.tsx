@@ -230,7 +230,6 @@ function ApplyModal({ group, bytes, onClose }: { group: string; bytes: number; o
       if (e instanceof ApiError && e.status === 412) {
         try {
           const fresh = await fetchGroup(group);
-          qc.setQueryData(keys.group(group), fresh);
           setConflict({ current: fresh.data, etag: fresh.etag, detail: e.detail });
         } catch (e2) {
           setError(`${e.detail}; reloading the group failed: ${errorMessage(e2)}`);
@@ -255,7 +254,8 @@ function ApplyModal({ group, bytes, onClose }: { group: string; bytes: number; o
           : cur.isError ? <ErrorState error={cur.error} what={`group ${group}`} retry={() => cur.refetch()} />
             : conflict ? (
               <ConflictView what={`group ${group}`} detail={conflict.detail}
-                rows={[{ field: 'quotaBytes', label: 'Quota (bytes)', current: formatCount(conflict.current.quotaBytes), mine: formatCount(bytes) }]}
+                rows={[{ field: 'quotaBytes', label: 'Quota (bytes)', current: `${conflict.current.quotaBytes} (${formatBytes(conflict.current.quotaBytes)})`,
+                  mine: `${bytes} (${formatBytes(bytes)})`, original: cur.data ? `${cur.data.data.quotaBytes} (${formatBytes(cur.data.data.quotaBytes)})` : undefined }]}
                 onReapply={() => void put(conflict.etag)} onDiscard={onClose} busy={busy} />
             ) : (
               <p data-testid="whatif-apply-summary">
