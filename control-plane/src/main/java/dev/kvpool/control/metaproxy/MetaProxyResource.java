@@ -20,7 +20,6 @@ import jakarta.ws.rs.PUT;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.HttpHeaders;
-import jakarta.ws.rs.core.PathSegment;
 import jakarta.ws.rs.core.Response;
 import jakarta.ws.rs.core.UriInfo;
 import java.net.ConnectException;
@@ -88,59 +87,55 @@ public class MetaProxyResource {
     @Path("{path: .+}")
     @RolesAllowed({"admin", "operator", "tenant"})
     @Operation(summary = "GET on the metadata plane (whatif/**, instances/**)")
-    public CompletionStage<Response> get(@Context UriInfo uri, @Context HttpHeaders h) {
-        return forward(HttpMethod.GET, uri, h, null);
+    public CompletionStage<Response> get(@Context UriInfo uri, @Context HttpHeaders h, @Context io.vertx.core.http.HttpServerRequest raw) {
+        return forward(HttpMethod.GET, raw.path(), uri, h, null);
     }
 
     @POST
     @Path("{path: .+}")
     @RolesAllowed({"admin", "operator", "tenant"})
     @Operation(summary = "POST on the metadata plane (whatif/**, instances/**)")
-    public CompletionStage<Response> post(@Context UriInfo uri, @Context HttpHeaders h, byte[] body) {
-        return forward(HttpMethod.POST, uri, h, body);
+    public CompletionStage<Response> post(@Context UriInfo uri, @Context HttpHeaders h, @Context io.vertx.core.http.HttpServerRequest raw, byte[] body) {
+        return forward(HttpMethod.POST, raw.path(), uri, h, body);
     }
 
     @PUT
     @Path("{path: .+}")
     @RolesAllowed({"admin", "operator", "tenant"})
     @Operation(summary = "PUT on the metadata plane (whatif/**, instances/**)")
-    public CompletionStage<Response> put(@Context UriInfo uri, @Context HttpHeaders h, byte[] body) {
-        return forward(HttpMethod.PUT, uri, h, body);
+    public CompletionStage<Response> put(@Context UriInfo uri, @Context HttpHeaders h, @Context io.vertx.core.http.HttpServerRequest raw, byte[] body) {
+        return forward(HttpMethod.PUT, raw.path(), uri, h, body);
     }
 
     @DELETE
     @Path("{path: .+}")
     @RolesAllowed({"admin", "operator", "tenant"})
     @Operation(summary = "DELETE on the metadata plane (whatif/**, instances/**)")
-    public CompletionStage<Response> delete(@Context UriInfo uri, @Context HttpHeaders h) {
-        return forward(HttpMethod.DELETE, uri, h, null);
+    public CompletionStage<Response> delete(@Context UriInfo uri, @Context HttpHeaders h, @Context io.vertx.core.http.HttpServerRequest raw) {
+        return forward(HttpMethod.DELETE, raw.path(), uri, h, null);
     }
 
-    /** The checked segments after /api/v1/meta, or a refusal. */
-    static List<String> segments(UriInfo uri) {
-        List<PathSegment> raw = uri.getPathSegments(false);
+    /**
+     * The checked segments after /api/v1/meta of the request's raw (undecoded) path, or a refusal. RESTEasy Reactive
+     * only hands out decoded segments, in which an encoded slash can no longer be told from a real one.
+     */
+    static List<String> segments(String rawPath) {
+        String prefix = "/api/v1/meta/";
+        if (rawPath == null || !rawPath.startsWith(prefix)) {
+            throw refusal(400, "not a /api/v1/meta/ path");
+        }
+        String[] raw = rawPath.substring(prefix.length()).split("/", -1);
         List<String> out = new ArrayList<>();
-        int start = -1;
-        for (int i = 0; i + 2 < raw.size(); i++) {
-            if (raw.get(i).getPath().equals("api") && raw.get(i + 1).getPath().equals("v1")
-                    && raw.get(i + 2).getPath().equals("meta")) {
-                start = i + 3;
-                break;
-            }
-        }
-        if (start < 0) {
-            throw refusal(400, "not a /api/v1/meta path");
-        }
-        for (int i = start; i < raw.size(); i++) {
-            String enc = raw.get(i).getPath();
-            if (enc.isEmpty() && i == raw.size() - 1 && i > start) {
+        for (int i = 0; i < raw.length; i++) {
+            String enc = raw[i];
+            if (enc.isEmpty() && i == raw.length - 1 && i > 0) {
                 continue; // a trailing slash
             }
             // an encoded character of any kind (%2F, %2E, %00 ...) is refused: names never need one
             String p = enc.indexOf('%') >= 0 ? "must not hold an encoded character" : Identifiers.problem(
                     Identifiers.Kind.INSTANCE, enc);
             if (p != null) {
-                throw refusal(400, "path segment " + (i - start + 1) + " ('" + Text.safe(enc) + "') " + p);
+                throw refusal(400, "path segment " + (i + 1) + " ('" + Text.safe(enc) + "') " + p);
             }
             out.add(enc);
         }
@@ -180,8 +175,9 @@ public class MetaProxyResource {
         return u;
     }
 
-    private CompletionStage<Response> forward(HttpMethod method, UriInfo uri, HttpHeaders h, byte[] body) {
-        List<String> segs = segments(uri);
+    private CompletionStage<Response> forward(HttpMethod method, String rawPath, UriInfo uri, HttpHeaders h,
+                                              byte[] body) {
+        List<String> segs = segments(rawPath);
         URI b = base(target.url());
         StringBuilder path = new StringBuilder("/api/v1");
         for (String s : segs) {
