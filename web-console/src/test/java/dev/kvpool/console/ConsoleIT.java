@@ -192,6 +192,8 @@ class ConsoleIT {
         assertThat(p.locator("[data-testid^=service-meta-]").first()).containsText("UP");
         figure("overview_first_meaningful_paint_ms", String.format(java.util.Locale.ROOT, "%.0f", paintMs));
         java.nio.file.Files.createDirectories(stack.dir.resolve("screenshots"));
+        p.setViewportSize(1440, 1500); // the whole overview, charts included (docs/img/console-overview.png)
+        p.waitForTimeout(500);
         p.screenshot(new Page.ScreenshotOptions().setPath(stack.dir.resolve("screenshots").resolve("overview.png")));
 
         // the group's own page: usage and hit rate over time, its instance
@@ -399,5 +401,39 @@ class ConsoleIT {
         long after = stack.rest("GET", "/api/v1/instance-groups/" + GROUP, null, admin(), null).body()
                 .path("quotaBytes").asLong();
         assertTrue(after > 0 && after != before, "the quota was applied: " + before + " -> " + after);
+    }
+
+    // ---- an expired session, a service that is down -------------------------------------------------------
+
+    @Test
+    @Order(9)
+    void anExpiredSessionReturnsToTheSamePageAfterSignIn() {
+        Page p = signIn("/groups/" + GROUP, "admin", Stack.ADMIN_PW);
+        assertThat(p.getByTestId("group-hit-rate-chart")).isVisible();
+        // the token runs out (as after its hour): the next call the page makes is refused with 401
+        p.evaluate("() => { const s = JSON.parse(sessionStorage.getItem('kvpool.session'));"
+                + " s.token = s.token.slice(0, -4) + 'AAAA'; sessionStorage.setItem('kvpool.session', JSON.stringify(s)); }");
+        p.navigate(stack.cp + "/instances/" + INSTANCE);
+        assertThat(p.getByTestId("session-expired")).isVisible();
+        p.getByTestId("sign-in-user").fill("admin");
+        p.getByTestId("sign-in-password").fill(Stack.ADMIN_PW);
+        p.getByTestId("sign-in-submit").click();
+        p.waitForURL("**/instances/" + INSTANCE);
+        assertThat(p.getByTestId("prompt-miss-card")).isVisible();
+    }
+
+    @Test
+    @Order(10)
+    void aMetadataPlaneThatIsDownShowsAsDownNotAsABlankPage() throws Exception {
+        stack.stopMetadataPlane();
+        Page p = signIn("/", "admin", Stack.ADMIN_PW);
+        // DOWN after three report periods without a report (1 s each here); the page polls
+        assertThat(p.locator("[data-testid^=service-meta-]").first()).containsText("DOWN",
+                new com.microsoft.playwright.assertions.LocatorAssertions.ContainsTextOptions().setTimeout(30_000));
+        // what only the metadata plane can answer says so, rather than spinning
+        p.navigate(stack.cp + "/instances/" + INSTANCE);
+        assertThat(p.getByTestId("error-state").first()).containsText("service unavailable");
+        assertThat(p.getByTestId("error-state").first()).containsText("no metadata plane reachable");
+        assertThat(p.getByTestId("instance-meta")).hasCount(0);
     }
 }

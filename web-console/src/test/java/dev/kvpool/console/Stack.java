@@ -83,6 +83,15 @@ final class Stack implements AutoCloseable {
         return jar;
     }
 
+    /** Stops the metadata plane (the second process), as a crash or an upgrade would. */
+    void stopMetadataPlane() throws InterruptedException {
+        Process m = processes.get(1);
+        m.destroy();
+        if (!m.waitFor(20, TimeUnit.SECONDS)) {
+            m.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
     private void launch(String name, List<String> cmd) throws IOException {
         Path log = dir.resolve(name + ".log");
         processes.add(ChildProcesses.killOnExit(new ProcessBuilder(cmd).redirectErrorStream(true)
@@ -91,7 +100,7 @@ final class Stack implements AutoCloseable {
 
     private boolean ok(String url) {
         for (Process p : processes) {
-            if (!p.isAlive()) {
+            if (!p.isAlive() && p.exitValue() != 143) {
                 throw new IllegalStateException("a child process exited; logs in " + dir);
             }
         }
