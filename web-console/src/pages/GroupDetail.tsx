@@ -1,3 +1,4 @@
+import { Pairs } from '../components/Pairs';
 import { useState } from 'react';
 import { Link, useLocation, useNavigate, useParams } from 'react-router-dom';
 import {
@@ -105,8 +106,7 @@ function GroupDetailView({ name }: { name: string }) {
                 <GridItem lg={8}>
                   <Card><CardHeader><CardTitle>Configuration</CardTitle></CardHeader>
                     <CardBody>
-                      <DescriptionList columnModifier={{ default: '2Col' }} isCompact data-testid="group-config">
-                        {([
+                      <Pairs columnModifier={{ default: '2Col' }} isCompact testId="group-config" items={[
                           ['Quota', `${formatBytes(q.data.data.quotaBytes)} (${formatCount(q.data.data.quotaBytes)} bytes)`],
                           ['Per-type quotas', Object.entries(q.data.data.storageTypeQuotas ?? {}).map(([t, b]) => `${t}: ${formatBytes(b)}`).join(', ') || 'none'],
                           ['Water levels', `soft ${q.data.data.waterLevels.softPercent} %, hard ${q.data.data.waterLevels.hardPercent} %`],
@@ -119,13 +119,7 @@ function GroupDetailView({ name }: { name: string }) {
                           ['Max instance count', q.data.data.maxInstanceCount ? String(q.data.data.maxInstanceCount) : 'unlimited'],
                           ['Anonymous access', q.data.data.allowAnonymousMeta ? 'allowed' : 'no'],
                           ['Version', String(q.data.data.version ?? q.data.etag ?? '–')],
-                        ] as [string, string][]).map(([t, d]) => (
-                          <DescriptionListGroup key={t}>
-                            <DescriptionListTerm>{t}</DescriptionListTerm>
-                            <DescriptionListDescription>{d}</DescriptionListDescription>
-                          </DescriptionListGroup>
-                        ))}
-                      </DescriptionList>
+                        ]} />
                     </CardBody>
                   </Card>
                 </GridItem>

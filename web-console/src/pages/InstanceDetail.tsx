@@ -1,7 +1,6 @@
 import { Link, useParams } from 'react-router-dom';
 import {
-  Breadcrumb, BreadcrumbItem, Card, CardBody, CardHeader, CardTitle, CodeBlock, CodeBlockCode, DescriptionList,
-  DescriptionListDescription, DescriptionListGroup, DescriptionListTerm, Flex, FlexItem, Grid, GridItem, PageSection,
+  Breadcrumb, BreadcrumbItem, Card, CardBody, CardHeader, CardTitle, CodeBlock, CodeBlockCode, Flex, FlexItem, Grid, GridItem, PageSection,
 } from '@patternfly/react-core';
 import { useInstance, useMetaInstance, useStatsSeries, useStatsSummary } from '../api/hooks';
 import { HitRateChart } from '../charts';
@@ -10,19 +9,7 @@ import { ErrorState, Loading, PageHeader } from '../components/States';
 import { formatBytes, formatCount, formatRate, formatTime } from '../lib/format';
 import { hitRateSeries } from '../lib/series';
 import { PromptMissTool } from './PromptMiss';
-
-function Dl({ items, testId }: { items: [string, string][]; testId: string }) {
-  return (
-    <DescriptionList isCompact isHorizontal data-testid={testId}>
-      {items.map(([t, d]) => (
-        <DescriptionListGroup key={t}>
-          <DescriptionListTerm>{t}</DescriptionListTerm>
-          <DescriptionListDescription>{d}</DescriptionListDescription>
-        </DescriptionListGroup>
-      ))}
-    </DescriptionList>
-  );
-}
+import { Pairs } from '../components/Pairs';
 
 export default function InstanceDetail() {
   const { id = '' } = useParams();
@@ -51,7 +38,7 @@ export default function InstanceDetail() {
                 <GridItem lg={6}>
                   <Card><CardHeader><CardTitle>KV config</CardTitle></CardHeader>
                     <CardBody>
-                      <Dl testId="instance-config" items={[
+                      <Pairs isCompact isHorizontal testId="instance-config" items={[
                         ['Group', q.data.group],
                         ['Block size', `${q.data.blockSize} tokens`],
                         ['Hash scheme', q.data.hashScheme],
@@ -71,7 +58,7 @@ export default function InstanceDetail() {
                     <CardBody>
                       {meta.isPending ? <Loading what="Loading key counts" />
                         : meta.isError ? <ErrorState error={meta.error} what="the metadata plane's view" retry={() => meta.refetch()} />
-                          : <Dl testId="instance-meta" items={[
+                          : <Pairs isCompact isHorizontal testId="instance-meta" items={[
                             ['Keys', formatCount(meta.data.keys)],
                             ['Bytes per block', `${formatBytes(meta.data.bytes_per_block)} (${formatCount(meta.data.bytes_per_block)} bytes)`],
                             ['Bytes', formatBytes(meta.data.keys * meta.data.bytes_per_block)],

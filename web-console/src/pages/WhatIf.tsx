@@ -1,8 +1,8 @@
+import { Pairs } from '../components/Pairs';
 import { useEffect, useRef, useState, type ChangeEvent, type FormEvent } from 'react';
 import { Link, useNavigate, useParams } from 'react-router-dom';
 import {
-  ActionGroup, Alert, Button, Card, CardBody, CardHeader, CardTitle, Checkbox, DescriptionList,
-  DescriptionListDescription, DescriptionListGroup, DescriptionListTerm, Flex, FlexItem, Form, FormGroup, Grid,
+  ActionGroup, Alert, Button, Card, CardBody, CardHeader, CardTitle, Checkbox, Flex, FlexItem, Form, FormGroup, Grid,
   GridItem, Label, Modal, ModalBody, ModalFooter, ModalHeader, ModalVariant, PageSection, Progress,
   ProgressMeasureLocation, ProgressVariant,
 } from '@patternfly/react-core';
@@ -393,21 +393,14 @@ function RunView({ id }: { id: string }) {
             helperText={run.progress ? `${run.progress.runsDone} of ${run.progress.runsTotal} replays, ${formatCompact(run.progress.accessesDone)} of ${formatCompact(run.progress.accessesTotal)} block accesses` : undefined} />
           {cancelError ? <Alert variant="danger" isInline title={cancelError} style={{ marginTop: 8 }} /> : null}
           {run.error ? <Alert variant="danger" isInline title={`The run failed: ${run.error}`} data-testid="whatif-error" style={{ marginTop: 8 }} /> : null}
-          <DescriptionList isCompact isHorizontal columnModifier={{ default: '2Col' }} style={{ marginTop: 12 }}>
-            {([
+          <Pairs isCompact isHorizontal columnModifier={{ default: '2Col' }} style={{ marginTop: 12 }} items={[
               ['Trace', run.trace ? `${run.trace.name}: ${formatCount(run.trace.requests)} requests, ${formatCount(run.trace.blocks)} blocks${run.trace.blockTokens ? `, ${run.trace.blockTokens} tokens per block` : ''}` : run.request?.trace ?? '–'],
               ['Policies', (run.request?.policies ?? []).join(', ') || '–'],
               ['Started', formatTime(run.startedAt)],
               ['Elapsed', run.elapsedSeconds !== null && run.elapsedSeconds !== undefined ? `${run.elapsedSeconds.toFixed(1)} s` : '–'],
               ['Speed', run.accessesPerSecond ? `${formatCompact(run.accessesPerSecond)} block accesses/s` : '–'],
               ['Unbounded ceiling', formatRate(run.ceiling?.hitRate)],
-            ] as [string, string][]).map(([t, d]) => (
-              <DescriptionListGroup key={t}>
-                <DescriptionListTerm>{t}</DescriptionListTerm>
-                <DescriptionListDescription>{d}</DescriptionListDescription>
-              </DescriptionListGroup>
-            ))}
-          </DescriptionList>
+            ]} />
         </CardBody>
       </Card>
       <Card style={{ marginTop: 16 }}>

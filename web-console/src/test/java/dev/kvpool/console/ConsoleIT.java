@@ -373,11 +373,14 @@ class ConsoleIT {
         p.locator("#whatif-points").fill("4");
         p.locator("#whatif-targetPercent").fill("10");
         p.locator("#whatif-targetPolicy").selectOption("LRU");
+        long r0 = System.nanoTime();
         p.getByTestId("whatif-run").click();
         p.waitForURL(java.util.regex.Pattern.compile(".*/whatif/[^/]+$"));
         String runUrl = p.url();
         assertThat(p.getByTestId("whatif-state")).hasText("done", new com.microsoft.playwright.assertions
                 .LocatorAssertions.HasTextOptions().setTimeout(120_000));
+        figure("whatif_600_requests_4x4_with_bisection_s", String.format(java.util.Locale.ROOT, "%.1f",
+                (System.nanoTime() - r0) / 1e9));
         assertEquals(100.0, progressNow(p));
         assertThat(p.getByTestId("whatif-chart").locator("svg path").first()).isAttached();
         assertTrue(p.getByTestId("whatif-results-table").locator("tbody tr").count() >= 4 * 4,

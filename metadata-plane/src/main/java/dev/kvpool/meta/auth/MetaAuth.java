@@ -189,22 +189,31 @@ public final class MetaAuth {
         }
     }
 
+    /** The claims of a KVPool REST call's token; a refusal when it has none or a bad one ({@code needs} names which). */
+    private record Checked(BearerToken.Claims claims, Refusal refusal) {
+        boolean privileged() {
+            return claims.role().equals(BearerToken.ADMIN) || claims.role().equals(BearerToken.OPERATOR);
+        }
+    }
+
+    private Checked restToken(String authorization, String needs) {
+        try {
+            BearerToken.Claims c = claims(authorization);
+            return c == null ? new Checked(null, new Refusal(true, "unauthenticated: this route needs " + needs
+                    + " bearer token")) : new Checked(c, null);
+        } catch (BearerToken.InvalidTokenException e) {
+            return new Checked(null, new Refusal(true, "unauthenticated: " + e.getMessage()));
+        }
+    }
+
     /** Null when a KVPool REST call may proceed (admin or operator token), else why not. */
     public Refusal checkAdmin(String authorization) {
-        BearerToken.Claims c;
-        try {
-            c = claims(authorization);
-        } catch (BearerToken.InvalidTokenException e) {
-            return new Refusal(true, "unauthenticated: " + e.getMessage());
+        Checked t = restToken(authorization, "an admin or operator");
+        if (t.refusal() != null || t.privileged()) {
+            return t.refusal();
         }
-        if (c == null) {
-            return new Refusal(true, "unauthenticated: this route needs an admin or operator bearer token");
-        }
-        if (c.role().equals(BearerToken.ADMIN) || c.role().equals(BearerToken.OPERATOR)) {
-            return null;
-        }
-        return new Refusal(false, "permission denied: role '" + c.role() + "' may not use the metadata plane's REST "
-                + "API (admin or operator only)");
+        return new Refusal(false, "permission denied: role '" + t.claims().role() + "' may not use the metadata plane's "
+                + "REST API (admin or operator only)");
     }
 
     /**
@@ -213,18 +222,11 @@ public final class MetaAuth {
      * plane's REST does for a tenant); one of another group is refused (403), as there.
      */
     public Refusal checkInstance(String authorization, String instanceId) {
-        BearerToken.Claims c;
-        try {
-            c = claims(authorization);
-        } catch (BearerToken.InvalidTokenException e) {
-            return new Refusal(true, "unauthenticated: " + e.getMessage());
+        Checked t = restToken(authorization, "an admin, operator or tenant");
+        if (t.refusal() != null || t.privileged()) {
+            return t.refusal();
         }
-        if (c == null) {
-            return new Refusal(true, "unauthenticated: this route needs an admin, operator or tenant bearer token");
-        }
-        if (c.role().equals(BearerToken.ADMIN) || c.role().equals(BearerToken.OPERATOR)) {
-            return null;
-        }
+        BearerToken.Claims c = t.claims();
         if (!c.role().equals(BearerToken.TENANT)) {
             return new Refusal(false, "permission denied: role '" + c.role() + "' may not call the metadata plane");
         }
