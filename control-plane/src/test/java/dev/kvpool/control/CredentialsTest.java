@@ -59,7 +59,9 @@ class CredentialsTest {
         Map<String, Object> paths = given().get("/q/openapi?format=json").then().statusCode(200).extract().path("paths");
         List<String> read = new ArrayList<>();
         paths.forEach((p, ops) -> {
-            if (((Map<?, ?>) ops).containsKey("get")) {
+            // /api/v1/meta/** answers what the metadata plane answers (block keys, what-if runs: no account data),
+            // and there is none in this test (MetaProxyTest and the console's end-to-end tests cover it)
+            if (((Map<?, ?>) ops).containsKey("get") && !p.startsWith("/api/v1/meta/")) {
                 read.add(p.replace("/accounts/{name}", "/accounts/cred-user").replace("/storages/{name}", "/storages/cred_nfs")
                         .replace("/instance-groups/{name}", "/instance-groups/cred-g").replace("{id}", "cred-i"));
             }
