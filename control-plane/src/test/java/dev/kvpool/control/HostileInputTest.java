@@ -135,6 +135,10 @@ class HostileInputTest {
                 + "\"keys\":2,\"periodSeconds\":30},\"intervalEnd\":\"" + java.time.Instant.now() + "\",\"instances\":[{"
                 + "\"instance\":\"hi-i\",\"group\":\"hi-g\",\"queries\":1,\"queriedBlocks\":2,\"hitBlocks\":1,"
                 + "\"writtenBlocks\":1,\"evictedBlocks\":{\"water_level\":1,\"ttl\":0}}]}");
+        m.put("POST /api/v1/services/heartbeat", "{\"kind\":\"agent\",\"id\":\"hi-agent-6390\",\"url\":"
+                + "\"http://hi:6390\",\"version\":\"0.1.0\",\"startedAt\":\"2020-01-01T00:00:00Z\",\"periodSeconds\":10,"
+                + "\"tiers\":{\"host\":{\"capacityBytes\":1048576,\"usedBytes\":262144,\"blocks\":1},\"nvme\":"
+                + "{\"capacityBytes\":0,\"usedBytes\":0,\"blocks\":0}}}");
         return m;
     }
 

@@ -220,7 +220,7 @@ class StatsTest {
                 .body("metadataPlanes.find { it.id == 'st-r1' }.instances", is(3))
                 .body("metadataPlanes.find { it.id == 'st-r1' }.keys", is(12345))
                 .body("metadataPlanes.find { it.id == 'st-r2' }.leader", is(false))
-                .body("agents.size()", is(0));
+                .body("agents.find { it.id == 'st-quiet' }", nullValue());
         // a replica silent for more than three periods is DOWN
         Api.admin().body(Map.of("replica", Map.of("id", "st-quiet", "periodSeconds", 10))).post("/api/v1/stats").then()
                 .statusCode(202).body("accepted", is(0));
@@ -229,6 +229,100 @@ class StatsTest {
                 java.sql.Timestamp.from(Instant.now().minusSeconds(31)));
         admin().get("/api/v1/services").then().body("metadataPlanes.find { it.id == 'st-quiet' }.status", is("DOWN"));
         update("delete from service_replica where replica_id = ?", "st-quiet");
+    }
+
+    static Map<String, Object> heartbeat(String id, Map<String, Object> tiers) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("kind", "agent");
+        m.put("id", id);
+        m.put("url", "http://" + id + ":6390");
+        m.put("version", "0.1.0");
+        m.put("startedAt", Instant.now().minusSeconds(60).toString());
+        m.put("periodSeconds", 10);
+        m.put("tiers", tiers);
+        return m;
+    }
+
+    @Test
+    void agentsReportThroughHeartbeats() throws Exception {
+        Map<String, Object> tiers = new LinkedHashMap<>();
+        tiers.put("host", Map.of("capacityBytes", 268435456L, "usedBytes", 1048576L, "blocks", 4));
+        tiers.put("nvme", Map.of("capacityBytes", 1073741824L, "usedBytes", 0, "blocks", 0));
+        tiers.put("pool", Map.of("blocks", 9007199254740992L));
+        Api.as(operator).body(heartbeat("st-agent-6390", tiers)).post("/api/v1/services/heartbeat").then()
+                .statusCode(204);
+        admin().get("/api/v1/services").then().statusCode(200)
+                .body("agents.find { it.id == 'st-agent-6390' }.status", is("UP"))
+                .body("agents.find { it.id == 'st-agent-6390' }.url", is("http://st-agent-6390:6390"))
+                .body("agents.find { it.id == 'st-agent-6390' }.lastSeen", notNullValue())
+                .body("agents.find { it.id == 'st-agent-6390' }.tiers.host.capacityBytes", is(268435456))
+                .body("agents.find { it.id == 'st-agent-6390' }.tiers.host.usedBytes", is(1048576))
+                .body("agents.find { it.id == 'st-agent-6390' }.tiers.host.blocks", is(4))
+                .body("agents.find { it.id == 'st-agent-6390' }.tiers.nvme.capacityBytes", is(1073741824))
+                .body("agents.find { it.id == 'st-agent-6390' }.tiers.pool.blocks", is(9007199254740992L))
+                .body("agents.find { it.id == 'st-agent-6390' }.tiers.pool.capacityBytes", nullValue())
+                .body("metadataPlanes.find { it.id == 'st-agent-6390' }", nullValue());
+        // a tenant sees the agent and its tiers, not its url; it cannot post a heartbeat
+        Api.as(tenant).get("/api/v1/services").then().statusCode(200)
+                .body("agents.find { it.id == 'st-agent-6390' }.status", is("UP"))
+                .body("agents.find { it.id == 'st-agent-6390' }.url", nullValue())
+                .body("agents.find { it.id == 'st-agent-6390' }.tiers.host.blocks", is(4));
+        Api.as(tenant).body(heartbeat("st-agent-6390", tiers)).post("/api/v1/services/heartbeat").then()
+                .statusCode(403);
+        // an id is one service's: an agent cannot take a replica's, nor a replica an agent's
+        admin().body(heartbeat("st-r1", tiers)).post("/api/v1/services/heartbeat").then().statusCode(409)
+                .body("field", is("id"));
+        admin().body(Map.of("replica", Map.of("id", "st-agent-6390"))).post("/api/v1/stats").then().statusCode(409)
+                .body("field", is("replica.id"));
+        // silent for more than three periods: DOWN; a heartbeat brings it back UP
+        update("update service_replica set last_seen = ? where replica_id = 'st-agent-6390'",
+                java.sql.Timestamp.from(Instant.now().minusSeconds(31)));
+        admin().get("/api/v1/services").then().body("agents.find { it.id == 'st-agent-6390' }.status", is("DOWN"));
+        admin().body(heartbeat("st-agent-6390", Map.of())).post("/api/v1/services/heartbeat").then().statusCode(204);
+        admin().get("/api/v1/services").then().body("agents.find { it.id == 'st-agent-6390' }.status", is("UP"))
+                .body("agents.find { it.id == 'st-agent-6390' }.tiers.size()", is(0));
+        update("delete from service_replica where replica_id = ?", "st-agent-6390");
+    }
+
+    @Test
+    void hostileHeartbeatsAreRefusedNamingTheField() throws Exception {
+        long now = Instant.now().getEpochSecond();
+        String h = "{\"kind\":\"agent\",\"id\":\"st-h\"";
+        List<Object[]> cases = new ArrayList<>();
+        cases.add(new Object[] {"{}", "kind"});
+        cases.add(new Object[] {"{\"kind\":\"meta\",\"id\":\"st-h\"}", "kind"});
+        cases.add(new Object[] {"{\"kind\":\"agent\"}", "id"});
+        cases.add(new Object[] {"{\"kind\":\"agent\",\"id\":\" \"}", "id"});
+        cases.add(new Object[] {"{\"kind\":\"agent\",\"id\":\"a\\u0000b\"}", "id"});
+        cases.add(new Object[] {"{\"kind\":\"agent\",\"id\":\"" + "x".repeat(254) + "\"}", "id"});
+        cases.add(new Object[] {h + ",\"url\":\"ftp://x/\"}", "url"});
+        cases.add(new Object[] {h + ",\"url\":\"http://u:p@x:6390\"}", "url"});
+        cases.add(new Object[] {h + ",\"version\":\"" + "v".repeat(65) + "\"}", "version"});
+        cases.add(new Object[] {h + ",\"startedAt\":\"" + at(now + 7200) + "\"}", "startedAt"});
+        cases.add(new Object[] {h + ",\"periodSeconds\":0}", "periodSeconds"});
+        cases.add(new Object[] {h + ",\"periodSeconds\":86401}", "periodSeconds"});
+        cases.add(new Object[] {h + ",\"tiers\":{\"Host Memory\":{}}}", "tiers"});
+        cases.add(new Object[] {h + ",\"tiers\":{\"" + "t".repeat(33) + "\":{}}}", "tiers"});
+        cases.add(new Object[] {h + ",\"tiers\":{\"host\":null}}", "tiers.host"});
+        cases.add(new Object[] {h + ",\"tiers\":{\"host\":{\"usedBytes\":-1}}}", "tiers.host.usedBytes"});
+        cases.add(new Object[] {h + ",\"tiers\":{\"host\":{\"capacityBytes\":9007199254740993}}}",
+                "tiers.host.capacityBytes"});
+        cases.add(new Object[] {h + ",\"tiers\":{\"host\":{\"blocks\":-5}}}", "tiers.host.blocks"});
+        cases.add(new Object[] {h + ",\"tiers\":{\"host\":{\"capacityBytes\":1,\"usedBytes\":2}}}",
+                "tiers.host.usedBytes"});
+        StringBuilder many = new StringBuilder(h + ",\"tiers\":{");
+        for (int i = 0; i <= 16; i++) {
+            many.append(i == 0 ? "" : ",").append("\"t").append(i).append("\":{}");
+        }
+        cases.add(new Object[] {many + "}}", "tiers"});
+        String before = state();
+        for (Object[] c : cases) {
+            String detail = admin().body(c[0]).post("/api/v1/services/heartbeat").then().statusCode(400)
+                    .contentType("application/problem+json").body("field", is(c[1])).body("detail", notNullValue())
+                    .extract().path("detail");
+            assertTrue(!detail.isBlank(), c[0].toString());
+        }
+        assertEquals(before, state(), "refused heartbeats change nothing");
     }
 
     @Test

@@ -94,6 +94,26 @@ public final class Inputs {
         return value;
     }
 
+    /** An optional http(s) URL with a host and no credentials, at most 2048 characters; null when absent or empty. */
+    public static String httpUrl(String field, String value) {
+        if (value == null || value.isEmpty()) {
+            return null;
+        }
+        String url = text(field, value, 2048);
+        java.net.URI u;
+        try {
+            u = new java.net.URI(url);
+        } catch (java.net.URISyntaxException e) {
+            throw ApiException.invalid(field, field + " must be an http(s) URL, got '" + Text.safe(url) + "'");
+        }
+        if (u.getScheme() == null || !(u.getScheme().equals("http") || u.getScheme().equals("https"))
+                || u.getHost() == null || u.getRawUserInfo() != null) {
+            throw ApiException.invalid(field, field + " must be an http(s) URL with a host and no credentials, got '"
+                    + Text.safe(url) + "'");
+        }
+        return url;
+    }
+
     /** {@code v} when in [min, max]; else 400 naming the field and the range. */
     public static long range(String field, long v, long min, long max) {
         String p = Limits.range(v, min, max);

@@ -6,14 +6,17 @@ import jakarta.persistence.Id;
 import jakarta.persistence.Table;
 import java.time.Instant;
 
-/** A metadata-plane replica as its last stats report described it; {@code lastSeen} is when that report arrived. */
+/**
+ * A metadata-plane replica as its last stats report described it, or a data agent as its last heartbeat did;
+ * {@code lastSeen} is when that report arrived.
+ */
 @Entity
 @Table(name = "service_replica")
 public class ReplicaEntity {
     @Id
     @Column(name = "replica_id", nullable = false)
     public String id;
-    /** {@code meta} (the only kind reported today). */
+    /** {@code meta} (a metadata-plane replica) or {@code agent} (a data agent). */
     @Column(name = "kind", nullable = false)
     public String kind;
     @Column(name = "url")
@@ -35,4 +38,7 @@ public class ReplicaEntity {
     public int periodSeconds;
     @Column(name = "last_seen", nullable = false)
     public Instant lastSeen;
+    /** An agent's tiers as JSON, {@code {"<tier>": {"capacityBytes", "usedBytes", "blocks"}}}; null for a replica. */
+    @Column(name = "tiers", length = 8192)
+    public String tiers;
 }

@@ -9,7 +9,6 @@ import dev.kvpool.control.usage.UsageService;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 import jakarta.transaction.Transactional;
-import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -154,22 +153,7 @@ public class StatsService {
             throw ApiException.invalid("replica.id", "replica.id is required");
         }
         String id = Inputs.text("replica.id", p.id(), 253);
-        String url = null;
-        if (p.url() != null && !p.url().isEmpty()) {
-            url = Inputs.text("replica.url", p.url(), 2048);
-            URI u;
-            try {
-                u = new URI(url);
-            } catch (java.net.URISyntaxException e) {
-                throw ApiException.invalid("replica.url", "replica.url must be an http(s) URL, got '" + Text.safe(url)
-                        + "'");
-            }
-            if (u.getScheme() == null || !(u.getScheme().equals("http") || u.getScheme().equals("https"))
-                    || u.getHost() == null || u.getRawUserInfo() != null) {
-                throw ApiException.invalid("replica.url", "replica.url must be an http(s) URL with a host and no "
-                        + "credentials, got '" + Text.safe(url) + "'");
-            }
-        }
+        String url = Inputs.httpUrl("replica.url", p.url());
         String store = null;
         if (p.store() != null) {
             if (!STORE.matcher(p.store()).matches()) {

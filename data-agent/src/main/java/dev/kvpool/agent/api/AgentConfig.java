@@ -2,6 +2,7 @@ package dev.kvpool.agent.api;
 
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
+import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 
@@ -55,6 +56,8 @@ public interface AgentConfig {
     Shm shm();
 
     Sched sched();
+
+    ControlPlane controlPlane();
 
     interface Host {
         @WithDefault("2")
@@ -180,5 +183,27 @@ public interface AgentConfig {
 
         @WithDefault("500")
         long guardMicros();
+    }
+
+    /** Where this agent posts its heartbeat (GET /api/v1/services lists it); no url: it reports nowhere. */
+    interface ControlPlane {
+        /** The control plane's base URL, e.g. {@code http://127.0.0.1:8080} (env KVPOOL_CONTROL_PLANE_URL). */
+        Optional<String> url();
+
+        /** Operator (or admin) credentials used to obtain bearer tokens ({@code POST /api/v1/tokens}). */
+        Optional<String> user();
+
+        Optional<String> password();
+
+        /** A ready-made bearer token instead of user/password (not renewed). */
+        Optional<String> token();
+
+        /** Heartbeat period (the control plane shows the agent DOWN after three without one). */
+        @WithDefault("10s")
+        Duration period();
+
+        /** Connect and request timeout of one heartbeat. */
+        @WithDefault("5s")
+        Duration timeout();
     }
 }

@@ -3,6 +3,7 @@ package dev.kvpool.agent.api;
 import dev.kvpool.agent.events.BlockEventPublisher;
 import dev.kvpool.agent.events.EventSink;
 import dev.kvpool.agent.events.SeqFile;
+import dev.kvpool.agent.heartbeat.HeartbeatReporter;
 import dev.kvpool.agent.io.SpoolLog;
 import dev.kvpool.agent.pool.PooledTier;
 import dev.kvpool.agent.sched.DeviceWorker;
@@ -10,6 +11,8 @@ import dev.kvpool.agent.store.AgentSetup;
 import dev.kvpool.agent.store.BlockStore;
 import dev.kvpool.agent.tier.GlobalPoolTier;
 import dev.kvpool.agent.tier.GpuDevice;
+import dev.kvpool.agent.tier.Tier;
+import dev.kvpool.api.client.ControlPlaneClient;
 import dev.kvpool.api.naming.Identifiers;
 import dev.kvpool.api.naming.Text;
 import io.micrometer.core.instrument.Gauge;
@@ -25,6 +28,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.ToDoubleFunction;
 import java.util.logging.Logger;
+import org.eclipse.microprofile.config.ConfigProvider;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 
 /** Builds the store, the shared segment and the event publisher from {@link AgentConfig} at start-up. */
@@ -46,6 +50,7 @@ public class AgentService {
     private BlockEventPublisher publisher;
     private AgentSetup.Built built;
     private String agentId;
+    private HeartbeatReporter heartbeat;
 
     void start(@Observes StartupEvent ev) {
         long t0 = System.nanoTime();
@@ -90,6 +95,7 @@ public class AgentService {
                 config.shm().mib() << 20);
         built.pinForGpu(shm.segment()); // engine buffers: GPU-tier copies DMA straight from/to them
         metrics();
+        heartbeat = heartbeat(java.time.Instant.now());
         LOG.info(String.format("KVPool data agent %s ready in %d ms: engine API http://%s:%d, metrics %s/q/metrics,"
                         + " shared memory %s (%d MiB), block %d KiB, tiers %s, NVMe I/O %s, GPU %s, events %s", agentId,
                 (System.nanoTime() - t0) / 1_000_000, config.httpHost(), httpPort, config.metricsHost() + ":" + config.metricsPort(), shm.path(), shm.size() >> 20, config.blockBytes() / 1024, store, built.ioEngine(), built.gpu(),
@@ -101,7 +107,49 @@ public class AgentService {
         return host.equals("localhost") || host.equals("::1") || host.startsWith("127.");
     }
 
+    /** With kvpool.agent.control-plane.url: heartbeats to the control plane on their own daemon thread. */
+    private HeartbeatReporter heartbeat(java.time.Instant startedAt) {
+        var cp = config.controlPlane();
+        if (cp.url().filter(u -> !u.isBlank()).isEmpty()) {
+            return null;
+        }
+        var client = new ControlPlaneClient(cp.url().get(), cp.user().orElse(null), cp.password().orElse(null),
+                cp.token().orElse(null), cp.timeout());
+        String version = ConfigProvider.getConfig().getOptionalValue("quarkus.application.version", String.class)
+                .orElse(null);
+        var info = new HeartbeatReporter.Info(agentId + "-" + httpPort, engineUrl(config.httpHost(), httpPort),
+                version, startedAt);
+        LOG.info("heartbeats to the control plane " + client.url + " every " + cp.period() + " as " + info.id());
+        return new HeartbeatReporter(client::post, info, this::tierUsage, cp.period()).start();
+    }
+
+    /** The engine API's URL as the heartbeat names it: the host name where it listens on every interface. */
+    static String engineUrl(String host, int port) {
+        String h = host.equals("0.0.0.0") || host.equals("::") ? hostName() : host;
+        return "http://" + (h.contains(":") ? "[" + h + "]" : h) + ":" + port;
+    }
+
+    /**
+     * Each local tier's capacity, blocks and bytes, read as {@code /v1/status} reads them; the global pool is left
+     * out (its blocks are counted by the metadata plane, not here).
+     */
+    List<HeartbeatReporter.TierUsage> tierUsage() {
+        List<HeartbeatReporter.TierUsage> u = new ArrayList<>();
+        for (Tier t : store.tiers()) {
+            long blocks = t.size();
+            if (blocks < 0) { // not tracked by this agent
+                continue;
+            }
+            Long cap = t instanceof PooledTier p ? p.capacity() * t.blockBytes() : null;
+            u.add(new HeartbeatReporter.TierUsage(t.name(), cap, blocks * t.blockBytes(), blocks));
+        }
+        return u;
+    }
+
     void stop(@Observes ShutdownEvent ev) {
+        if (heartbeat != null) {
+            heartbeat.close();
+        }
         if (store != null) {
             store.close();
         }

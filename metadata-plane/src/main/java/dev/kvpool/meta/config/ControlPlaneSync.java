@@ -3,6 +3,7 @@ package dev.kvpool.meta.config;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvpool.api.client.ControlPlaneClient;
 import dev.kvpool.api.json.ProtoJson;
 import dev.kvpool.api.naming.Identifiers;
 import dev.kvpool.api.naming.Text;

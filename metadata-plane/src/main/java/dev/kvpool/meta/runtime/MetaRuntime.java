@@ -4,7 +4,7 @@ import dev.kvpool.api.logging.FailureLog;
 import dev.kvpool.meta.index.StoreException;
 import dev.kvpool.api.events.CacheEvent;
 import dev.kvpool.meta.auth.MetaAuth;
-import dev.kvpool.meta.config.ControlPlaneClient;
+import dev.kvpool.api.client.ControlPlaneClient;
 import dev.kvpool.meta.config.ControlPlaneSync;
 import dev.kvpool.meta.config.StartupConfig;
 import dev.kvpool.meta.events.CacheEvents;

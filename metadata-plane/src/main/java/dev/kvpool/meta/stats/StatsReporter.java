@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.kvpool.meta.config.ControlPlaneClient;
+import dev.kvpool.api.client.ControlPlaneClient;
 import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;

@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.kvpool.meta.config.ControlPlaneClient;
+import dev.kvpool.api.client.ControlPlaneClient;
 import dev.kvpool.meta.reclaim.Reclaimer;
 import java.io.IOException;
 import java.time.Duration;

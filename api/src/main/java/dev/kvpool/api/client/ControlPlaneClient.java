@@ -1,4 +1,4 @@
-package dev.kvpool.meta.config;
+package dev.kvpool.api.client;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -13,12 +13,12 @@ import java.time.Instant;
 import org.jboss.logging.Logger;
 
 /**
- * The control plane's REST API as the metadata plane uses it: a bearer token obtained with operator credentials
- * ({@code POST /api/v1/tokens}) and renewed before it expires, then JSON calls.
+ * The control plane's REST API as the metadata plane and the data agent use it: a bearer token obtained with operator
+ * credentials ({@code POST /api/v1/tokens}) and renewed before it expires, then JSON calls.
  */
 public final class ControlPlaneClient {
     private static final Logger LOG = Logger.getLogger(ControlPlaneClient.class);
-    static final ObjectMapper JSON = new ObjectMapper();
+    public static final ObjectMapper JSON = new ObjectMapper();
 
     /** An answer: HTTP status and the parsed body (missing when empty or not JSON). */
     public record Reply(int status, JsonNode body) {
