@@ -190,6 +190,7 @@ class ConsoleIT {
         assertThat(p.getByTestId("overview-hit-rate-chart").locator("svg path").first()).isAttached();
         assertThat(p.getByTestId("service-control-plane")).containsText("UP");
         assertThat(p.locator("[data-testid^=service-meta-]").first()).containsText("UP");
+        assertThat(p.locator("[data-testid^=service-agent-]").first()).containsText("UP");
         figure("overview_first_meaningful_paint_ms", String.format(java.util.Locale.ROOT, "%.0f", paintMs));
         java.nio.file.Files.createDirectories(stack.dir.resolve("screenshots"));
         p.setViewportSize(1440, 1500); // the whole overview, charts included (docs/img/console-overview.png)

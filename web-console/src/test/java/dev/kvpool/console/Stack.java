@@ -67,6 +67,16 @@ final class Stack implements AutoCloseable {
                     "-Dkvpool.meta.control-plane.resync=1s", "-Dkvpool.meta.control-plane.usage-period=1s",
                     "-jar", jar("kvpool.meta.jar")));
             s.await("metadata plane ready", 120_000, () -> s.ok(s.meta + "/q/health/ready"));
+            // this node's data agent (local tiers only), reporting to the control plane as ./kvpool up starts it
+            int agentHttp = freePort(), agentMetrics = freePort();
+            s.launch("data-agent", List.of(java, "-Xmx256m", "-XX:+UseSerialGC", "--enable-native-access=ALL-UNNAMED",
+                    "-Dkvpool.agent.http-port=" + agentHttp, "-Dkvpool.agent.metrics-port=" + agentMetrics,
+                    "-Dkvpool.agent.data-dir=" + dir.resolve("agent"),
+                    "-Dkvpool.agent.shm.path=" + dir.resolve("agent").resolve("shm"), "-Dkvpool.agent.shm.mib=16",
+                    "-Dkvpool.agent.control-plane.url=" + s.cp, "-Dkvpool.agent.control-plane.user=admin",
+                    "-Dkvpool.agent.control-plane.password=" + ADMIN_PW, "-Dkvpool.agent.control-plane.period=1s",
+                    "-jar", jar("kvpool.agent.jar")));
+            s.await("data agent ready", 120_000, () -> s.ok("http://127.0.0.1:" + agentHttp + "/v1/status"));
             return s;
         } catch (Exception | Error e) {
             s.close();
