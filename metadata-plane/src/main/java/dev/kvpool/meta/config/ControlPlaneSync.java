@@ -317,7 +317,7 @@ public final class ControlPlaneSync implements AutoCloseable {
             if (leader.getAsBoolean()) {
                 reportUsage(ledger);
             }
-        }, usageMs, usageMs, TimeUnit.MILLISECONDS);
+        }, Math.min(usageMs, 1000), usageMs, TimeUnit.MILLISECONDS); // the first soon: the console's gauges start filled
     }
 
     private synchronized void scheduleResync(long delayMs) {

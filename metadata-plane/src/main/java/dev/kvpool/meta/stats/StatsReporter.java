@@ -78,13 +78,15 @@ public final class StatsReporter implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
+        // the first report (the replica's heartbeat) within a second of start: the console shows the replica UP at
+        // once, not after a whole period
         timer.scheduleWithFixedDelay(() -> {
             try {
                 reportOnce(Instant.now());
             } catch (RuntimeException e) {
                 LOG.warnf(e, "stats report failed");
             }
-        }, ms, ms, TimeUnit.MILLISECONDS);
+        }, Math.min(ms, 1000), ms, TimeUnit.MILLISECONDS);
         return this;
     }
 
