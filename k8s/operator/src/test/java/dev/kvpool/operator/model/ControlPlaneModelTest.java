@@ -1,0 +1,142 @@
+package dev.kvpool.operator.model;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.kvpool.operator.crd.KVPool;
+import dev.kvpool.operator.crd.KVPoolSpec;
+import dev.kvpool.operator.crd.SecretRef;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
+import io.fabric8.kubernetes.api.model.OwnerReference;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.ResourceRequirementsBuilder;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.ServicePort;
+import io.fabric8.kubernetes.api.model.apps.Deployment;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+
+/** The desired control plane, without any Kubernetes. */
+class ControlPlaneModelTest {
+
+    static KVPool pool() {
+        KVPool p = new KVPool();
+        p.setMetadata(new ObjectMetaBuilder().withName("prod").withNamespace("llm").withUid("uid-1").build());
+        KVPoolSpec spec = new KVPoolSpec();
+        spec.version = "0.4.2";
+        spec.engines = new KVPoolSpec.Engines();
+        spec.engines.postgres = new KVPoolSpec.Postgres();
+        spec.engines.postgres.secretRef = new SecretRef("prod-db");
+        p.setSpec(spec);
+        return p;
+    }
+
+    @Test
+    void deploymentIsNamedLabelledAndOwned() {
+        Deployment d = ControlPlaneModel.of(pool()).deployment();
+        assertEquals("prod-control-plane", d.getMetadata().getName());
+        assertEquals("llm", d.getMetadata().getNamespace());
+        assertEquals("prod", d.getMetadata().getLabels().get("app.kubernetes.io/instance"));
+        assertEquals("control-plane", d.getMetadata().getLabels().get("app.kubernetes.io/component"));
+        assertEquals("0.4.2", d.getMetadata().getLabels().get("app.kubernetes.io/version"));
+        assertEquals("kvpool-operator", d.getMetadata().getLabels().get("app.kubernetes.io/managed-by"));
+        OwnerReference o = d.getMetadata().getOwnerReferences().getFirst();
+        assertEquals("kvpool.dev/v1alpha1", o.getApiVersion());
+        assertEquals("KVPool", o.getKind());
+        assertEquals("prod", o.getName());
+        assertEquals("uid-1", o.getUid());
+        assertTrue(o.getController());
+        // the selector is a stable subset of the pod labels (no version: an upgrade must not orphan pods)
+        Map<String, String> sel = d.getSpec().getSelector().getMatchLabels();
+        assertNull(sel.get("app.kubernetes.io/version"));
+        assertTrue(d.getSpec().getTemplate().getMetadata().getLabels().entrySet().containsAll(sel.entrySet()));
+        assertEquals(1, d.getSpec().getReplicas());
+    }
+
+    @Test
+    void containerRunsTheVersionedImageWithPortsProbesAndNonRoot() {
+        Deployment d = ControlPlaneModel.of(pool()).deployment();
+        Container c = d.getSpec().getTemplate().getSpec().getContainers().getFirst();
+        assertEquals("ghcr.io/kvpool/kvpool-control-plane:0.4.2", c.getImage());
+        assertEquals(Map.of("http", 6492, "grpc", 6491), c.getPorts().stream()
+                .collect(Collectors.toMap(p -> p.getName(), p -> p.getContainerPort())));
+        assertEquals("/q/health/ready", c.getReadinessProbe().getHttpGet().getPath());
+        assertEquals("/q/health/live", c.getLivenessProbe().getHttpGet().getPath());
+        assertEquals("http", c.getLivenessProbe().getHttpGet().getPort().getStrVal());
+        assertTrue(d.getSpec().getTemplate().getSpec().getSecurityContext().getRunAsNonRoot());
+        assertTrue(c.getSecurityContext().getRunAsNonRoot());
+        assertEquals(false, c.getSecurityContext().getAllowPrivilegeEscalation());
+        assertEquals("ALL", c.getSecurityContext().getCapabilities().getDrop().getFirst());
+    }
+
+    @Test
+    void databaseSettingsComeFromTheSecret() {
+        Container c = ControlPlaneModel.of(pool()).deployment().getSpec().getTemplate().getSpec().getContainers()
+                .getFirst();
+        Map<String, EnvVar> env = c.getEnv().stream().collect(Collectors.toMap(EnvVar::getName, e -> e));
+        assertEquals("postgresql", env.get("QUARKUS_DATASOURCE_DB_KIND").getValue());
+        for (var e : Map.of("QUARKUS_DATASOURCE_JDBC_URL", "url", "QUARKUS_DATASOURCE_USERNAME", "username",
+                "QUARKUS_DATASOURCE_PASSWORD", "password").entrySet()) {
+            EnvVar v = env.get(e.getKey());
+            assertNull(v.getValue(), "no secret value inline: " + e.getKey());
+            assertEquals("prod-db", v.getValueFrom().getSecretKeyRef().getName());
+            assertEquals(e.getValue(), v.getValueFrom().getSecretKeyRef().getKey());
+        }
+    }
+
+    @Test
+    void specOverridesImageReplicasAndResources() {
+        KVPool p = pool();
+        p.getSpec().image = "registry.local/kv";
+        p.getSpec().controlPlane.replicas = 3;
+        p.getSpec().controlPlane.resources = new ResourceRequirementsBuilder()
+                .addToLimits("memory", new Quantity("1Gi")).build();
+        Deployment d = ControlPlaneModel.of(p).deployment();
+        Container c = d.getSpec().getTemplate().getSpec().getContainers().getFirst();
+        assertEquals("registry.local/kv/kvpool-control-plane:0.4.2", c.getImage());
+        assertEquals(3, d.getSpec().getReplicas());
+        assertEquals(new Quantity("1Gi"), c.getResources().getLimits().get("memory"));
+    }
+
+    @Test
+    void serviceExposesBothPortsToTheDeploymentsPods() {
+        ControlPlaneModel m = ControlPlaneModel.of(pool());
+        Service s = m.service();
+        assertEquals("prod-control-plane", s.getMetadata().getName());
+        assertEquals("ClusterIP", s.getSpec().getType());
+        assertEquals(m.deployment().getSpec().getSelector().getMatchLabels(), s.getSpec().getSelector());
+        assertEquals(Map.of("http", 6492, "grpc", 6491), s.getSpec().getPorts().stream()
+                .collect(Collectors.toMap(ServicePort::getName, ServicePort::getPort)));
+        assertEquals("KVPool", s.getMetadata().getOwnerReferences().getFirst().getKind());
+    }
+
+    @Test
+    void isDeterministic() {
+        assertEquals(ControlPlaneModel.of(pool()).deployment(), ControlPlaneModel.of(pool()).deployment());
+        assertEquals(ControlPlaneModel.of(pool()).service(), ControlPlaneModel.of(pool()).service());
+    }
+
+    @Test
+    void managedPostgresGivesNoSecretEnv() {
+        KVPool p = pool();
+        p.getSpec().engines.postgres.secretRef = null;
+        p.getSpec().engines.postgres.managed = new KVPoolSpec.Managed();
+        assertTrue(ControlPlaneModel.of(p).deployment().getSpec().getTemplate().getSpec().getContainers()
+                .getFirst().getEnv().isEmpty());
+    }
+
+    @Test
+    void refusesAPoolWithoutNameOrVersion() {
+        KVPool p = pool();
+        p.getSpec().version = null;
+        assertThrows(IllegalArgumentException.class, () -> ControlPlaneModel.of(p));
+        KVPool q = pool();
+        q.getMetadata().setName(null);
+        assertThrows(IllegalArgumentException.class, () -> ControlPlaneModel.of(q));
+    }
+}
