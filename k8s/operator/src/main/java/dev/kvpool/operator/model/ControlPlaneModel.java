@@ -4,111 +4,84 @@ import dev.kvpool.operator.crd.KVPool;
 import dev.kvpool.operator.crd.KVPoolSpec;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.EnvVar;
-import io.fabric8.kubernetes.api.model.EnvVarBuilder;
 import io.fabric8.kubernetes.api.model.IntOrString;
 import io.fabric8.kubernetes.api.model.OwnerReference;
-import io.fabric8.kubernetes.api.model.OwnerReferenceBuilder;
-import io.fabric8.kubernetes.api.model.Probe;
-import io.fabric8.kubernetes.api.model.ProbeBuilder;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
-import java.util.LinkedHashMap;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
 /**
  * The desired control plane of a {@link KVPool}: a Deployment and a Service, as plain fabric8 objects. Pure: no
  * Kubernetes client, no I/O; the same KVPool always gives equal objects, so a reconciler can apply them as they are.
+ *
+ * <p>The database kind is fixed when the control plane's jar is built (it is a {@code mutable-jar} built for H2;
+ * {@code QUARKUS_DATASOURCE_DB_KIND} alone does not switch it, and {@code quarkus.launch.rebuild} at start would
+ * write into the application under a read-only root). The image this model runs must therefore be built with
+ * {@code -Dquarkus.datasource.db-kind=postgresql}; the model still sets {@code QUARKUS_DATASOURCE_DB_KIND=postgresql}
+ * as a statement of intent (harmless: it equals the build-time value). The root filesystem is read-only, so the pod
+ * gets writable {@code emptyDir}s for {@code /tmp} and for {@code kvpool.data-dir} ({@code KVPOOL_DATA_DIR}).
  */
 public final class ControlPlaneModel {
     public static final String COMPONENT = "control-plane";
-    public static final String DEFAULT_IMAGE_REPOSITORY = "ghcr.io/kvpool";
+    public static final String DEFAULT_IMAGE_REPOSITORY = Workloads.DEFAULT_IMAGE_REPOSITORY;
     public static final int HTTP_PORT = 6492;
     public static final int GRPC_PORT = 6491;
-    public static final long RUN_AS_USER = 185; // the UBI OpenJDK image's non-root user
+    public static final long RUN_AS_USER = Workloads.RUN_AS_USER;
     /** Keys of the database Secret named by spec.engines.postgres.secretRef. */
     public static final String DB_URL_KEY = "url";
     public static final String DB_USERNAME_KEY = "username";
     public static final String DB_PASSWORD_KEY = "password";
 
     private final KVPool pool;
+    private final Workloads w;
 
     private ControlPlaneModel(KVPool pool) {
         this.pool = pool;
+        this.w = Workloads.of(pool, COMPONENT);
     }
 
     public static ControlPlaneModel of(KVPool pool) {
-        if (pool.getMetadata() == null || pool.getMetadata().getName() == null) {
-            throw new IllegalArgumentException("KVPool without metadata.name");
-        }
-        if (pool.getSpec() == null || pool.getSpec().version == null) {
-            throw new IllegalArgumentException("KVPool " + pool.getMetadata().getName() + " without spec.version");
-        }
         return new ControlPlaneModel(pool);
     }
 
     /** {@code <pool>-control-plane}: the name of the Deployment and of the Service. */
     public String name() {
-        return pool.getMetadata().getName() + "-" + COMPONENT;
+        return w.name();
     }
 
     public String image() {
-        KVPoolSpec spec = pool.getSpec();
-        String repo = spec.image == null || spec.image.isBlank() ? DEFAULT_IMAGE_REPOSITORY : spec.image;
-        return repo + "/kvpool-control-plane:" + spec.version;
+        return w.image();
     }
 
     /** The labels of every object and the pod template; the first three also select the pods. */
     public Map<String, String> labels() {
-        Map<String, String> l = new LinkedHashMap<>(selector());
-        l.put("app.kubernetes.io/version", pool.getSpec().version);
-        l.put("app.kubernetes.io/managed-by", "kvpool-operator");
-        l.put("app.kubernetes.io/part-of", "kvpool");
-        return l;
+        return w.labels();
     }
 
     public Map<String, String> selector() {
-        Map<String, String> l = new LinkedHashMap<>();
-        l.put("app.kubernetes.io/name", "kvpool-" + COMPONENT);
-        l.put("app.kubernetes.io/instance", pool.getMetadata().getName());
-        l.put("app.kubernetes.io/component", COMPONENT);
-        return l;
+        return w.selector();
     }
 
     public OwnerReference ownerReference() {
-        return new OwnerReferenceBuilder()
-                .withApiVersion(pool.getApiVersion())
-                .withKind(pool.getKind())
-                .withName(pool.getMetadata().getName())
-                .withUid(pool.getMetadata().getUid())
-                .withController(true)
-                .withBlockOwnerDeletion(true)
-                .build();
+        return w.ownerReference();
     }
 
     public Deployment deployment() {
         KVPoolSpec.ControlPlane cp = pool.getSpec().controlPlane == null
                 ? new KVPoolSpec.ControlPlane() : pool.getSpec().controlPlane;
         return new DeploymentBuilder()
-                .withNewMetadata()
-                    .withName(name())
-                    .withNamespace(pool.getMetadata().getNamespace())
-                    .withLabels(labels())
-                    .withOwnerReferences(ownerReference())
-                .endMetadata()
+                .withMetadata(w.metadata())
                 .withNewSpec()
                     .withReplicas(cp.replicas == null ? 1 : cp.replicas)
                     .withNewSelector().withMatchLabels(selector()).endSelector()
                     .withNewTemplate()
                         .withNewMetadata().withLabels(labels()).endMetadata()
                         .withNewSpec()
-                            .withNewSecurityContext()
-                                .withRunAsNonRoot(true)
-                                .withRunAsUser(RUN_AS_USER)
-                                .withNewSeccompProfile().withType("RuntimeDefault").endSeccompProfile()
-                            .endSecurityContext()
+                            .withSecurityContext(Workloads.podSecurityContext())
                             .withContainers(new ContainerBuilder()
                                     .withName(COMPONENT)
                                     .withImage(image())
@@ -116,15 +89,12 @@ public final class ControlPlaneModel {
                                     .addNewPort().withName("grpc").withContainerPort(GRPC_PORT).withProtocol("TCP").endPort()
                                     .withEnv(env())
                                     .withResources(cp.resources)
-                                    .withReadinessProbe(probe("/q/health/ready", 5))
-                                    .withLivenessProbe(probe("/q/health/live", 30))
-                                    .withNewSecurityContext()
-                                        .withRunAsNonRoot(true)
-                                        .withAllowPrivilegeEscalation(false)
-                                        .withReadOnlyRootFilesystem(true)
-                                        .withNewCapabilities().withDrop("ALL").endCapabilities()
-                                    .endSecurityContext()
+                                    .withReadinessProbe(Workloads.httpProbe("/q/health/ready", 5, 3))
+                                    .withLivenessProbe(Workloads.httpProbe("/q/health/live", 30, 3))
+                                    .withSecurityContext(Workloads.containerSecurityContext())
+                                    .withVolumeMounts(Workloads.volumeMounts())
                                     .build())
+                            .withVolumes(Workloads.volumes())
                         .endSpec()
                     .endTemplate()
                 .endSpec()
@@ -133,12 +103,7 @@ public final class ControlPlaneModel {
 
     public Service service() {
         return new ServiceBuilder()
-                .withNewMetadata()
-                    .withName(name())
-                    .withNamespace(pool.getMetadata().getNamespace())
-                    .withLabels(labels())
-                    .withOwnerReferences(ownerReference())
-                .endMetadata()
+                .withMetadata(w.metadata())
                 .withNewSpec()
                     .withType("ClusterIP")
                     .withSelector(selector())
@@ -148,32 +113,20 @@ public final class ControlPlaneModel {
                 .build();
     }
 
-    /** The database settings, from the Secret of spec.engines.postgres.secretRef (none while it is managed). */
+    /** The data dir, and the database settings from the Secret of spec.engines.postgres.secretRef (none while managed). */
     List<EnvVar> env() {
+        List<EnvVar> env = new ArrayList<>();
+        env.add(Workloads.dataDirEnv());
         KVPoolSpec.Engines engines = pool.getSpec().engines;
         if (engines == null || engines.postgres == null || engines.postgres.secretRef == null) {
-            return List.of();
+            return env;
         }
         String secret = engines.postgres.secretRef.name;
-        return List.of(
-                new EnvVarBuilder().withName("QUARKUS_DATASOURCE_DB_KIND").withValue("postgresql").build(),
-                fromSecret("QUARKUS_DATASOURCE_JDBC_URL", secret, DB_URL_KEY),
-                fromSecret("QUARKUS_DATASOURCE_USERNAME", secret, DB_USERNAME_KEY),
-                fromSecret("QUARKUS_DATASOURCE_PASSWORD", secret, DB_PASSWORD_KEY));
-    }
-
-    private static EnvVar fromSecret(String env, String secret, String key) {
-        return new EnvVarBuilder().withName(env)
-                .withNewValueFrom().withNewSecretKeyRef().withName(secret).withKey(key).endSecretKeyRef().endValueFrom()
-                .build();
-    }
-
-    private static Probe probe(String path, int initialDelaySeconds) {
-        return new ProbeBuilder()
-                .withNewHttpGet().withPath(path).withPort(new IntOrString("http")).endHttpGet()
-                .withInitialDelaySeconds(initialDelaySeconds)
-                .withPeriodSeconds(10)
-                .withFailureThreshold(3)
-                .build();
+        // intent only: the image must be built for PostgreSQL (see the class comment)
+        env.add(Workloads.value("QUARKUS_DATASOURCE_DB_KIND", "postgresql"));
+        env.add(Workloads.fromSecret("QUARKUS_DATASOURCE_JDBC_URL", secret, DB_URL_KEY));
+        env.add(Workloads.fromSecret("QUARKUS_DATASOURCE_USERNAME", secret, DB_USERNAME_KEY));
+        env.add(Workloads.fromSecret("QUARKUS_DATASOURCE_PASSWORD", secret, DB_PASSWORD_KEY));
+        return env;
     }
 }

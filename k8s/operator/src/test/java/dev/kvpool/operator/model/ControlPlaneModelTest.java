@@ -1,6 +1,8 @@
 package dev.kvpool.operator.model;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -16,7 +18,10 @@ import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.ResourceRequirementsBuilder;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServicePort;
+import io.fabric8.kubernetes.api.model.Volume;
+import io.fabric8.kubernetes.api.model.VolumeMount;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
+import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
@@ -90,6 +95,32 @@ class ControlPlaneModelTest {
     }
 
     @Test
+    void readOnlyRootGetsWritableTmpAndDataDir() {
+        Deployment d = ControlPlaneModel.of(pool()).deployment();
+        Container c = d.getSpec().getTemplate().getSpec().getContainers().getFirst();
+        assertTrue(c.getSecurityContext().getReadOnlyRootFilesystem());
+        assertWritableTmpAndDataDir(d);
+    }
+
+    /** Both emptyDirs are declared and mounted, and KVPOOL_DATA_DIR points at the data mount. */
+    static void assertWritableTmpAndDataDir(Deployment d) {
+        var pod = d.getSpec().getTemplate().getSpec();
+        Map<String, Volume> volumes = pod.getVolumes().stream().collect(Collectors.toMap(Volume::getName, v -> v));
+        Map<String, String> mounts = pod.getContainers().getFirst().getVolumeMounts().stream()
+                .collect(Collectors.toMap(VolumeMount::getMountPath, VolumeMount::getName));
+        String tmp = mounts.get("/tmp");
+        assertNotNull(tmp, "/tmp is mounted");
+        assertNotNull(volumes.get(tmp).getEmptyDir(), "/tmp is an emptyDir");
+        Map<String, EnvVar> env = pod.getContainers().getFirst().getEnv().stream()
+                .collect(Collectors.toMap(EnvVar::getName, e -> e));
+        String dataDir = env.get("KVPOOL_DATA_DIR").getValue();
+        String data = mounts.get(dataDir);
+        assertNotNull(data, "KVPOOL_DATA_DIR " + dataDir + " is a mount");
+        assertNotNull(volumes.get(data).getEmptyDir(), "the data dir is an emptyDir");
+        assertNotEquals(tmp, data);
+    }
+
+    @Test
     void specOverridesImageReplicasAndResources() {
         KVPool p = pool();
         p.getSpec().image = "registry.local/kv";
@@ -126,8 +157,8 @@ class ControlPlaneModelTest {
         KVPool p = pool();
         p.getSpec().engines.postgres.secretRef = null;
         p.getSpec().engines.postgres.managed = new KVPoolSpec.Managed();
-        assertTrue(ControlPlaneModel.of(p).deployment().getSpec().getTemplate().getSpec().getContainers()
-                .getFirst().getEnv().isEmpty());
+        assertEquals(List.of("KVPOOL_DATA_DIR"), ControlPlaneModel.of(p).deployment().getSpec().getTemplate()
+                .getSpec().getContainers().getFirst().getEnv().stream().map(EnvVar::getName).toList());
     }
 
     @Test

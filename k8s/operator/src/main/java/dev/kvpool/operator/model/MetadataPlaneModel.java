@@ -1,0 +1,173 @@
+package dev.kvpool.operator.model;
+
+import dev.kvpool.operator.crd.KVPool;
+import dev.kvpool.operator.crd.KVPoolSpec;
+import io.fabric8.kubernetes.api.model.Affinity;
+import io.fabric8.kubernetes.api.model.AffinityBuilder;
+import io.fabric8.kubernetes.api.model.ContainerBuilder;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.IntOrString;
+import io.fabric8.kubernetes.api.model.OwnerReference;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.ServiceBuilder;
+import io.fabric8.kubernetes.api.model.apps.Deployment;
+import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
+import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudget;
+import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudgetBuilder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The desired metadata plane of a {@link KVPool}: a Deployment, a Service and a PodDisruptionBudget, as plain fabric8
+ * objects. Pure, like {@link ControlPlaneModel}.
+ *
+ * <p>Its replicas share one index in Redis ({@code KVPOOL_META_STORE=redis}, URL from
+ * {@code spec.engines.redis.urlSecretRef}) and take their configuration from the control plane's Service. A
+ * large index loads for minutes, so a startup probe on {@code /q/health/started} allows up to
+ * {@link #STARTUP_FAILURE_THRESHOLD} × 10 s before liveness applies. The control plane account comes from the
+ * Secret {@code <pool>-metadata-plane-account} (keys {@code username}, {@code password}), which nothing creates
+ * yet: the pods wait for it.
+ */
+public final class MetadataPlaneModel {
+    public static final String COMPONENT = "metadata-plane";
+    public static final int HTTP_PORT = 6382;
+    public static final int GRPC_PORT = 6381;
+    /** 180 × 10 s: half an hour for a large index to load before the kubelet gives up. */
+    public static final int STARTUP_FAILURE_THRESHOLD = 180;
+    public static final String ACCOUNT_SECRET_SUFFIX = "-metadata-plane-account";
+    public static final String ACCOUNT_USERNAME_KEY = "username";
+    public static final String ACCOUNT_PASSWORD_KEY = "password";
+
+    private final KVPool pool;
+    private final Workloads w;
+
+    private MetadataPlaneModel(KVPool pool) {
+        this.pool = pool;
+        this.w = Workloads.of(pool, COMPONENT);
+    }
+
+    public static MetadataPlaneModel of(KVPool pool) {
+        return new MetadataPlaneModel(pool);
+    }
+
+    /** {@code <pool>-metadata-plane}: the name of the Deployment, the Service and the PodDisruptionBudget. */
+    public String name() {
+        return w.name();
+    }
+
+    public String image() {
+        return w.image();
+    }
+
+    public Map<String, String> labels() {
+        return w.labels();
+    }
+
+    public Map<String, String> selector() {
+        return w.selector();
+    }
+
+    public OwnerReference ownerReference() {
+        return w.ownerReference();
+    }
+
+    /** The Secret holding the control plane account the replicas log in with. */
+    public String accountSecretName() {
+        return pool.getMetadata().getName() + ACCOUNT_SECRET_SUFFIX;
+    }
+
+    public Deployment deployment() {
+        KVPoolSpec.MetadataPlane mp = pool.getSpec().metadataPlane == null
+                ? new KVPoolSpec.MetadataPlane() : pool.getSpec().metadataPlane;
+        return new DeploymentBuilder()
+                .withMetadata(w.metadata())
+                .withNewSpec()
+                    .withReplicas(mp.replicas == null ? 2 : mp.replicas)
+                    .withNewSelector().withMatchLabels(selector()).endSelector()
+                    .withNewTemplate()
+                        .withNewMetadata().withLabels(labels()).endMetadata()
+                        .withNewSpec()
+                            .withSecurityContext(Workloads.podSecurityContext())
+                            .withAffinity(antiAffinity())
+                            .withContainers(new ContainerBuilder()
+                                    .withName(COMPONENT)
+                                    .withImage(image())
+                                    .addNewPort().withName("http").withContainerPort(HTTP_PORT).withProtocol("TCP").endPort()
+                                    .addNewPort().withName("grpc").withContainerPort(GRPC_PORT).withProtocol("TCP").endPort()
+                                    .withEnv(env())
+                                    .withResources(mp.resources)
+                                    .withStartupProbe(Workloads.httpProbe("/q/health/started", 5, STARTUP_FAILURE_THRESHOLD))
+                                    .withReadinessProbe(Workloads.httpProbe("/q/health/ready", 0, 3))
+                                    .withLivenessProbe(Workloads.httpProbe("/q/health/live", 0, 3))
+                                    .withSecurityContext(Workloads.containerSecurityContext())
+                                    .withVolumeMounts(Workloads.volumeMounts())
+                                    .build())
+                            .withVolumes(Workloads.volumes())
+                        .endSpec()
+                    .endTemplate()
+                .endSpec()
+                .build();
+    }
+
+    public Service service() {
+        return new ServiceBuilder()
+                .withMetadata(w.metadata())
+                .withNewSpec()
+                    .withType("ClusterIP")
+                    .withSelector(selector())
+                    .addNewPort().withName("http").withPort(HTTP_PORT).withTargetPort(new IntOrString("http")).withProtocol("TCP").endPort()
+                    .addNewPort().withName("grpc").withPort(GRPC_PORT).withTargetPort(new IntOrString("grpc")).withProtocol("TCP").endPort()
+                .endSpec()
+                .build();
+    }
+
+    /** At most one replica down at a time for voluntary disruptions (drains, upgrades of nodes). */
+    public PodDisruptionBudget podDisruptionBudget() {
+        return new PodDisruptionBudgetBuilder()
+                .withMetadata(w.metadata())
+                .withNewSpec()
+                    .withMaxUnavailable(new IntOrString(1))
+                    .withNewSelector().withMatchLabels(selector()).endSelector()
+                .endSpec()
+                .build();
+    }
+
+    /** Prefer one replica per node (preferred, not required: a one-node cluster still runs them all). */
+    Affinity antiAffinity() {
+        return new AffinityBuilder()
+                .withNewPodAntiAffinity()
+                    .addNewPreferredDuringSchedulingIgnoredDuringExecution()
+                        .withWeight(100)
+                        .withNewPodAffinityTerm()
+                            .withTopologyKey("kubernetes.io/hostname")
+                            .withNewLabelSelector().withMatchLabels(selector()).endLabelSelector()
+                        .endPodAffinityTerm()
+                    .endPreferredDuringSchedulingIgnoredDuringExecution()
+                .endPodAntiAffinity()
+                .build();
+    }
+
+    /**
+     * The metadata plane's settings (its application.properties): {@code KVPOOL_DATA_DIR}, {@code KVPOOL_META_STORE},
+     * {@code KVPOOL_REDIS_URL}, {@code KVPOOL_KAFKA_BOOTSTRAP}, {@code KVPOOL_CONTROL_PLANE_URL / _USER / _PASSWORD}.
+     */
+    List<EnvVar> env() {
+        List<EnvVar> env = new ArrayList<>();
+        env.add(Workloads.dataDirEnv());
+        env.add(Workloads.value("KVPOOL_META_STORE", "redis"));
+        KVPoolSpec.Engines engines = pool.getSpec().engines;
+        if (engines != null && engines.redis != null && engines.redis.urlSecretRef != null) {
+            env.add(Workloads.fromSecret("KVPOOL_REDIS_URL", engines.redis.urlSecretRef.name,
+                    engines.redis.urlSecretRef.key));
+        }
+        if (engines != null && engines.kafka != null && engines.kafka.bootstrap != null) {
+            env.add(Workloads.value("KVPOOL_KAFKA_BOOTSTRAP", engines.kafka.bootstrap));
+        }
+        env.add(Workloads.value("KVPOOL_CONTROL_PLANE_URL", "http://" + pool.getMetadata().getName() + "-"
+                + ControlPlaneModel.COMPONENT + ":" + ControlPlaneModel.HTTP_PORT));
+        env.add(Workloads.fromSecret("KVPOOL_CONTROL_PLANE_USER", accountSecretName(), ACCOUNT_USERNAME_KEY));
+        env.add(Workloads.fromSecret("KVPOOL_CONTROL_PLANE_PASSWORD", accountSecretName(), ACCOUNT_PASSWORD_KEY));
+        return env;
+    }
+}
