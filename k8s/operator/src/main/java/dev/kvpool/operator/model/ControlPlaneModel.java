@@ -5,14 +5,12 @@ import dev.kvpool.operator.crd.KVPoolSpec;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.IntOrString;
-import io.fabric8.kubernetes.api.model.OwnerReference;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 /**
  * The desired control plane of a {@link KVPool}: a Deployment and a Service, as plain fabric8 objects. Pure: no
@@ -25,7 +23,7 @@ import java.util.Map;
  * as a statement of intent (harmless: it equals the build-time value). The root filesystem is read-only, so the pod
  * gets writable {@code emptyDir}s for {@code /tmp} and for {@code kvpool.data-dir} ({@code KVPOOL_DATA_DIR}).
  */
-public final class ControlPlaneModel {
+public final class ControlPlaneModel extends ComponentModel {
     public static final String COMPONENT = "control-plane";
     public static final String DEFAULT_IMAGE_REPOSITORY = Workloads.DEFAULT_IMAGE_REPOSITORY;
     public static final int HTTP_PORT = 6492;
@@ -36,38 +34,12 @@ public final class ControlPlaneModel {
     public static final String DB_USERNAME_KEY = "username";
     public static final String DB_PASSWORD_KEY = "password";
 
-    private final KVPool pool;
-    private final Workloads w;
-
     private ControlPlaneModel(KVPool pool) {
-        this.pool = pool;
-        this.w = Workloads.of(pool, COMPONENT);
+        super(pool, COMPONENT);
     }
 
     public static ControlPlaneModel of(KVPool pool) {
         return new ControlPlaneModel(pool);
-    }
-
-    /** {@code <pool>-control-plane}: the name of the Deployment and of the Service. */
-    public String name() {
-        return w.name();
-    }
-
-    public String image() {
-        return w.image();
-    }
-
-    /** The labels of every object and the pod template; the first three also select the pods. */
-    public Map<String, String> labels() {
-        return w.labels();
-    }
-
-    public Map<String, String> selector() {
-        return w.selector();
-    }
-
-    public OwnerReference ownerReference() {
-        return w.ownerReference();
     }
 
     public Deployment deployment() {

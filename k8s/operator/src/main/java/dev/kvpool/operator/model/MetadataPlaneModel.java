@@ -7,7 +7,6 @@ import io.fabric8.kubernetes.api.model.AffinityBuilder;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.IntOrString;
-import io.fabric8.kubernetes.api.model.OwnerReference;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
@@ -16,7 +15,6 @@ import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudget;
 import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudgetBuilder;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 /**
  * The desired metadata plane of a {@link KVPool}: a Deployment, a Service and a PodDisruptionBudget, as plain fabric8
@@ -29,7 +27,7 @@ import java.util.Map;
  * Secret {@code <pool>-metadata-plane-account} (keys {@code username}, {@code password}), which nothing creates
  * yet: the pods wait for it.
  */
-public final class MetadataPlaneModel {
+public final class MetadataPlaneModel extends ComponentModel {
     public static final String COMPONENT = "metadata-plane";
     public static final int HTTP_PORT = 6382;
     public static final int GRPC_PORT = 6381;
@@ -39,37 +37,12 @@ public final class MetadataPlaneModel {
     public static final String ACCOUNT_USERNAME_KEY = "username";
     public static final String ACCOUNT_PASSWORD_KEY = "password";
 
-    private final KVPool pool;
-    private final Workloads w;
-
     private MetadataPlaneModel(KVPool pool) {
-        this.pool = pool;
-        this.w = Workloads.of(pool, COMPONENT);
+        super(pool, COMPONENT);
     }
 
     public static MetadataPlaneModel of(KVPool pool) {
         return new MetadataPlaneModel(pool);
-    }
-
-    /** {@code <pool>-metadata-plane}: the name of the Deployment, the Service and the PodDisruptionBudget. */
-    public String name() {
-        return w.name();
-    }
-
-    public String image() {
-        return w.image();
-    }
-
-    public Map<String, String> labels() {
-        return w.labels();
-    }
-
-    public Map<String, String> selector() {
-        return w.selector();
-    }
-
-    public OwnerReference ownerReference() {
-        return w.ownerReference();
     }
 
     /** The Secret holding the control plane account the replicas log in with. */
