@@ -440,4 +440,20 @@ class ConsoleIT {
         assertThat(p.getByTestId("error-state").first()).containsText("no metadata plane reachable");
         assertThat(p.getByTestId("instance-meta")).hasCount(0);
     }
+
+    @Test
+    @Order(11)
+    void anAdminCreatesAnOperatorAccountInTheConsole() throws Exception {
+        Page p = signIn("/accounts", "admin", Stack.ADMIN_PW);
+        assertThat(p.getByTestId("account-row-team-a")).isVisible();
+        p.getByTestId("account-create").click();
+        p.locator("#account-name").fill("ops-1");
+        p.locator("#account-password").fill("Green-Heron-77q");
+        p.locator("#account-role").selectOption("operator");
+        p.getByTestId("account-save").click();
+        assertThat(p.getByTestId("account-row-ops-1")).isVisible();
+        Stack.Res a = stack.rest("GET", "/api/v1/accounts/ops-1", null, admin(), null);
+        assertEquals(200, a.status(), a.raw());
+        assertEquals("operator", a.body().path("role").asText());
+    }
 }
