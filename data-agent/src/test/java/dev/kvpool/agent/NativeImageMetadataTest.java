@@ -214,8 +214,13 @@ class NativeImageMetadataTest {
         Set<String> named = libStrings().stream().filter(s -> s.matches("(java|jcuda)/[A-Za-z0-9_/$]+"))
                 .map(s -> s.replace('/', '.')).collect(Collectors.toCollection(TreeSet::new));
         assertTrue(named.contains("jcuda.runtime.cudaDeviceProp"), "the library's strings were not read: " + named);
-        assertEquals(named, jniTypes().keySet(), "JNI types in " + METADATA + " vs the classes "
-                + jcudaRuntimeResource() + " names (FindClass in JNI_OnLoad, ThrowNew)");
+        Set<String> missing = new TreeSet<>(named);
+        missing.removeAll(jniTypes().keySet());
+        Set<String> stale = new TreeSet<>(jniTypes().keySet());
+        stale.removeAll(named);
+        assertTrue(missing.isEmpty() && stale.isEmpty(), () -> METADATA + ": JNI types missing (named by "
+                + jcudaRuntimeResource() + ": FindClass in JNI_OnLoad, ThrowNew): " + missing
+                + "; JNI types the library does not name: " + stale);
     }
 
     @Test
