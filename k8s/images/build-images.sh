@@ -23,10 +23,12 @@ MIRROR=${KVPOOL_IMAGES_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # libstdc++6: JCuda's JNI libraries (data agent) link it; Java itself needs only libc (it brings its own zlib,
 # time zones and CA certificates)
 INCLUDE=${KVPOOL_IMAGES_DEBIAN_INCLUDE:-libstdc++6}
-# measured with jdeps over every jar of the four applications, plus jdk.zipfs, which jdeps cannot see (without it
-# quarkus-run.jar exits 1 without a word); jdk.compiler is left out (only vertx-codegen,
+# measured with jdeps over every jar of the four applications, plus what jdeps cannot see and a start proved missing:
+# jdk.zipfs (without it quarkus-run.jar exits 1 without a word), java.rmi (the control plane: context propagation
+# loads java.rmi.RemoteException);
+# jdk.compiler is left out (only vertx-codegen,
 # an annotation processor, refers to it)
-MODULES=${KVPOOL_IMAGES_JLINK_MODULES:-java.base,java.compiler,java.desktop,java.instrument,java.logging,java.management,java.naming,java.net.http,java.scripting,java.security.jgss,java.security.sasl,java.sql,java.transaction.xa,java.xml,jdk.management,jdk.net,jdk.unsupported,jdk.zipfs}
+MODULES=${KVPOOL_IMAGES_JLINK_MODULES:-java.base,java.compiler,java.desktop,java.instrument,java.logging,java.management,java.naming,java.net.http,java.scripting,java.security.jgss,java.security.sasl,java.sql,java.transaction.xa,java.xml,jdk.management,jdk.net,jdk.unsupported,jdk.zipfs,java.rmi}
 PUSH=${KVPOOL_IMAGES_PUSH:-}
 AGENT_NATIVE=${KVPOOL_IMAGES_AGENT_NATIVE:-}
 JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
