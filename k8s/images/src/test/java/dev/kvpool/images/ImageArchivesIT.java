@@ -7,8 +7,17 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.apps.Deployment;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
+import io.fabric8.kubernetes.client.utils.Serialization;
+import io.fabric8.mockwebserver.Context;
+import io.fabric8.mockwebserver.MockWebServer;
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.InetAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -22,6 +31,7 @@ import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -182,6 +192,53 @@ class ImageArchivesIT {
             awaitOk(p, "http://127.0.0.1:" + http + "/v1/status", "");
         } finally {
             stop(p);
+        }
+    }
+
+    /** The operator from its image against the fabric8 mock server (CRUD): it starts and reconciles a KVPool. */
+    @Test
+    void operatorReconcilesFromItsImage() throws Exception {
+        KubernetesMockServer server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
+                new KubernetesCrudDispatcher(), false);
+        server.init(InetAddress.getLoopbackAddress(), 0);
+        Process p = null;
+        try (KubernetesClient client = server.createClient()) {
+            try (var crds = Files.list(Path.of(System.getProperty("kvpool.images.root"), "k8s/crds"))) {
+                for (Path crd : crds.filter(f -> f.toString().endsWith(".yml")).toList()) {
+                    try (InputStream in = Files.newInputStream(crd)) {
+                        client.resource(client.apiextensions().v1().customResourceDefinitions().load(in).item()).create();
+                    }
+                }
+            }
+            Path root = rootfs("operator");
+            p = startInImage("operator", root, List.of("QUARKUS_HTTP_PORT=26080",
+                    "QUARKUS_KUBERNETES_CLIENT_API_SERVER_URL=http://127.0.0.1:" + server.getPort(),
+                    // the mock server rejects server-side apply (shared notes, section 4.3)
+                    "QUARKUS_OPERATOR_SDK_ENABLE_SSA=false"));
+            GenericKubernetesResource pool = Serialization.unmarshal("""
+                    apiVersion: kvpool.dev/v1alpha1
+                    kind: KVPool
+                    metadata: {name: demo, namespace: kvpool-images-it}
+                    spec: {version: 0.4.2, engines: {postgres: {secretRef: {name: demo-db}}}}
+                    """, GenericKubernetesResource.class);
+            client.resource(pool).create();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+            Deployment d = null;
+            while (d == null && System.nanoTime() < deadline) {
+                if (!p.isAlive()) {
+                    fail("the operator exited " + p.exitValue() + "; log in " + WORK);
+                }
+                d = client.apps().deployments().inNamespace("kvpool-images-it").withName("demo-control-plane").get();
+                Thread.sleep(500);
+            }
+            assertTrue(d != null, "no Deployment demo-control-plane in 90 s; log in " + WORK);
+            assertEquals("ghcr.io/kvpool/kvpool-control-plane:0.4.2",
+                    d.getSpec().getTemplate().getSpec().getContainers().getFirst().getImage());
+        } finally {
+            if (p != null) {
+                stop(p);
+            }
+            server.destroy();
         }
     }
 
