@@ -40,6 +40,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.zip.GZIPInputStream;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -80,6 +81,14 @@ class ImageArchivesIT {
             Files.createDirectories(oci);
             run(List.of("tar", "-xf", archive.toString(), "-C", oci.toString()), 60);
             OPENED.put(name, read(name, oci));
+        }
+    }
+
+    /** The unpacked copies take ~2.5 GB: keep only the services' logs. */
+    @AfterAll
+    static void dropUnpacked() throws Exception {
+        for (String name : OPENED.keySet()) {
+            deleteTree(WORK.resolve(name));
         }
     }
 
@@ -341,9 +350,20 @@ class ImageArchivesIT {
         fail(url + " not ready in 90 s: " + last);
     }
 
+    /**
+     * Stops the service itself: chroot --userspec changes credentials, which clears the parent-death signal that
+     * unshare --kill-child relies on, so the service (pid 1 of its namespace) is signalled directly.
+     */
     static void stop(Process p) throws InterruptedException {
-        p.destroy(); // unshare --kill-child takes the service (pid 1 of its namespace) with it
-        if (!p.waitFor(20, TimeUnit.SECONDS)) {
+        List<ProcessHandle> tree = p.descendants().toList();
+        tree.forEach(ProcessHandle::destroy);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (tree.stream().anyMatch(ProcessHandle::isAlive) && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+        }
+        tree.forEach(ProcessHandle::destroyForcibly);
+        p.destroy();
+        if (!p.waitFor(10, TimeUnit.SECONDS)) {
             p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
         }
     }
