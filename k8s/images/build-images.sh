@@ -43,9 +43,11 @@ case "$TAG$REPOSITORY" in *[!A-Za-z0-9._/:-]*) fail "repository or tag has chara
 REVISION=${KVPOOL_IMAGES_REVISION:-$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)}
 SOURCE=${KVPOOL_IMAGES_SOURCE:-$(git -C "$ROOT" remote get-url origin 2>/dev/null || echo unknown)}
 LICENSES=${KVPOOL_IMAGES_LICENSES:-NOASSERTION}
-# file times and "created": the commit's time, so the same commit gives the same layers (and digests)
+# File times: the application layer and "created" carry the commit's time; the base OS, runtime and dependency layers
+# a fixed one, so their digests change only when their content does (an upgrade ships the application layer only)
 EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}
-export SOURCE_DATE_EPOCH=$EPOCH
+FIXED_EPOCH=${KVPOOL_IMAGES_LAYER_EPOCH:-1767225600} # 2026-01-01
+export SOURCE_DATE_EPOCH=$FIXED_EPOCH
 
 W=$OUT/images-work
 IMAGES=$OUT/images
@@ -84,7 +86,7 @@ elif [ -f "$BASE" ]; then
 else
   ctr=$("${B[@]}" from "$BASE") # an image reference: docker://registry/image:tag, oci-archive:/path.tar, ...
 fi
-"${B[@]}" commit --quiet --timestamp "$EPOCH" "$ctr" kvpool-base >/dev/null
+"${B[@]}" commit --quiet --timestamp "$FIXED_EPOCH" "$ctr" kvpool-base >/dev/null
 "${B[@]}" rm "$ctr" >/dev/null
 end
 
@@ -108,7 +110,7 @@ chmod 1777 "$mnt/tmp"
 "${B[@]}" umount "$ctr" >/dev/null
 "${B[@]}" config --env JAVA_HOME=/opt/java \
   --env PATH=/opt/java/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ctr"
-"${B[@]}" commit --quiet --timestamp "$EPOCH" "$ctr" kvpool-java >/dev/null
+"${B[@]}" commit --quiet --timestamp "$FIXED_EPOCH" "$ctr" kvpool-java >/dev/null
 "${B[@]}" rm "$ctr" >/dev/null
 end
 
@@ -133,7 +135,8 @@ echo '{"name":"kvpool-console-prebuilt","lockfileVersion":3,"requires":true,"pac
 rm -rf "$pg/quarkus-app/lib/deployment"
 end
 
-# 3 + 4. one image per service: its dependencies (lib/), then the application (changes with every commit)
+# 3 + 4. one image per service: its third-party dependencies (lib/ without KVPool's own jars), then the application:
+# quarkus-run.jar, app/, quarkus/ and KVPool's own jars (dev.kvpool.*, rebuilt with every commit)
 # args: name app-dir description ports health-json jvm-flags...
 image() {
   local name=$1 app=$2 desc=$3 ports=$4 health=$5; shift 5
@@ -142,14 +145,16 @@ image() {
   local ctr mnt
   ctr=$("${B[@]}" from kvpool-java)
   mnt=$("${B[@]}" mount "$ctr")
-  mkdir -p "$mnt$dir/lib"
-  cp -a "$app/lib/boot" "$app/lib/main" "$mnt$dir/lib/"
+  mkdir -p "$mnt$dir/lib/main"
+  cp -a "$app/lib/boot" "$mnt$dir/lib/"
+  find "$app/lib/main" -maxdepth 1 -type f ! -name 'dev.kvpool.*' -exec cp -a {} "$mnt$dir/lib/main/" \;
   "${B[@]}" umount "$ctr" >/dev/null
-  "${B[@]}" commit --quiet --timestamp "$EPOCH" "$ctr" "kvpool-$name-deps" >/dev/null
+  "${B[@]}" commit --quiet --timestamp "$FIXED_EPOCH" "$ctr" "kvpool-$name-deps" >/dev/null
   "${B[@]}" rm "$ctr" >/dev/null
   ctr=$("${B[@]}" from "kvpool-$name-deps")
   mnt=$("${B[@]}" mount "$ctr")
   cp -a "$app/quarkus-run.jar" "$app/app" "$app/quarkus" "$app/quarkus-app-dependencies.txt" "$mnt$dir/"
+  find "$app/lib/main" -maxdepth 1 -type f -name 'dev.kvpool.*' -exec cp -a {} "$mnt$dir/lib/main/" \;
   "${B[@]}" umount "$ctr" >/dev/null
   local entry='["/opt/java/bin/java"' f p
   for f in "$@" -jar "$dir/quarkus-run.jar"; do entry+=",\"$f\""; done

@@ -167,6 +167,19 @@ class ImageArchivesIT {
         });
     }
 
+    /** KVPool's own jars change with every commit: they sit in the application layer, not with the libraries. */
+    @Test
+    void ownJarsInTheApplicationLayerOnly() throws Exception {
+        Image image = OPENED.get("metadata-plane");
+        String deps = run(List.of("tar", "-tzf", blobPath(image.oci(), image.layers().get(2)).toString()), 60);
+        String app = run(List.of("tar", "-tzf", blobPath(image.oci(), image.layers().get(3)).toString()), 60);
+        assertTrue(deps.contains("opt/kvpool/metadata-plane/lib/main/io.vertx.vertx-core-"), deps);
+        assertFalse(deps.contains("dev.kvpool."), deps);
+        assertTrue(app.contains("opt/kvpool/metadata-plane/lib/main/dev.kvpool.kvpool-metadata-index-"), app);
+        assertTrue(app.contains("opt/kvpool/metadata-plane/quarkus-run.jar"), app);
+        assertFalse(app.contains("io.vertx."), app);
+    }
+
     @Test
     void runtimeStartsInsideTheImageAsTheKvpoolUser() throws Exception {
         Path root = rootfs("operator");
