@@ -1,6 +1,7 @@
 package dev.kvpool.operator.config;
 
 import io.javaoperatorsdk.operator.api.config.LeaderElectionConfiguration;
+import io.quarkus.arc.Unremovable;
 import jakarta.inject.Singleton;
 
 /**
@@ -11,6 +12,7 @@ import jakarta.inject.Singleton;
  * {@code quarkus.kubernetes.rbac.roles.kvpool-operator-leader-election} rules in application.properties.
  */
 @Singleton
+@Unremovable // looked up by QOSDK at start, injected nowhere
 public class LeaderElection extends LeaderElectionConfiguration {
     public static final String LEASE = "kvpool-operator";
 

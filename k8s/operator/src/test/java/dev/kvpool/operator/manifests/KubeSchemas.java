@@ -9,6 +9,14 @@ import com.networknt.schema.JsonSchema;
 import com.networknt.schema.JsonSchemaFactory;
 import com.networknt.schema.SpecVersion;
 import com.networknt.schema.ValidationMessage;
+import dev.cel.common.CelAbstractSyntaxTree;
+import dev.cel.common.types.SimpleType;
+import dev.cel.compiler.CelCompiler;
+import dev.cel.compiler.CelCompilerFactory;
+import dev.cel.parser.CelStandardMacro;
+import dev.cel.runtime.CelRuntime;
+import dev.cel.runtime.CelRuntimeFactory;
+import java.util.LinkedHashMap;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
@@ -31,8 +39,10 @@ import java.util.TreeSet;
  * </ul>
  * Unknown fields are errors (kubectl's default {@code --validate=strict}): every object schema with properties gets
  * {@code additionalProperties: false} unless it preserves unknown fields. Int-or-string and Quantity accept what the
- * API server accepts. Not checked: CEL rules ({@code x-kubernetes-validations}), formats other than date-time,
- * defaulting, immutability, and anything only admission or a controller decides.
+ * API server accepts. The CRDs' CEL rules ({@code x-kubernetes-validations}) are evaluated with CEL for Java, with
+ * {@code self} bound to the value at the rule's place (no {@code oldSelf}: transition rules cannot be checked without
+ * a previous object). Not checked: formats other than date-time, defaulting, immutability, and anything only admission
+ * or a controller decides.
  */
 final class KubeSchemas {
     static final String K8S_DEFINITIONS = "/openshift-generated.json";
@@ -49,6 +59,13 @@ final class KubeSchemas {
     private final Map<String, JsonSchema> compiled = new HashMap<>();
     /** "group/version/Kind" of each custom kind, to its converted openAPIV3Schema. */
     private final Map<String, JsonNode> crdSchemas = new HashMap<>();
+    /** The same kinds' original openAPIV3Schema, whose x-kubernetes-validations hold the CEL rules. */
+    private final Map<String, JsonNode> crdRules = new HashMap<>();
+    private static final CelCompiler CEL = CelCompilerFactory.standardCelCompilerBuilder()
+            .setStandardMacros(CelStandardMacro.STANDARD_MACROS) // has(), all(), exists(), ...
+            .addVar("self", SimpleType.DYN).build();
+    private static final CelRuntime CEL_RUNTIME = CelRuntimeFactory.standardCelRuntimeBuilder().build();
+    private final Map<String, CelRuntime.Program> programs = new HashMap<>();
 
     private KubeSchemas(ObjectNode definitions) {
         this.definitions = definitions;
@@ -106,6 +123,7 @@ final class KubeSchemas {
                 continue;
             }
             crdSchemas.put(group + "/" + v.path("name").asText() + "/" + kind, converted);
+            crdRules.put(group + "/" + v.path("name").asText() + "/" + kind, s);
         }
         return errors;
     }
@@ -126,6 +144,7 @@ final class KubeSchemas {
             errors.addAll(run(compiled.computeIfAbsent("crd:" + customKey, k -> factory.getSchema(crdSchema)), object));
             errors.addAll(run(definition(OBJECT_META), object.path("metadata")).stream()
                     .map(m -> m.replaceFirst("^\\$", "\\$.metadata")).toList());
+            errors.addAll(cel(crdRules.get(customKey), object, "$"));
             return new Result(id, true, "CRD " + customKey, errors);
         }
         if ("apiextensions.k8s.io/v1".equals(apiVersion) && "CustomResourceDefinition".equals(kind)) {
@@ -138,6 +157,74 @@ final class KubeSchemas {
         }
         errors.addAll(run(definition(key), object));
         return new Result(id, true, key, errors);
+    }
+
+    /** Evaluates every CEL rule of the schema tree where the object has a value. */
+    private List<String> cel(JsonNode schema, JsonNode value, String path) {
+        List<String> errors = new ArrayList<>();
+        if (schema == null || value == null || value.isMissingNode() || value.isNull()) {
+            return errors;
+        }
+        for (JsonNode rule : schema.path("x-kubernetes-validations")) {
+            String expr = rule.path("rule").asText();
+            String message = rule.path("message").asText("failed rule: " + expr);
+            try {
+                CelRuntime.Program program = programs.get(expr);
+                if (program == null) {
+                    CelAbstractSyntaxTree ast = CEL.compile(expr).getAst();
+                    program = CEL_RUNTIME.createProgram(ast);
+                    programs.put(expr, program);
+                }
+                Object result = program.eval(Map.of("self", celValue(value)));
+                if (!Boolean.TRUE.equals(result)) {
+                    errors.add(path + ": " + message + " (" + expr + ")");
+                }
+            } catch (Exception e) {
+                errors.add(path + ": rule " + expr + " cannot be evaluated: " + e.getMessage());
+            }
+        }
+        JsonNode props = schema.path("properties");
+        if (value.isObject()) {
+            for (Iterator<Map.Entry<String, JsonNode>> it = value.fields(); it.hasNext(); ) {
+                Map.Entry<String, JsonNode> e = it.next();
+                JsonNode sub = props.has(e.getKey()) ? props.get(e.getKey()) : schema.path("additionalProperties");
+                if (sub.isObject()) {
+                    errors.addAll(cel(sub, e.getValue(), path + "." + e.getKey()));
+                }
+            }
+        } else if (value.isArray() && schema.path("items").isObject()) {
+            for (int i = 0; i < value.size(); i++) {
+                errors.addAll(cel(schema.get("items"), value.get(i), path + "[" + i + "]"));
+            }
+        }
+        return errors;
+    }
+
+    /** JSON as CEL sees it: maps, lists, int (long), double, string, bool. */
+    private static Object celValue(JsonNode n) {
+        if (n.isObject()) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            n.fields().forEachRemaining(e -> m.put(e.getKey(), celValue(e.getValue())));
+            return m;
+        }
+        if (n.isArray()) {
+            List<Object> l = new ArrayList<>();
+            n.forEach(x -> l.add(celValue(x)));
+            return l;
+        }
+        if (n.isIntegralNumber()) {
+            return n.asLong();
+        }
+        if (n.isNumber()) {
+            return n.asDouble();
+        }
+        if (n.isBoolean()) {
+            return n.asBoolean();
+        }
+        if (n.isNull()) {
+            return com.google.protobuf.NullValue.NULL_VALUE;
+        }
+        return n.asText();
     }
 
     private JsonSchema definition(String key) {

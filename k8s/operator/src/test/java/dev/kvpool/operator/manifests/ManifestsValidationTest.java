@@ -163,6 +163,13 @@ class ManifestsValidationTest {
         assertRejected(pool, "version"); // spec.version is required
         assertRejected(pool.replace("spec:\n", "spec:\n  version: '1'\n  metadataPlane: {replicas: 0}\n"), "replicas");
         assertRejected(pool.replace("spec:\n", "spec:\n  version: '1'\n  enginez: {}\n"), "enginez");
+        // both an existing database and a managed one: only the CRD's CEL rule refuses it
+        assertRejected(pool.replace("spec:\n", "spec:\n  version: '1'\n")
+                .replace("postgres: {secretRef: {name: pg}}", "postgres: {secretRef: {name: pg}, managed: {}}"),
+                "set exactly one of secretRef and managed");
+        assertRejected(pool.replace("spec:\n", "spec:\n  version: '1'\n")
+                .replace("kafka: {bootstrap: \"k:9092\"}", "kafka: {secretRef: {name: k}, managed: {}}"),
+                "secretRef goes with bootstrap");
     }
 
     @Test
@@ -174,6 +181,10 @@ class ManifestsValidationTest {
                 spec: {quotaBytes: 1024, storageCandidates: [nfs], waterLevels: {soft: 80, hard: 120}}
                 """;
         assertRejected(group, "hard");
+        // soft > hard passes the schema, but not the CRD's CEL rule
+        assertRejected(group.replace("hard: 120", "hard: 60"), "soft must not exceed hard");
+        KubeSchemas.Result ok = schemas.validate(YAML.readTree(group.replace("hard: 120", "hard: 95")));
+        assertTrue(ok.checked() && ok.errors().isEmpty(), ok.toString());
         assertRejected(group.replace("quotaBytes: 1024", "quotaBytes: lots"), "quotaBytes");
     }
 
