@@ -118,6 +118,11 @@ class ManifestsValidationTest {
         Set<String> namespaces = objects.stream().map(o -> o.path("metadata").path("namespace").asText())
                 .filter(n -> !n.isEmpty()).collect(Collectors.toSet());
         assertEquals(Set.of("kvpool-dev"), namespaces, "dev runs in one namespace");
+        List<String> operatorManaged = objects.stream()
+                .filter(o -> "kvpool-operator".equals(o.at("/metadata/labels/app.kubernetes.io~1managed-by").asText())
+                        || "kvpool-operator".equals(o.at("/spec/template/metadata/labels/app.kubernetes.io~1managed-by").asText()))
+                .map(o -> o.path("kind").asText() + "/" + o.path("metadata").path("name").asText()).toList();
+        assertEquals(List.of(), operatorManaged, "the operator's Applier prunes by that label: dev's objects are kubectl's");
     }
 
     // ---- the validation can fail: broken objects are rejected ---------------------------------------------------
