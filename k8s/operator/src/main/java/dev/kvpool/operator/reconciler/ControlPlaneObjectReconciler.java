@@ -45,8 +45,9 @@ import org.jboss.logging.Logger;
  * generation is unchanged was made behind Git's back (console, REST) and is put back, with a {@code Drifted} Event
  * naming each field.</li>
  * <li>A refusal (a 4xx with the control plane's problem detail, or a spec refused before calling) is Ready=False with
- * that message and one Warning Event; it is retried at the resync period, or at once when the spec changes: no hot
- * loop. An unreachable control plane (connection error, timeout, 5xx) is retried with exponential backoff.</li>
+ * that message and one Warning Event; it is retried with exponential backoff capped at the resync period, or at once
+ * when the spec changes: no hot loop. An unreachable control plane (connection error, timeout, 5xx) is retried with
+ * exponential backoff up to 5 minutes.</li>
  * <li>Deletion (finalizer): the object is deleted in the control plane (404 = already gone). Only an object the
  * operator created or adopted ({@code status.controlPlaneVersion} set) is deleted, so a resource whose creation was
  * refused never removes a same-named object someone else made. When the KVPool is gone or being deleted, the
@@ -171,6 +172,9 @@ public abstract class ControlPlaneObjectReconciler<R extends CustomResource<?, ?
             }
             if (st.controlPlaneVersion == null) {
                 String refusal = adoptionRefusal(current.body());
+                if (refusal == null) {
+                    refusal = managedByAnother(r);
+                }
                 if (refusal != null) {
                     return refused(r, st, "Refused", refusal);
                 }
@@ -218,6 +222,14 @@ public abstract class ControlPlaneObjectReconciler<R extends CustomResource<?, ?
 
     @Override
     public DeleteControl cleanup(R r, Context<R> context) {
+        DeleteControl d = delete(r);
+        if (d.isRemoveFinalizer()) {
+            failures.remove(r.getMetadata().getUid());
+        }
+        return d;
+    }
+
+    private DeleteControl delete(R r) {
         ControlPlaneObjectStatus st = r.getStatus();
         String ns = r.getMetadata().getNamespace();
         String name = objectName(r);
@@ -233,7 +245,6 @@ public abstract class ControlPlaneObjectReconciler<R extends CustomResource<?, ?
         try {
             ControlPlaneApi.Reply d = controlPlanes.forPool(kvpool).delete(path(r));
             if (d.ok() || d.status() == 404) {
-                failures.remove(r.getMetadata().getUid());
                 return DeleteControl.defaultDelete();
             }
             String msg = "the control plane refused to delete " + kind() + " '" + name + "': HTTP " + d.status()
@@ -258,6 +269,27 @@ public abstract class ControlPlaneObjectReconciler<R extends CustomResource<?, ?
                 LOG.debugf("status of %s not patched: %s", r.getMetadata().getName(), e.getMessage());
             }
         }
+    }
+
+    /**
+     * Two resources naming the same object of one pool would undo each other's changes as drift forever: the one
+     * that manages it already (has a control-plane version) keeps it, the newcomer is refused.
+     */
+    @SuppressWarnings("unchecked")
+    private String managedByAnother(R r) {
+        String pool = pool(r);
+        String name = objectName(r);
+        for (R other : client.resources((Class<R>) r.getClass()).inNamespace(r.getMetadata().getNamespace()).list()
+                .getItems()) {
+            if (!Objects.equals(other.getMetadata().getUid(), r.getMetadata().getUid())
+                    && other.getSpec() != null && Objects.equals(pool, pool(other))
+                    && Objects.equals(name, objectName(other)) && other.getStatus() != null
+                    && other.getStatus().controlPlaneVersion != null) {
+                return kind() + " '" + name + "' of pool '" + pool + "' is already managed by "
+                        + other.getKind() + " " + other.getMetadata().getName();
+            }
+        }
+        return null;
     }
 
     // ------------------------------------------------------------------------------------------ outcomes
@@ -291,14 +323,18 @@ public abstract class ControlPlaneObjectReconciler<R extends CustomResource<?, ?
                 + objectName(r) + "': HTTP " + reply.status() + " " + reply.detail());
     }
 
-    /** Ready=False with the reason; one Warning Event per distinct message; retried at the resync period. */
+    /**
+     * Ready=False with the reason; one Warning Event per distinct message. Retried with backoff capped at the resync
+     * period (a group created with its storage in one {@code kubectl apply} may be refused until the storage exists:
+     * it should not wait a whole period), or at once when the spec changes.
+     */
     private UpdateControl<R> refused(R r, ControlPlaneObjectStatus st, String reason, String message) {
-        failures.remove(r.getMetadata().getUid());
         st.observedGeneration = r.getMetadata().getGeneration();
         if (setReady(st, Condition.Status.False, reason, message, st.observedGeneration)) {
             event(r, "Warning", reason, message);
         }
-        return UpdateControl.patchStatus(r).rescheduleAfter(resync);
+        Duration delay = backoff(r);
+        return UpdateControl.patchStatus(r).rescheduleAfter(delay.compareTo(resync) < 0 ? delay : resync);
     }
 
     private UpdateControl<R> unavailable(R r, ControlPlaneObjectStatus st, IOException e) {

@@ -115,8 +115,19 @@ class ControlPlaneObjectReconcilersIT {
         assertTrue(canLogIn("team-a", TENANT_PW), "the tenant logs in with the Secret's password");
         assertFalse(t.getStatus().toString().contains(TENANT_PW));
 
-        // --- update the quota in the resource: the control plane follows
+        // --- update the quota while the control plane is unreachable: reported, retried with backoff, applied once
+        // it is back
+        int closed = ControlPlaneProcess.freePort();
+        ControlPlaneProcess.operatorPath.switchTo(closed);
         edit(KVPoolInstanceGroup.class, "search", x -> x.getSpec().quotaBytes = 2_000_000L);
+        KVPoolInstanceGroup down = awaitStatus(KVPoolInstanceGroup.class, "search",
+                x -> ready(x) != null && "ControlPlaneUnavailable".equals(ready(x).reason));
+        assertEquals(Condition.Status.False, ready(down).status);
+        assertTrue(ready(down).message.contains("unreachable") && ready(down).message.contains("retrying in"),
+                ready(down).message);
+        awaitEvent("search", "ControlPlaneUnavailable", "unreachable");
+        assertEquals(1_000_000L, quota(cp));
+        ControlPlaneProcess.operatorPath.switchTo(ControlPlaneProcess.httpPort);
         until("quota 2000000 in the control plane", () -> quota(cp) == 2_000_000L);
         KVPoolInstanceGroup g2 = awaitReady(KVPoolInstanceGroup.class, "search",
                 x -> x.getStatus().controlPlaneVersion > g.getStatus().controlPlaneVersion);
@@ -135,6 +146,13 @@ class ControlPlaneObjectReconcilersIT {
                 refused.message);
         assertEquals(2_000_000L, quota(cp));
         awaitEvent("search", "Refused", "below the group's current usage");
+        // retried at the resync period, not in a hot loop, and reported once while the message stays the same
+        Thread.sleep(3 * ControlPlaneProcess.RESYNC.toMillis());
+        List<String> refusals = client.v1().events().inNamespace(NS).list().getItems().stream()
+                .filter(e -> "search".equals(e.getInvolvedObject().getName()) && "Refused".equals(e.getReason())
+                        && e.getMessage().contains("below the group's current usage"))
+                .map(e -> e.getLastTimestamp() + " " + e.getMessage()).toList();
+        assertEquals(1, refusals.size(), refusals.toString());
         // a spec change clears it
         edit(KVPoolInstanceGroup.class, "search", x -> x.getSpec().quotaBytes = 3_000_000L);
         awaitCondition(KVPoolInstanceGroup.class, "search", Condition.Status.True, "Updated");
@@ -178,6 +196,23 @@ class ControlPlaneObjectReconcilersIT {
         assertEquals(404, cp.get("/api/v1/instance-groups/bad").status());
         client.resources(KVPoolInstanceGroup.class).inNamespace(NS).withName("bad").delete();
         until("bad gone", () -> client.resources(KVPoolInstanceGroup.class).inNamespace(NS).withName("bad").get() == null);
+
+        // --- a second resource naming the same group is refused, and deleting it leaves the group alone
+        KVPoolInstanceGroup copy = new KVPoolInstanceGroup();
+        copy.setMetadata(meta("search-copy"));
+        copy.setSpec(new KVPoolInstanceGroup.Spec());
+        copy.getSpec().pool = POOL;
+        copy.getSpec().name = "search";
+        copy.getSpec().quotaBytes = 4_000_000L;
+        copy.getSpec().storageCandidates = List.of("nfs_01");
+        client.resource(copy).create();
+        Condition taken = awaitCondition(KVPoolInstanceGroup.class, "search-copy", Condition.Status.False, "Refused");
+        assertTrue(taken.message.contains("already managed by KVPoolInstanceGroup search"), taken.message);
+        assertEquals(3_000_000L, quota(cp));
+        client.resources(KVPoolInstanceGroup.class).inNamespace(NS).withName("search-copy").delete();
+        until("search-copy gone",
+                () -> client.resources(KVPoolInstanceGroup.class).inNamespace(NS).withName("search-copy").get() == null);
+        assertEquals(200, cp.get("/api/v1/instance-groups/search").status());
 
         // --- an object nobody manages is left alone (never read, changed or deleted)
         ObjectNode other = ControlPlaneApi.JSON.createObjectNode().put("name", "console-made").put("quotaBytes", 5L);

@@ -1,6 +1,7 @@
 package dev.kvpool.operator.reconciler;
 
 import dev.kvpool.testing.ChildProcesses;
+import dev.kvpool.testing.TcpSwitch;
 import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -26,7 +27,11 @@ public class ControlPlaneProcess implements QuarkusTestResourceLifecycleManager 
     static final String ADMIN_USER = "admin";
     static final String ADMIN_PASSWORD = "Gitops-It-Adm1n-Pw";
     static final Duration RESYNC = Duration.ofSeconds(2);
+    /** The control plane itself (the test's own calls behind the operator's back). */
     static volatile String url;
+    /** The operator reaches it through this switch, which a test can point at a closed port (an outage). */
+    static volatile TcpSwitch operatorPath;
+    static volatile int httpPort;
 
     private Process process;
     private Path dir;
@@ -52,11 +57,13 @@ public class ControlPlaneProcess implements QuarkusTestResourceLifecycleManager 
                     "-jar", jar)).redirectErrorStream(true).redirectOutput(dir.resolve("control-plane.log").toFile())
                     .start());
             url = "http://127.0.0.1:" + http;
+            httpPort = http;
             awaitReady(Duration.ofSeconds(120));
+            operatorPath = TcpSwitch.to(http);
         } catch (IOException e) {
             throw new IllegalStateException(e);
         }
-        return Map.of("kvpool.operator.control-plane-url", url,
+        return Map.of("kvpool.operator.control-plane-url", "http://127.0.0.1:" + operatorPath.port(),
                 "kvpool.operator.resync-period", RESYNC.toSeconds() + "s");
     }
 
@@ -91,6 +98,9 @@ public class ControlPlaneProcess implements QuarkusTestResourceLifecycleManager 
 
     @Override
     public void stop() {
+        if (operatorPath != null) {
+            operatorPath.close();
+        }
         if (process != null) {
             process.destroy();
             try {
@@ -103,7 +113,7 @@ public class ControlPlaneProcess implements QuarkusTestResourceLifecycleManager 
         }
     }
 
-    private static int freePort() throws IOException {
+    static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket(0)) {
             return s.getLocalPort();
         }
