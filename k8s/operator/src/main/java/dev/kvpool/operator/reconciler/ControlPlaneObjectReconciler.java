@@ -170,6 +170,7 @@ public abstract class ControlPlaneObjectReconciler<R extends CustomResource<?, ?
             if (!current.ok()) {
                 return refusedBy(r, st, current, "read");
             }
+            observed(r, current.body()); // usage shows also while a change is refused (e.g. a quota below it)
             if (st.controlPlaneVersion == null) {
                 String refusal = adoptionRefusal(current.body());
                 if (refusal == null) {
@@ -211,7 +212,7 @@ public abstract class ControlPlaneObjectReconciler<R extends CustomResource<?, ?
                     ? synced(r, st, updated, "Adopted", "took over the existing " + kind() + " '" + name + "' and "
                             + "updated it" + (changes.isEmpty() ? "" : ": " + String.join("; ", changes)))
                     : synced(r, st, updated, "Updated", changes.isEmpty()
-                            ? "updated " + kind() + " '" + name + "'"
+                            ? "updated " + kind() + " '" + name + "' (write-only fields, e.g. a password from its Secret)"
                             : "updated " + kind() + " '" + name + "': " + String.join("; ", changes));
         } catch (ControlPlaneApi.CredentialsRefused e) {
             return refused(r, st, "CredentialsRefused", e.getMessage());
