@@ -9,9 +9,6 @@ import dev.kvpool.operator.controlplane.InvalidSpec;
 import dev.kvpool.operator.crd.Condition;
 import dev.kvpool.operator.crd.ControlPlaneObjectStatus;
 import dev.kvpool.operator.crd.KVPool;
-import io.fabric8.kubernetes.api.model.Event;
-import io.fabric8.kubernetes.api.model.EventBuilder;
-import io.fabric8.kubernetes.api.model.ObjectReferenceBuilder;
 import io.fabric8.kubernetes.client.CustomResource;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
@@ -64,7 +61,6 @@ public abstract class ControlPlaneObjectReconciler<R extends CustomResource<?, ?
     static final Duration MAX_RETRY = Duration.ofMinutes(5);
     /** A 412 (someone wrote between our GET and PUT): look again soon, the next GET sees their version. */
     static final Duration AFTER_CONFLICT = Duration.ofSeconds(1);
-    static final int MAX_EVENT_MESSAGE = 1024;
 
     // field injection: QOSDK makes reconcilers normal-scoped beans, whose proxies need a no-args constructor
     @Inject
@@ -75,6 +71,7 @@ public abstract class ControlPlaneObjectReconciler<R extends CustomResource<?, ?
     @ConfigProperty(name = "kvpool.operator.resync-period", defaultValue = "60s")
     protected Duration resync;
     private final Map<String, Integer> failures = new ConcurrentHashMap<>();
+    private volatile KubeEvents events;
 
     /** What the resource asks for: the compared object, fields only written (a password), and when to write them. */
     protected record Desired(ObjectNode object, ObjectNode writeOnly, boolean writeOnlyChanged,
@@ -391,35 +388,16 @@ public abstract class ControlPlaneObjectReconciler<R extends CustomResource<?, ?
         return changed;
     }
 
-    /** A core/v1 Event on the resource (kubectl describe shows it). Never carries a password: callers pass details
-     * from the control plane's problem+json, which never echoes one. */
+    /** A core/v1 Event on the resource, through the operator's one event writer. Never carries a password: callers
+     * pass details from the control plane's problem+json, which never echoes one. */
     protected void event(R r, String type, String reason, String message) {
-        String now = Instant.now().toString();
-        String msg = message.length() > MAX_EVENT_MESSAGE ? message.substring(0, MAX_EVENT_MESSAGE) + "…" : message;
-        Event e = new EventBuilder()
-                .withNewMetadata()
-                    .withName(r.getMetadata().getName() + "." + Long.toHexString(System.nanoTime())
-                            + Integer.toHexString(ThreadLocalRandom.current().nextInt(0x1000)))
-                    .withNamespace(r.getMetadata().getNamespace())
-                .endMetadata()
-                .withInvolvedObject(new ObjectReferenceBuilder().withApiVersion(r.getApiVersion())
-                        .withKind(r.getKind()).withName(r.getMetadata().getName())
-                        .withNamespace(r.getMetadata().getNamespace()).withUid(r.getMetadata().getUid())
-                        .withResourceVersion(r.getMetadata().getResourceVersion()).build())
-                .withType(type)
-                .withReason(reason)
-                .withMessage(msg)
-                .withFirstTimestamp(now)
-                .withLastTimestamp(now)
-                .withCount(1)
-                .withNewSource().withComponent("kvpool-operator").endSource()
-                .withReportingComponent("kvpool.dev/operator")
-                .build();
-        try {
-            client.v1().events().inNamespace(r.getMetadata().getNamespace()).resource(e).create();
-        } catch (KubernetesClientException ex) {
-            LOG.warnf("event %s on %s/%s not recorded: %s", reason, r.getMetadata().getNamespace(),
-                    r.getMetadata().getName(), ex.getMessage());
+        if (events == null) {
+            events = new KubeEvents(client);
+        }
+        if ("Warning".equals(type)) {
+            events.warning(r, reason, message);
+        } else {
+            events.normal(r, reason, message);
         }
     }
 }

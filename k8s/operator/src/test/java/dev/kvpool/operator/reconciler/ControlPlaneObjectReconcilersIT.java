@@ -282,6 +282,11 @@ class ControlPlaneObjectReconcilersIT {
     // ---------------------------------------------------------------------------------------------- helpers
 
     void createPool(String name) {
+        // the KVPool reconciler generates this Secret when it is missing and keeps an existing one: written first,
+        // it holds the password the test's control plane was started with
+        client.resource(new SecretBuilder().withMetadata(meta(PoolSecrets.adminSecretName(name)))
+                .addToStringData(PoolSecrets.USERNAME_KEY, ControlPlaneProcess.ADMIN_USER)
+                .addToStringData(PoolSecrets.PASSWORD_KEY, ControlPlaneProcess.ADMIN_PASSWORD).build()).create();
         KVPool pool = new KVPool();
         pool.setMetadata(meta(name));
         KVPoolSpec spec = new KVPoolSpec();
@@ -291,10 +296,6 @@ class ControlPlaneObjectReconcilersIT {
         spec.engines.postgres.secretRef = new SecretRef("demo-db");
         pool.setSpec(spec);
         client.resource(pool).create();
-        // the KVPool reconciler will create this Secret; here the test plays that part
-        client.resource(new SecretBuilder().withMetadata(meta(PoolSecrets.adminSecretName(name)))
-                .addToStringData(PoolSecrets.USERNAME_KEY, ControlPlaneProcess.ADMIN_USER)
-                .addToStringData(PoolSecrets.PASSWORD_KEY, ControlPlaneProcess.ADMIN_PASSWORD).build()).create();
     }
 
     static io.fabric8.kubernetes.api.model.ObjectMeta meta(String name) {
