@@ -183,6 +183,11 @@ class ControlPlaneObjectReconcilersIT {
             assertFalse(e.getMessage().contains(TENANT_PW) || e.getMessage().contains(TENANT_PW2), e.getMessage());
         }
 
+        // --- an account deleted behind the operator's back is re-created, with the password from its Secret
+        assertEquals(204, cp.delete("/api/v1/accounts/team-a").status());
+        awaitEvent("team-a", "Drifted", "was deleted in the control plane");
+        until("the account is back and its password works", () -> canLogIn("team-a", TENANT_PW2));
+
         // --- a group naming an unknown storage is refused; deleting it removes nothing from the control plane
         KVPoolInstanceGroup bad = new KVPoolInstanceGroup();
         bad.setMetadata(meta("bad"));
