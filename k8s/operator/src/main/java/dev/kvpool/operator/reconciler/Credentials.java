@@ -1,6 +1,7 @@
 package dev.kvpool.operator.reconciler;
 
 import dev.kvpool.operator.crd.KVPool;
+import dev.kvpool.operator.crd.PoolSecrets;
 import io.fabric8.kubernetes.api.model.Secret;
 import io.fabric8.kubernetes.api.model.SecretBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -19,8 +20,8 @@ import java.util.Map;
  * these Secrets by hand (k8s/README.md says so).
  */
 final class Credentials {
-    static final String USERNAME = "username";
-    static final String PASSWORD = "password";
+    static final String USERNAME = PoolSecrets.USERNAME_KEY;
+    static final String PASSWORD = PoolSecrets.PASSWORD_KEY;
     private static final String CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
     private static final SecureRandom RANDOM = new SecureRandom();
 

@@ -1,8 +1,12 @@
 package dev.kvpool.operator.reconciler;
 
+import dev.kvpool.operator.controlplane.ControlPlaneApi;
+import dev.kvpool.operator.controlplane.ControlPlanes;
 import dev.kvpool.operator.crd.Condition;
 import dev.kvpool.operator.crd.KVPool;
 import dev.kvpool.operator.crd.KVPoolStatus;
+import dev.kvpool.operator.crd.PoolSecrets;
+import dev.kvpool.operator.model.ControlPlaneModel;
 import dev.kvpool.operator.model.MetadataPlaneModel;
 import dev.kvpool.operator.model.PoolModel;
 import dev.kvpool.operator.model.PoolStatusModel;
@@ -22,10 +26,12 @@ import io.javaoperatorsdk.operator.processing.event.source.EventSource;
 import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEventSource;
 import io.javaoperatorsdk.operator.processing.event.source.informer.Mappers;
 import io.quarkiverse.operatorsdk.annotations.RBACRule;
+import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
@@ -55,9 +61,6 @@ import org.jboss.logging.Logger;
         verbs = {"get", "list", "watch", "create", "update", "patch", "delete"})
 public class KVPoolReconciler implements Reconciler<KVPool> {
     private static final Logger LOG = Logger.getLogger(KVPoolReconciler.class);
-    /** The control plane's bootstrap admin account, whose password the operator generates. */
-    public static final String ADMIN_USER = "admin";
-    public static final String ADMIN_SECRET_SUFFIX = "-admin";
     /** The operator-role account the metadata planes and data agents log in to the control plane with. */
     public static final String SERVICES_USER = "kvpool-services";
     static final Duration RECHECK_WHILE_PROGRESSING = Duration.ofSeconds(30);
@@ -67,18 +70,16 @@ public class KVPoolReconciler implements Reconciler<KVPool> {
     private final Applier applier;
     private final Credentials credentials;
     private final KubeEvents events;
+    private final ControlPlanes controlPlanes;
 
-    public KVPoolReconciler(KubernetesClient client,
+    public KVPoolReconciler(KubernetesClient client, ControlPlanes controlPlanes,
                             @ConfigProperty(name = "kvpool.operator.server-side-apply", defaultValue = "true")
                             boolean serverSideApply) {
         this.client = client;
         this.applier = new Applier(client, serverSideApply);
         this.credentials = new Credentials(client);
         this.events = new KubeEvents(client);
-    }
-
-    public static String adminSecretName(KVPool pool) {
-        return pool.getMetadata().getName() + ADMIN_SECRET_SUFFIX;
+        this.controlPlanes = controlPlanes;
     }
 
     @Override
@@ -103,8 +104,10 @@ public class KVPoolReconciler implements Reconciler<KVPool> {
     public UpdateControl<KVPool> reconcile(KVPool pool, Context<KVPool> context) {
         String ns = pool.getMetadata().getNamespace();
         List<PoolStatusModel.Problem> problems = new ArrayList<>();
-        credentials.ensure(pool, adminSecretName(pool), ADMIN_USER);
-        credentials.ensure(pool, MetadataPlaneModel.of(pool).accountSecretName(), SERVICES_USER);
+        credentials.ensure(pool, PoolSecrets.adminSecretName(pool.getMetadata().getName()),
+                PoolSecrets.DEFAULT_ADMIN_USERNAME);
+        Map<String, String> services = credentials.ensure(pool, MetadataPlaneModel.of(pool).accountSecretName(),
+                SERVICES_USER);
 
         List<HasMetadata> desired = PoolModel.of(pool).desired();
         Applier.Result applied = applier.apply(desired);
@@ -119,12 +122,63 @@ public class KVPoolReconciler implements Reconciler<KVPool> {
         }
         List<PoolStatusModel.Rollout> rollouts = applied.applied().stream().map(PoolStatusModel::rollout)
                 .filter(Objects::nonNull).toList();
+        boolean controlPlaneUp = rollouts.stream().anyMatch(r -> ControlPlaneModel.COMPONENT.equals(r.component())
+                && r.ready() > 0);
+        if (controlPlaneUp) {
+            PoolStatusModel.Problem p = ensureServicesAccount(pool, services);
+            if (p != null) {
+                problems.add(p);
+            }
+        }
         KVPoolStatus status = PoolStatusModel.status(pool, rollouts, problems, Instant.now());
         announce(pool, status);
         pool.setStatus(status);
         boolean ready = is(status, Condition.Type.Ready);
         return UpdateControl.patchStatus(pool)
                 .rescheduleAfter(ready ? RECHECK_WHILE_READY : RECHECK_WHILE_PROGRESSING);
+    }
+
+    /**
+     * The operator-role account the metadata planes and data agents log in with ({@value #SERVICES_USER}, password from
+     * the generated Secret): created once the control plane answers, its password put back if it no longer matches
+     * the Secret (a database restored from a backup, a change in the console). Returns the refusal, if any.
+     */
+    PoolStatusModel.Problem ensureServicesAccount(KVPool pool, Map<String, String> secret) {
+        String path = "/api/v1/accounts/" + ControlPlaneApi.segment(SERVICES_USER);
+        String password = secret.get(PoolSecrets.PASSWORD_KEY);
+        try {
+            ControlPlaneApi admin = controlPlanes.forPool(pool);
+            ControlPlaneApi.Reply r = admin.get(path);
+            if (r.status() == 404) {
+                ControlPlaneApi.Reply c = admin.post("/api/v1/accounts", ControlPlaneApi.JSON.createObjectNode()
+                        .put("name", SERVICES_USER).put("password", password).put("role", "operator"));
+                return c.ok() ? null : new PoolStatusModel.Problem("ServicesAccountRefused", "creating account '"
+                        + SERVICES_USER + "' in the control plane: HTTP " + c.status() + " " + c.detail());
+            }
+            if (!r.ok()) {
+                return new PoolStatusModel.Problem("ServicesAccountRefused", "reading account '" + SERVICES_USER
+                        + "': HTTP " + r.status() + " " + r.detail());
+            }
+            String role = r.body().path("role").asText("");
+            if (!"operator".equals(role)) {
+                // never demote or promote an account someone else made under this name
+                return new PoolStatusModel.Problem("ServicesAccountConflict", "account '" + SERVICES_USER
+                        + "' exists in the control plane with role '" + role + "', not operator: rename or delete it");
+            }
+            try {
+                new ControlPlaneApi(controlPlanes.url(pool), SERVICES_USER, password, Duration.ofSeconds(10))
+                        .get("/api/v1/services");
+                return null;
+            } catch (ControlPlaneApi.CredentialsRefused refused) {
+                ControlPlaneApi.Reply u = admin.put(path, r.etag(), ControlPlaneApi.JSON.createObjectNode()
+                        .put("password", password));
+                return u.ok() ? null : new PoolStatusModel.Problem("ServicesAccountRefused", "resetting the password"
+                        + " of '" + SERVICES_USER + "': HTTP " + u.status() + " " + u.detail());
+            }
+        } catch (ControlPlanes.MissingCredentials | IOException e) {
+            return new PoolStatusModel.Problem("ControlPlaneUnavailable", "account '" + SERVICES_USER + "': "
+                    + e.getMessage());
+        }
     }
 
     @Override

@@ -273,6 +273,97 @@ class ControlPlaneObjectReconcilersIT {
                 () -> client.resources(KVPoolStorage.class).inNamespace(NS).withName("lost").get() == null);
     }
 
+    @Test
+    void theServicesAccountAppearsOnceTheControlPlaneRunsAndItsPasswordIsPutBack() throws Exception {
+        ControlPlaneApi cp = admin();
+        createPool("svc");
+        var secret = await("services Secret", () -> client.secrets().inNamespace(NS).withName("svc-metadata-plane-account").get());
+        String user = dev.kvpool.operator.controlplane.ControlPlanes.value(secret, PoolSecrets.USERNAME_KEY);
+        String password = dev.kvpool.operator.controlplane.ControlPlanes.value(secret, PoolSecrets.PASSWORD_KEY);
+        assertEquals(KVPoolReconciler.SERVICES_USER, user);
+        assertEquals(404, cp.get("/api/v1/accounts/" + user).status(), "not before the control plane runs");
+
+        // play the kubelet: the control plane's pod is ready, so the operator creates the account
+        markControlPlaneReady("svc");
+        until(() -> "services account created; pool status: " + poolConditions("svc"), () -> servicesCanLogIn(user, password));
+        assertEquals("operator", cp.get("/api/v1/accounts/" + user).body().path("role").asText());
+
+        // someone changes its password in the console: the next reconcile puts the Secret's back
+        var r = cp.get("/api/v1/accounts/" + user);
+        assertEquals(200, cp.put("/api/v1/accounts/" + user, r.etag(),
+                ControlPlaneApi.JSON.createObjectNode().put("password", "Someone-Else-Chose-9")).status());
+        assertFalse(servicesCanLogIn(user, password));
+        markControlPlaneReady("svc"); // any change of an owned workload wakes the reconciler
+        until(() -> "services password put back; pool status: " + poolConditions("svc"), () -> servicesCanLogIn(user, password));
+
+        // the metadata plane's replicas are ready too: the pool is Ready, with its versions and a Normal event
+        markReady("svc-metadata-plane");
+        KVPool pool = await("pool ready", () -> {
+            KVPool p = client.resources(KVPool.class).inNamespace(NS).withName("svc").get();
+            return p.getStatus() != null && p.getStatus().conditions.stream().anyMatch(c ->
+                    c.type == Condition.Type.Ready && c.status == Condition.Status.True) ? p : null;
+        });
+        assertTrue(pool.getStatus().conditions.stream().noneMatch(c -> c.type == Condition.Type.Degraded
+                && c.status == Condition.Status.True));
+        assertEquals("0.4.2", pool.getStatus().versions.controlPlane);
+        assertEquals("0.4.2", pool.getStatus().versions.metadataPlane);
+        await("Ready event", () -> client.v1().events().inNamespace(NS).list().getItems().stream()
+                .filter(e -> "svc".equals(e.getInvolvedObject().getName()) && "Ready".equals(e.getReason()))
+                .findFirst().orElse(null));
+    }
+
+    /** The operator role reads the services list (the metadata plane's and agents' own calls need the same role). */
+    boolean servicesCanLogIn(String user, String password) {
+        try {
+            return new ControlPlaneApi(ControlPlaneProcess.url, user, password, Duration.ofSeconds(10))
+                    .get("/api/v1/services").status() == 200;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    String poolConditions(String pool) {
+        KVPool p = client.resources(KVPool.class).inNamespace(NS).withName(pool).get();
+        return p.getStatus() == null ? "none" : p.getStatus().conditions.stream()
+                .map(c -> c.type + "=" + c.status + " " + c.reason + ": " + c.message).toList().toString();
+    }
+
+    static void until(Supplier<String> what, Probe p) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (System.nanoTime() < deadline) {
+            try {
+                if (p.test()) {
+                    return;
+                }
+            } catch (Exception e) {
+                // not yet
+            }
+            try {
+                Thread.sleep(200);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        fail("timed out waiting for " + what.get());
+    }
+
+    void markControlPlaneReady(String pool) {
+        markReady(pool + "-control-plane");
+    }
+
+    void markReady(String deployment) {
+        var d = await(deployment, () -> client.apps().deployments().inNamespace(NS).withName(deployment).get());
+        int n = d.getSpec().getReplicas() == null ? 1 : d.getSpec().getReplicas();
+        d.setStatus(new io.fabric8.kubernetes.api.model.apps.DeploymentStatusBuilder()
+                .withReplicas(n).withUpdatedReplicas(n)
+                .withReadyReplicas(n).withAvailableReplicas(n)
+                .withObservedGeneration(d.getMetadata().getGeneration() == null ? 1L : d.getMetadata().getGeneration())
+                .addNewCondition().withType("Available").withStatus("True").withReason("Marked-" + System.nanoTime())
+                .endCondition().build());
+        client.resource(d).updateStatus();
+    }
+
     static KVPoolStorage storage(String name, String pool, String cpName) throws IOException {
         KVPoolStorage s = new KVPoolStorage();
         s.setMetadata(meta(name));

@@ -88,25 +88,30 @@ class KVPoolReconcilerTest {
     }
 
     @Test
-    void podsBecomingReadyMakeThePoolReadyWithAnEventAndScalingRollsAgain() {
+    void podsReadyButTheControlPlaneUnreachableIsDegradedAndScalingRollsAgain() {
         client.resource(pool("scale", "1.0.0")).create();
         Deployment cp = await(() -> client.apps().deployments().inNamespace(NS).withName("scale-control-plane").get());
         Deployment mp = await(() -> client.apps().deployments().inNamespace(NS).withName("scale-metadata-plane").get());
         String adminPassword = client.secrets().inNamespace(NS).withName("scale-admin").get().getData().get("password");
 
-        // play the kubelet: every replica of both Deployments becomes ready; the informer wakes the reconciler
+        // play the kubelet: every replica of both Deployments becomes ready; the informer wakes the reconciler, which
+        // then creates the services' account in the control plane — whose Service has no pods behind it here
+        // (ControlPlaneObjectReconcilersIT has the ready pool against a real control plane)
         markReady(cp);
         markReady(mp);
-        KVPool ready = await(() -> {
+        KVPool degraded = await(() -> {
             KVPool p = client.resources(KVPool.class).inNamespace(NS).withName("scale").get();
-            return p.getStatus() != null && condition(p, Condition.Type.Ready) != null
-                    && condition(p, Condition.Type.Ready).status == Condition.Status.True ? p : null;
+            Condition c = p.getStatus() == null ? null : condition(p, Condition.Type.Degraded);
+            return c != null && c.status == Condition.Status.True ? p : null;
         });
-        assertEquals("1.0.0", ready.getStatus().versions.controlPlane);
-        assertEquals("1.0.0", ready.getStatus().versions.metadataPlane);
-        Event e = await(() -> events("scale").stream().filter(ev -> "Ready".equals(ev.getReason())).findFirst()
-                .orElse(null));
-        assertEquals("Normal", e.getType());
+        assertEquals("ControlPlaneUnavailable", condition(degraded, Condition.Type.Degraded).reason);
+        assertTrue(condition(degraded, Condition.Type.Degraded).message.contains("kvpool-services"));
+        assertEquals(Condition.Status.False, condition(degraded, Condition.Type.Ready).status);
+        assertEquals("1.0.0", degraded.getStatus().versions.controlPlane, "the pods themselves rolled out");
+        assertEquals("1.0.0", degraded.getStatus().versions.metadataPlane);
+        Event e = await(() -> events("scale").stream().filter(ev -> "ControlPlaneUnavailable".equals(ev.getReason()))
+                .findFirst().orElse(null));
+        assertEquals("Warning", e.getType());
         assertEquals("KVPool", e.getInvolvedObject().getKind());
 
         // scale the metadata plane: the Deployment follows, the pool is not ready until the new replica is
@@ -121,6 +126,7 @@ class KVPoolReconcilerTest {
         await(() -> {
             KVPool p = client.resources(KVPool.class).inNamespace(NS).withName("scale").get();
             return condition(p, Condition.Type.Ready).status == Condition.Status.False
+                    && condition(p, Condition.Type.Progressing).message != null
                     && condition(p, Condition.Type.Progressing).message.matches(".*Deployment scale-metadata-plane [0-4]/4 ready.*")
                     ? p : null;
         });
