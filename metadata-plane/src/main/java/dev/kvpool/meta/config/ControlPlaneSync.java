@@ -60,7 +60,9 @@ public final class ControlPlaneSync implements AutoCloseable {
     public static final String TOPIC = "kvpool.config";
     static final String RECORDS = "control-plane", SNAPSHOT = "snapshot";
 
-    public record Settings(String kafkaBootstrap, Duration resync, Duration usagePeriod) {
+    /** {@code kafkaClient}: TLS/SASL settings of the consumer (KafkaClientConfig), none when empty. */
+    public record Settings(String kafkaBootstrap, Duration resync, Duration usagePeriod,
+                           Map<String, String> kafkaClient) {
     }
 
     private final ControlPlaneClient client;
@@ -433,8 +435,10 @@ public final class ControlPlaneSync implements AutoCloseable {
 
     // ---- the topic -------------------------------------------------------------------------------------------
 
-    private void consume() {
+    /** The config consumer's settings, plus the client security settings (disjoint keys: see KafkaClientConfig). */
+    static Properties consumerProperties(Settings settings) {
         Properties p = new Properties();
+        p.putAll(settings.kafkaClient() == null ? Map.of() : settings.kafkaClient());
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, settings.kafkaBootstrap());
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
@@ -444,7 +448,11 @@ public final class ControlPlaneSync implements AutoCloseable {
         p.put(ConsumerConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, "1000");
         p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "5000");
         p.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
-        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
+        return p;
+    }
+
+    private void consume() {
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(consumerProperties(settings))) {
             consumer = c;
             List<TopicPartition> parts = List.of();
             boolean warned = false;

@@ -3,6 +3,7 @@ package dev.kvpool.meta.runtime;
 import dev.kvpool.api.logging.FailureLog;
 import dev.kvpool.meta.index.StoreException;
 import dev.kvpool.api.events.CacheEvent;
+import dev.kvpool.api.events.KafkaClientConfig;
 import dev.kvpool.meta.auth.MetaAuth;
 import dev.kvpool.api.client.ControlPlaneClient;
 import dev.kvpool.meta.config.ControlPlaneSync;
@@ -39,8 +40,10 @@ import java.net.NetworkInterface;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
+import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 
 /**
@@ -53,6 +56,9 @@ public class MetaRuntime {
 
     @Inject
     MetaSettings cfg;
+    /** TLS/SASL settings of every Kafka client, one file per property (KafkaClientConfig). */
+    @ConfigProperty(name = KafkaClientConfig.PROPERTY)
+    Optional<String> kafkaClientConfigDir;
     @Inject
     MeterRegistry meters;
     /** Only resolved with kvpool.meta.store=redis (quarkus-redis-client's client, configured by quarkus.redis.*). */
@@ -230,7 +236,7 @@ public class MetaRuntime {
                 new KvcmMeta.Node(nodeId, advertisedHost(), grpcPort(), httpPort()), meters);
         if (cfg.events().bootstrapServers().filter(b -> !b.isBlank()).isPresent()) {
             events = new CacheEvents(cfg.events().bootstrapServers().get(), nodeId, cfg.events().queueCapacity(),
-                    java.util.Map.of());
+                    KafkaClientConfig.load(kafkaClientConfigDir));
             kvcm.events(events);
             LOG.infof("publishing operations to Kafka topic kvpool.cache at %s", cfg.events().bootstrapServers().get());
         }
@@ -397,7 +403,8 @@ public class MetaRuntime {
         String kafka = cp.kafkaBootstrap().filter(b -> !b.isBlank())
                 .or(() -> cfg.events().bootstrapServers().filter(b -> !b.isBlank())).orElse(null);
         controlPlane = new ControlPlaneSync(client, store,
-                new ControlPlaneSync.Settings(kafka, cp.resync(), cp.usagePeriod()));
+                new ControlPlaneSync.Settings(kafka, cp.resync(), cp.usagePeriod(),
+                        KafkaClientConfig.load(kafkaClientConfigDir)));
         return controlPlane.initial();
     }
 
