@@ -117,7 +117,8 @@ public class KVPoolSpec {
     /** What every engine the operator runs itself takes; production points at existing engines instead. */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public static class Managed {
-        @JsonPropertyDescription("container image instead of the pinned default")
+        @JsonPropertyDescription("container image (default: the CloudNativePG or Strimzi operator's own; "
+                + "Valkey docker.io/valkey/valkey:8.1)")
         @Size(max = 512)
         @Pattern("^[^\\s]+$")
         public String image;
@@ -141,6 +142,8 @@ public class KVPoolSpec {
 
     /** A Strimzi Kafka in KRaft mode: one node pool of combined controller+broker nodes. */
     @JsonInclude(JsonInclude.Include.NON_NULL)
+    @ValidationRule(value = "!has(self.metadataVersion) || has(self.version)",
+            message = "metadataVersion goes with version (a metadata version belongs to one Kafka version)")
     public static class ManagedKafka extends Managed {
         @Min(1)
         @Max(9)
