@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvpool.api.client.ControlPlaneClient;
+import dev.kvpool.api.events.Topics;
 import dev.kvpool.api.json.ProtoJson;
 import dev.kvpool.api.naming.Identifiers;
 import dev.kvpool.api.naming.Text;
@@ -57,7 +58,7 @@ import org.jboss.logging.Logger;
  */
 public final class ControlPlaneSync implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(ControlPlaneSync.class);
-    public static final String TOPIC = "kvpool.config";
+    public static final String TOPIC = Topics.CONFIG;
     static final String RECORDS = "control-plane", SNAPSHOT = "snapshot";
 
     /** {@code kafkaClient}: TLS/SASL settings of the consumer (KafkaClientConfig), none when empty. */

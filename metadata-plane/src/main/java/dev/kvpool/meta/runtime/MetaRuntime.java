@@ -40,10 +40,8 @@ import java.net.NetworkInterface;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
-import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
-import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 
 /**
@@ -56,9 +54,6 @@ public class MetaRuntime {
 
     @Inject
     MetaSettings cfg;
-    /** TLS/SASL settings of every Kafka client, one file per property (KafkaClientConfig). */
-    @ConfigProperty(name = KafkaClientConfig.PROPERTY)
-    Optional<String> kafkaClientConfigDir;
     @Inject
     MeterRegistry meters;
     /** Only resolved with kvpool.meta.store=redis (quarkus-redis-client's client, configured by quarkus.redis.*). */
@@ -236,7 +231,7 @@ public class MetaRuntime {
                 new KvcmMeta.Node(nodeId, advertisedHost(), grpcPort(), httpPort()), meters);
         if (cfg.events().bootstrapServers().filter(b -> !b.isBlank()).isPresent()) {
             events = new CacheEvents(cfg.events().bootstrapServers().get(), nodeId, cfg.events().queueCapacity(),
-                    KafkaClientConfig.load(kafkaClientConfigDir));
+                    KafkaClientConfig.load(cfg.kafkaClientConfigDir()));
             kvcm.events(events);
             LOG.infof("publishing operations to Kafka topic kvpool.cache at %s", cfg.events().bootstrapServers().get());
         }
@@ -404,7 +399,7 @@ public class MetaRuntime {
                 .or(() -> cfg.events().bootstrapServers().filter(b -> !b.isBlank())).orElse(null);
         controlPlane = new ControlPlaneSync(client, store,
                 new ControlPlaneSync.Settings(kafka, cp.resync(), cp.usagePeriod(),
-                        KafkaClientConfig.load(kafkaClientConfigDir)));
+                        KafkaClientConfig.load(cfg.kafkaClientConfigDir())));
         return controlPlane.initial();
     }
 
