@@ -9,6 +9,7 @@ import io.fabric8.kubernetes.api.model.VolumeMount;
 import io.fabric8.kubernetes.api.model.VolumeMountBuilder;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Pattern;
 
 /**
  * Where each KVPool service finds its engines, as container env (and, for Kafka client settings, a Secret volume):
@@ -42,6 +43,9 @@ public final class EngineEndpoints {
     public static final String KAFKA_CLIENT_CONFIG_VOLUME = "kafka-client";
     public static final String KAFKA_CLIENT_CONFIG_PATH = "/etc/kvpool/kafka-client";
 
+    static final Pattern BOOTSTRAP = Pattern.compile("^[^,\\s]+(,[^,\\s]+)*$");
+    static final int MAX_BOOTSTRAP = 2048;
+
     private final KVPool pool;
     private final KVPoolSpec.Engines engines;
 
@@ -73,7 +77,13 @@ public final class EngineEndpoints {
         if (managedKafka()) {
             return KafkaModel.of(pool).bootstrap();
         }
-        return engines.kafka == null ? null : engines.kafka.bootstrap;
+        String b = engines.kafka == null ? null : engines.kafka.bootstrap;
+        // the CRD's pattern again: a spec that skipped the API server's validation must not reach the env
+        if (b != null && (b.length() > MAX_BOOTSTRAP || !BOOTSTRAP.matcher(b).matches())) {
+            throw new IllegalArgumentException("spec.engines.kafka.bootstrap must be host:port[,host:port...] "
+                    + "without spaces, at most " + MAX_BOOTSTRAP + " characters");
+        }
+        return b;
     }
 
     /** The control plane: database (referenced Secret or CloudNativePG's app Secret) and Kafka. */

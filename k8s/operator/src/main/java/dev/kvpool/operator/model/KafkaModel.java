@@ -11,22 +11,26 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The managed Kafka of a {@link KVPool}: a Strimzi {@code kafka.strimzi.io/v1beta2 Kafka} {@code <pool>-kafka} in
- * KRaft mode, one {@code KafkaNodePool} of nodes that are both controller and broker, and a {@code KafkaTopic} for
- * each of KVPool's streams. Pure.
+ * The managed Kafka of a {@link KVPool}: a Strimzi {@code kafka.strimzi.io/v1 Kafka} {@code <pool>-kafka} in KRaft
+ * mode, one {@code KafkaNodePool} of nodes that are both controller and broker, and a {@code KafkaTopic} for each of
+ * KVPool's streams. Pure.
  *
- * <p>Field names checked against strimzi-kafka-operator {@code packaging/examples/kafka/kraft/
- * kafka-with-dual-role-nodes.yaml} (v1beta2: annotations {@code strimzi.io/node-pools} and {@code strimzi.io/kraft},
- * {@code spec.kafka.version/metadataVersion/listeners/config}, {@code spec.entityOperator.topicOperator}; the pool's
- * {@code strimzi.io/cluster} label, {@code roles}, {@code storage.type: jbod} with {@code persistent-claim}
- * volumes, {@code kraftMetadata: shared}, {@code deleteClaim}) and {@code packaging/examples/topic/kafka-topic.yaml}
+ * <p>API version {@code v1}, not {@code v1beta2}: Strimzi 0.49 introduced {@code v1} and Strimzi 1.0 removed
+ * {@code v1beta2} (release notes of 0.49.0 and 1.0.0), so {@code v1} is the one version every supported Strimzi
+ * serves (0.49 and later). Since 0.46 Strimzi runs KRaft with node pools only, so the {@code strimzi.io/kraft} and
+ * {@code strimzi.io/node-pools} annotations that v1beta2-era clusters needed are gone. Field names checked against
+ * strimzi-kafka-operator {@code packaging/examples/kafka/kafka-with-dual-role-nodes.yaml} (v1: {@code spec.kafka.
+ * version/metadataVersion/listeners/config}, {@code spec.entityOperator.topicOperator}; the pool's
+ * {@code strimzi.io/cluster} label, {@code roles}, {@code storage.type: jbod} with {@code persistent-claim} volumes
+ * and {@code kraftMetadata: shared}), {@code api/.../kafka/PersistentClaimStorage.java} ({@code size},
+ * {@code class}, {@code deleteClaim}, {@code id}) and {@code packaging/examples/topic/kafka-topic.yaml}
  * ({@code partitions}, {@code replicas}, {@code config}; {@code topicName} lets the resource name differ from the
  * topic's, so two pools in one namespace do not collide). The plain listener's bootstrap Service is
  * {@code <cluster>-kafka-bootstrap}.
  */
 public final class KafkaModel extends ComponentModel {
     public static final String COMPONENT = "kafka";
-    public static final String API_VERSION = "kafka.strimzi.io/v1beta2";
+    public static final String API_VERSION = "kafka.strimzi.io/v1";
     public static final String CLUSTER_LABEL = "strimzi.io/cluster";
     public static final int PLAIN_PORT = 9092;
     /** KVPool's streams (dev.kvpool.api.events.Topics; KafkaModelTest checks the names against it). */
@@ -91,10 +95,7 @@ public final class KafkaModel extends ComponentModel {
     }
 
     public GenericKubernetesResource kafka() {
-        ObjectMeta meta = new ObjectMetaBuilder(w.metadata())
-                .addToAnnotations("strimzi.io/node-pools", "enabled")
-                .addToAnnotations("strimzi.io/kraft", "enabled")
-                .build();
+        ObjectMeta meta = w.metadata();
         Map<String, Object> config = new LinkedHashMap<>();
         config.put("offsets.topic.replication.factor", replicationFactor());
         config.put("transaction.state.log.replication.factor", replicationFactor());

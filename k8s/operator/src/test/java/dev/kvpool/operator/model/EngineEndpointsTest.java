@@ -203,6 +203,20 @@ class EngineEndpointsTest {
     }
 
     @Test
+    void refusesABootstrapTheCrdWouldRefuse() throws NoSuchFieldException {
+        var field = KVPoolSpec.Kafka.class.getField("bootstrap");
+        assertEquals(field.getAnnotation(io.fabric8.generator.annotation.Pattern.class).value(),
+                EngineEndpoints.BOOTSTRAP.pattern(), "the same pattern as the CRD");
+        assertEquals(field.getAnnotation(io.fabric8.generator.annotation.Size.class).max(),
+                EngineEndpoints.MAX_BOOTSTRAP);
+        for (String bad : List.of("a:1, b:2", "a:1,,b:2", "x".repeat(2049), "a:1\nKVPOOL_X=y")) {
+            KVPool p = EnginePools.referenced();
+            p.getSpec().engines.kafka.bootstrap = bad;
+            assertThrows(IllegalArgumentException.class, () -> EngineEndpoints.of(p).controlPlaneEnv(), bad);
+        }
+    }
+
+    @Test
     void refusesAPoolWithoutNameOrVersion() {
         KVPool p = EnginePools.managed();
         p.getSpec().version = null;

@@ -17,6 +17,7 @@ import io.fabric8.kubernetes.api.model.ResourceRequirementsBuilder;
 import io.fabric8.kubernetes.api.model.Secret;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.apps.StatefulSet;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -93,17 +94,35 @@ class ManagedEnginesTest {
         assertThrows(IllegalArgumentException.class, () -> KafkaModel.of(r).kafka());
     }
 
+    /** What the reconciler sends: the nested fabric8 types serialize to the plain YAML of the CRD's fields. */
+    @Test
+    void engineResourcesSerializeAsPlainYaml() {
+        KVPool p = EnginePools.managed();
+        p.getSpec().engines.postgres.managed.resources = new ResourceRequirementsBuilder()
+                .addToLimits("memory", new Quantity("2Gi")).build();
+        KubernetesSerialization json = new KubernetesSerialization();
+        String yaml = json.asYaml(PostgresModel.of(p).cluster());
+        assertTrue(yaml.contains("apiVersion: \"postgresql.cnpg.io/v1\""), yaml);
+        GenericKubernetesResource back = json.unmarshal(yaml, GenericKubernetesResource.class);
+        assertEquals("2Gi", at(at(spec(back), "resources"), "limits").get("memory"));
+        assertEquals("kvpool", at(at(spec(back), "bootstrap"), "initdb").get("owner"));
+        for (GenericKubernetesResource r : List.of(KafkaModel.of(p).kafka(), KafkaModel.of(p).nodePool())) {
+            GenericKubernetesResource again = json.unmarshal(json.asYaml(r), GenericKubernetesResource.class);
+            assertEquals(json.asJson(r), json.asJson(again), r.getKind());
+        }
+    }
+
     // ---- Strimzi ----------------------------------------------------------------------------------------------
 
     @Test
     void kafkaIsAStrimziKraftClusterWithADualRoleNodePool() {
         KafkaModel m = KafkaModel.of(EnginePools.managed());
         GenericKubernetesResource k = m.kafka();
-        assertEquals("kafka.strimzi.io/v1beta2", k.getApiVersion());
+        assertEquals("kafka.strimzi.io/v1", k.getApiVersion());
         assertEquals("Kafka", k.getKind());
         assertEquals("prod-kafka", k.getMetadata().getName());
-        assertEquals("enabled", k.getMetadata().getAnnotations().get("strimzi.io/node-pools"));
-        assertEquals("enabled", k.getMetadata().getAnnotations().get("strimzi.io/kraft"));
+        assertTrue(k.getMetadata().getAnnotations() == null || k.getMetadata().getAnnotations().isEmpty(),
+                "no v1beta2-era strimzi.io/kraft or node-pools annotations");
         assertOwnedByThePool(k);
         Map<String, Object> kafka = at(spec(k), "kafka");
         assertFalse(kafka.containsKey("version"), "the Strimzi operator's default Kafka");
@@ -117,7 +136,7 @@ class ManagedEnginesTest {
 
         GenericKubernetesResource pool = m.nodePool();
         assertEquals("KafkaNodePool", pool.getKind());
-        assertEquals("kafka.strimzi.io/v1beta2", pool.getApiVersion());
+        assertEquals("kafka.strimzi.io/v1", pool.getApiVersion());
         assertEquals("prod-kafka", pool.getMetadata().getLabels().get("strimzi.io/cluster"));
         assertOwnedByThePool(pool);
         Map<String, Object> ps = spec(pool);
@@ -170,7 +189,7 @@ class ManagedEnginesTest {
         assertEquals(3, topics.size());
         for (GenericKubernetesResource t : topics) {
             assertEquals("KafkaTopic", t.getKind());
-            assertEquals("kafka.strimzi.io/v1beta2", t.getApiVersion());
+            assertEquals("kafka.strimzi.io/v1", t.getApiVersion());
             assertEquals("prod-kafka", t.getMetadata().getLabels().get("strimzi.io/cluster"));
             assertOwnedByThePool(t);
             String topic = (String) spec(t).get("topicName");
