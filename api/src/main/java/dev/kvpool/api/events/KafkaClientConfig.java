@@ -25,6 +25,8 @@ import java.util.stream.Stream;
  */
 public final class KafkaClientConfig {
     public static final String PROPERTY = "kvpool.kafka.client-config-dir";
+    /** Named in every refusal: the data agent reads the same env through kvpool.agent.events.client-config-dir. */
+    static final String WHERE = PROPERTY + " (env KVPOOL_KAFKA_CLIENT_CONFIG_DIR)";
     static final Pattern ALLOWED = Pattern.compile("^(security\\.protocol|sasl\\.[a-z0-9.]+|ssl\\.[a-z0-9.]+)$");
     static final int MAX_ENTRIES = 64;
     /** A Secret holds at most 1 MiB in all. */
@@ -40,35 +42,35 @@ public final class KafkaClientConfig {
         }
         Path d = Path.of(dir.get().trim());
         if (!Files.isDirectory(d)) {
-            throw new IllegalArgumentException(PROPERTY + " " + d + " is not a directory");
+            throw new IllegalArgumentException(WHERE + " " + d + " is not a directory");
         }
         List<Path> files;
         try (Stream<Path> s = Files.list(d)) {
             files = s.filter(p -> !p.getFileName().toString().startsWith(".")).sorted().toList();
         } catch (IOException e) {
-            throw new UncheckedIOException(PROPERTY + " " + d + " cannot be listed", e);
+            throw new UncheckedIOException(WHERE + " " + d + " cannot be listed", e);
         }
         if (files.size() > MAX_ENTRIES) {
-            throw new IllegalArgumentException(PROPERTY + " " + d + " holds " + files.size() + " entries (at most "
+            throw new IllegalArgumentException(WHERE + " " + d + " holds " + files.size() + " entries (at most "
                     + MAX_ENTRIES + ")");
         }
         Map<String, String> out = new TreeMap<>();
         for (Path f : files) {
             String key = f.getFileName().toString();
             if (!ALLOWED.matcher(key).matches()) {
-                throw new IllegalArgumentException(PROPERTY + ": " + f + " is not a Kafka client security setting "
+                throw new IllegalArgumentException(WHERE + ": " + f + " is not a Kafka client security setting "
                         + "(only security.protocol, sasl.* and ssl.* are taken)");
             }
             if (!Files.isRegularFile(f)) {
-                throw new IllegalArgumentException(PROPERTY + ": " + f + " is not a file");
+                throw new IllegalArgumentException(WHERE + ": " + f + " is not a file");
             }
             try {
                 if (Files.size(f) > MAX_VALUE_BYTES) {
-                    throw new IllegalArgumentException(PROPERTY + ": " + f + " is over " + MAX_VALUE_BYTES + " bytes");
+                    throw new IllegalArgumentException(WHERE + ": " + f + " is over " + MAX_VALUE_BYTES + " bytes");
                 }
                 out.put(key, Files.readString(f, StandardCharsets.UTF_8).trim());
             } catch (IOException e) {
-                throw new UncheckedIOException(PROPERTY + ": " + f + " cannot be read", e);
+                throw new UncheckedIOException(WHERE + ": " + f + " cannot be read", e);
             }
         }
         return out;

@@ -72,8 +72,23 @@ public final class KafkaModel extends ComponentModel {
         return name() + "-kafka-bootstrap:" + PLAIN_PORT;
     }
 
+    /**
+     * {@code <pool>}: Strimzi names the pods {@code <cluster>-<node pool>-<id>}, here {@code <pool>-kafka-<pool>-<id>},
+     * and a pod name is its DNS label (63 characters at most); any longer node pool name would shorten the KVPool
+     * names that fit. One node pool per KVPool, so the name is unique in the namespace.
+     */
     public String nodePoolName() {
-        return name() + "-dual-role";
+        return pool.getMetadata().getName();
+    }
+
+    /** Refuses a KVPool whose Kafka pod names ({@code <pool>-kafka-<pool>-<id>}, id up to 2 digits) exceed 63. */
+    void checkNameLength() {
+        int fixed = "-kafka".length() + "-".length() + "-00".length();
+        int max = (63 - fixed) / 2;
+        if (pool.getMetadata().getName().length() > max) {
+            throw new IllegalArgumentException("a KVPool with managed Kafka has a name of at most " + max
+                    + " characters: Strimzi names its pods <pool>-kafka-<pool>-<n>, at most 63 characters");
+        }
     }
 
     public int replicas() {
@@ -95,6 +110,7 @@ public final class KafkaModel extends ComponentModel {
     }
 
     public GenericKubernetesResource kafka() {
+        checkNameLength();
         ObjectMeta meta = w.metadata();
         Map<String, Object> config = new LinkedHashMap<>();
         config.put("offsets.topic.replication.factor", replicationFactor());
@@ -118,6 +134,7 @@ public final class KafkaModel extends ComponentModel {
     }
 
     public GenericKubernetesResource nodePool() {
+        checkNameLength();
         ObjectMeta meta = new ObjectMetaBuilder(w.metadata())
                 .withName(nodePoolName())
                 .addToLabels(CLUSTER_LABEL, name())

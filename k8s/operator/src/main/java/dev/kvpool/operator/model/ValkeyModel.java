@@ -56,6 +56,11 @@ public final class ValkeyModel extends ComponentModel {
 
     private ValkeyModel(KVPool pool) {
         super(pool, COMPONENT);
+        // Service names are DNS labels: <pool>-valkey-headless must fit in 63 characters
+        if (headlessServiceName().length() > 63) {
+            throw new IllegalArgumentException("a KVPool with managed Redis has a name of at most "
+                    + (63 - "-valkey-headless".length()) + " characters (Service <pool>-valkey-headless)");
+        }
         KVPoolSpec.Engines e = pool.getSpec().engines;
         this.managed = e == null || e.redis == null || e.redis.managed == null
                 ? new KVPoolSpec.ManagedRedis() : e.redis.managed;

@@ -179,6 +179,24 @@ class ManagedEnginesTest {
         assertEquals(2, at(at(spec(KafkaModel.of(p).kafka()), "kafka"), "config").get("default.replication.factor"));
     }
 
+    @Test
+    void kafkaPodNamesFitInADnsLabel() {
+        KafkaModel m = KafkaModel.of(EnginePools.managed());
+        assertEquals("prod", m.nodePoolName());
+        KVPool fits = EnginePools.managed();
+        fits.getMetadata().setName("p".repeat(26)); // pods p…p-kafka-p…p-NN: 26 + 7 + 26 + 3 = 62
+        KafkaModel.of(fits).nodePool();
+        KVPool tooLong = EnginePools.managed();
+        tooLong.getMetadata().setName("p".repeat(27)); // 27 + 7 + 27 + 3 = 64
+        var e = assertThrows(IllegalArgumentException.class, () -> KafkaModel.of(tooLong).kafka());
+        assertTrue(e.getMessage().contains("at most 26 characters"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> PoolModel.of(tooLong).desired());
+        // referenced Kafka: no such limit from Strimzi
+        KVPool referenced = EnginePools.referenced();
+        referenced.getMetadata().setName("p".repeat(27));
+        PoolModel.of(referenced).desired();
+    }
+
     /** The topic names are the ones the services produce to and consume from (dev.kvpool.api.events.Topics). */
     @Test
     void topicsAreTheServicesStreams() {
@@ -287,6 +305,17 @@ class ManagedEnginesTest {
         var claim = s.getSpec().getVolumeClaimTemplates().getFirst();
         assertEquals("fast-ssd", claim.getSpec().getStorageClassName());
         assertEquals(new Quantity("20Gi"), claim.getSpec().getResources().getRequests().get("storage"));
+    }
+
+    @Test
+    void valkeyServiceNamesFitInADnsLabel() {
+        KVPool fits = EnginePools.managed();
+        fits.getMetadata().setName("v".repeat(47));
+        assertEquals(63, ValkeyModel.of(fits).headlessService().getMetadata().getName().length());
+        KVPool tooLong = EnginePools.managed();
+        tooLong.getMetadata().setName("v".repeat(48));
+        var e = assertThrows(IllegalArgumentException.class, () -> ValkeyModel.of(tooLong));
+        assertTrue(e.getMessage().contains("at most 47 characters"), e.getMessage());
     }
 
     @Test

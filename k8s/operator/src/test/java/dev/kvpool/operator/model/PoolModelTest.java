@@ -31,7 +31,7 @@ class PoolModelTest {
         List<String> all = EnginePools.kinds(PoolModel.of(EnginePools.managed()).desired());
         assertEquals(List.of(
                 "Cluster/prod-postgres",
-                "KafkaNodePool/prod-kafka-dual-role", "Kafka/prod-kafka",
+                "KafkaNodePool/prod", "Kafka/prod-kafka",
                 "KafkaTopic/prod-kvpool-config", "KafkaTopic/prod-kvpool-cache", "KafkaTopic/prod-kvpool-blocks",
                 "Service/prod-valkey-headless", "Service/prod-valkey", "StatefulSet/prod-valkey"),
                 all.subList(0, all.size() - PLANES.size()));
