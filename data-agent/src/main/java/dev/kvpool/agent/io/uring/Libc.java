@@ -9,42 +9,87 @@ import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The few libc entry points the agent needs, bound with FFM: {@code syscall} (io_uring has no libc wrapper),
  * {@code open}/{@code close}/{@code posix_fallocate} (raw fds with O_DIRECT), {@code mmap}/{@code munmap} (the
- * rings). Every call that can fail captures {@code errno}. All descriptors are fixed here, so a native image can
- * register them at build time (no reflection, no dynamic descriptors).
+ * rings). Every call that can fail captures {@code errno}.
+ *
+ * <p>A native image can only make downcalls whose descriptor and options were registered at build time. So every
+ * downcall is declared once in {@link #DOWNCALLS} and bound by {@link #bind}, the only place that calls
+ * {@code Linker.downcallHandle}; {@code NativeImageMetadataTest} holds the list against the {@code foreign}
+ * section of {@code META-INF/native-image/dev.kvpool/kvpool-data-agent/reachability-metadata.json} and fails on a
+ * downcall made anywhere else. The handles are made in the static initializer, so this class is initialized at run
+ * time in a native image ({@code quarkus.native.additional-build-args}).
  */
 public final class Libc {
     public static final int O_RDONLY = 0, O_RDWR = 2, O_CREAT = 0100, O_DIRECT = 040000, O_CLOEXEC = 02000000;
     public static final int PROT_READ = 1, PROT_WRITE = 2, MAP_SHARED = 1, MAP_POPULATE = 0x8000;
     public static final long MAP_FAILED = -1L;
 
+    /**
+     * One libc function as it is bound: its symbol, its descriptor, the index of its first variadic argument (-1:
+     * none) and whether {@code errno} is captured. Exactly what the native image has to know at build time.
+     */
+    public record Downcall(String symbol, FunctionDescriptor descriptor, int firstVariadicArg, boolean captureErrno) {
+        Linker.Option[] options() {
+            List<Linker.Option> o = new ArrayList<>(2);
+            if (firstVariadicArg >= 0) {
+                o.add(Linker.Option.firstVariadicArg(firstVariadicArg));
+            }
+            if (captureErrno) {
+                o.add(Linker.Option.captureCallState("errno"));
+            }
+            return o.toArray(Linker.Option[]::new);
+        }
+    }
+
+    /** {@code long syscall(long number, ...)}: six variadic arguments, enough for every io_uring call. */
+    public static final Downcall SYSCALL6_CALL = new Downcall("syscall",
+            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_LONG), 1, true);
+    /** {@code int open(const char *path, int flags, ...)}: the mode is variadic. */
+    public static final Downcall OPEN_CALL = new Downcall("open",
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
+            2, true);
+    public static final Downcall CLOSE_CALL = new Downcall("close",
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), -1, false);
+    /** {@code int posix_fallocate(int fd, off_t offset, off_t len)}: returns the error, sets no errno. */
+    public static final Downcall FALLOCATE_CALL = new Downcall("posix_fallocate",
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG),
+            -1, false);
+    public static final Downcall MMAP_CALL = new Downcall("mmap",
+            FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT,
+                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), -1, true);
+    public static final Downcall MUNMAP_CALL = new Downcall("munmap",
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG), -1, false);
+
+    /** Every downcall the agent makes. */
+    public static final List<Downcall> DOWNCALLS = List.of(SYSCALL6_CALL, OPEN_CALL, CLOSE_CALL, FALLOCATE_CALL,
+            MMAP_CALL, MUNMAP_CALL);
+
     private static final Linker LINKER = Linker.nativeLinker();
     private static final SymbolLookup LIBC = LINKER.defaultLookup();
-    private static final Linker.Option ERRNO = Linker.Option.captureCallState("errno");
     private static final VarHandle ERRNO_HANDLE = Linker.Option.captureStateLayout()
             .varHandle(MemoryLayout.PathElement.groupElement("errno"));
     private static final long STATE_SIZE = Linker.Option.captureStateLayout().byteSize();
 
-    private static final MethodHandle SYSCALL6 = LINKER.downcallHandle(LIBC.find("syscall").orElseThrow(),
-            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                    ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                    ValueLayout.JAVA_LONG),
-            Linker.Option.firstVariadicArg(1), ERRNO);
-    private static final MethodHandle OPEN = LINKER.downcallHandle(LIBC.find("open").orElseThrow(),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
-            Linker.Option.firstVariadicArg(2), ERRNO);
-    private static final MethodHandle CLOSE = LINKER.downcallHandle(LIBC.find("close").orElseThrow(),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
-    private static final MethodHandle FALLOCATE = LINKER.downcallHandle(LIBC.find("posix_fallocate").orElseThrow(),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
-    private static final MethodHandle MMAP = LINKER.downcallHandle(LIBC.find("mmap").orElseThrow(),
-            FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT,
-                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), ERRNO);
-    private static final MethodHandle MUNMAP = LINKER.downcallHandle(LIBC.find("munmap").orElseThrow(),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
+    private static final MethodHandle SYSCALL6 = bind(SYSCALL6_CALL);
+    private static final MethodHandle OPEN = bind(OPEN_CALL);
+    private static final MethodHandle CLOSE = bind(CLOSE_CALL);
+    private static final MethodHandle FALLOCATE = bind(FALLOCATE_CALL);
+    private static final MethodHandle MMAP = bind(MMAP_CALL);
+    private static final MethodHandle MUNMAP = bind(MUNMAP_CALL);
+
+    private static MethodHandle bind(Downcall d) {
+        if (!DOWNCALLS.contains(d)) { // a downcall outside the list would be missing from the native image
+            throw new IllegalStateException("downcall " + d.symbol() + " is not in Libc.DOWNCALLS");
+        }
+        return LINKER.downcallHandle(LIBC.find(d.symbol()).orElseThrow(), d.descriptor(), d.options());
+    }
 
     private Libc() {
     }

@@ -2,24 +2,36 @@ package dev.kvpool.operator.reconciler;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import dev.kvpool.operator.crd.Condition;
 import dev.kvpool.operator.crd.KVPool;
 import dev.kvpool.operator.crd.KVPoolSpec;
 import dev.kvpool.operator.crd.SecretRef;
+import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
+import io.fabric8.kubernetes.api.model.Secret;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
+import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
+import io.fabric8.kubernetes.api.model.apps.DeploymentStatusBuilder;
+import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudget;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
 import jakarta.inject.Inject;
 import java.time.Duration;
+import java.util.List;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 
-/** The operator against the fabric8 mock server (CRUD mode; no kube-apiserver can run here). */
+/**
+ * The KVPool reconciler against the fabric8 mock server in CRUD mode (no kube-apiserver can run here): it runs no
+ * pods and no garbage collector, so the tests play the kubelet (Deployment status) and check owner references
+ * instead of cascading deletes.
+ */
 @QuarkusTest
 @WithKubernetesTestServer(crud = true)
 class KVPoolReconcilerTest {
@@ -28,37 +40,145 @@ class KVPoolReconcilerTest {
     @Inject
     KubernetesClient client;
 
-    @Test
-    void appliesTheControlPlaneAndReportsStatus() {
+    static KVPool pool(String name, String version) {
         KVPool pool = new KVPool();
-        pool.setMetadata(new ObjectMetaBuilder().withName("demo").withNamespace(NS).build());
+        pool.setMetadata(new ObjectMetaBuilder().withName(name).withNamespace(NS).build());
         KVPoolSpec spec = new KVPoolSpec();
-        spec.version = "0.4.2";
+        spec.version = version;
         spec.engines = new KVPoolSpec.Engines();
         spec.engines.postgres = new KVPoolSpec.Postgres();
-        spec.engines.postgres.secretRef = new SecretRef("demo-db");
+        spec.engines.postgres.secretRef = new SecretRef(name + "-db");
         pool.setSpec(spec);
-        client.resource(pool).create();
+        return pool;
+    }
+
+    @Test
+    void appliesEveryObjectWithOwnerReferencesAndReportsStatus() {
+        client.resource(pool("demo", "0.4.2")).create();
 
         Deployment d = await(() -> client.apps().deployments().inNamespace(NS).withName("demo-control-plane").get());
         assertEquals("ghcr.io/kvpool/kvpool-control-plane:0.4.2",
                 d.getSpec().getTemplate().getSpec().getContainers().getFirst().getImage());
         assertEquals("demo", d.getMetadata().getOwnerReferences().getFirst().getName());
+        assertTrue(d.getMetadata().getOwnerReferences().getFirst().getController());
         Service s = await(() -> client.services().inNamespace(NS).withName("demo-control-plane").get());
         assertEquals(2, s.getSpec().getPorts().size());
+        Deployment mp = await(() -> client.apps().deployments().inNamespace(NS).withName("demo-metadata-plane").get());
+        assertEquals(2, mp.getSpec().getReplicas());
+        PodDisruptionBudget pdb = await(() -> client.policy().v1().podDisruptionBudget().inNamespace(NS)
+                .withName("demo-metadata-plane").get());
+        assertEquals("demo", pdb.getMetadata().getOwnerReferences().getFirst().getName());
+
+        // credentials: generated once, kept without an owner reference (the database may outlive the resource)
+        Secret admin = await(() -> client.secrets().inNamespace(NS).withName("demo-admin").get());
+        assertTrue(admin.getMetadata().getOwnerReferences() == null || admin.getMetadata().getOwnerReferences().isEmpty());
+        assertNotNull(await(() -> client.secrets().inNamespace(NS).withName("demo-metadata-plane-account").get()));
 
         KVPool reconciled = await(() -> {
             KVPool p = client.resources(KVPool.class).inNamespace(NS).withName("demo").get();
             return p.getStatus() != null && p.getStatus().observedGeneration != null ? p : null;
         });
         assertEquals(reconciled.getMetadata().getGeneration(), reconciled.getStatus().observedGeneration);
-        // the mock server runs no pods: the control plane stays not ready
-        Condition ready = reconciled.getStatus().conditions.stream().filter(c -> c.type == Condition.Type.Ready)
-                .findFirst().orElseThrow();
-        assertEquals(Condition.Status.False, ready.status);
+        Condition ready = condition(reconciled, Condition.Type.Ready);
+        assertEquals(Condition.Status.False, ready.status, "no pods run on the mock server");
+        assertEquals(Condition.Status.True, condition(reconciled, Condition.Type.Progressing).status);
         assertNotNull(ready.lastTransitionTime);
         assertEquals("http://demo-control-plane.kvpool-test.svc:6492", reconciled.getStatus().endpoints.controlPlaneHttp);
-        assertEquals("0.4.2", reconciled.getStatus().versions.controlPlane);
+        assertNull(reconciled.getStatus().versions.controlPlane, "nothing rolled out yet");
+    }
+
+    @Test
+    void podsBecomingReadyMakeThePoolReadyWithAnEventAndScalingRollsAgain() {
+        client.resource(pool("scale", "1.0.0")).create();
+        Deployment cp = await(() -> client.apps().deployments().inNamespace(NS).withName("scale-control-plane").get());
+        Deployment mp = await(() -> client.apps().deployments().inNamespace(NS).withName("scale-metadata-plane").get());
+        String adminPassword = client.secrets().inNamespace(NS).withName("scale-admin").get().getData().get("password");
+
+        // play the kubelet: every replica of both Deployments becomes ready; the informer wakes the reconciler
+        markReady(cp);
+        markReady(mp);
+        KVPool ready = await(() -> {
+            KVPool p = client.resources(KVPool.class).inNamespace(NS).withName("scale").get();
+            return p.getStatus() != null && condition(p, Condition.Type.Ready) != null
+                    && condition(p, Condition.Type.Ready).status == Condition.Status.True ? p : null;
+        });
+        assertEquals("1.0.0", ready.getStatus().versions.controlPlane);
+        assertEquals("1.0.0", ready.getStatus().versions.metadataPlane);
+        Event e = await(() -> events("scale").stream().filter(ev -> "Ready".equals(ev.getReason())).findFirst()
+                .orElse(null));
+        assertEquals("Normal", e.getType());
+        assertEquals("KVPool", e.getInvolvedObject().getKind());
+
+        // scale the metadata plane: the Deployment follows, the pool is not ready until the new replica is
+        client.resources(KVPool.class).inNamespace(NS).withName("scale").edit(p -> {
+            p.getSpec().metadataPlane.replicas = 4;
+            return p;
+        });
+        await(() -> {
+            Deployment d = client.apps().deployments().inNamespace(NS).withName("scale-metadata-plane").get();
+            return d.getSpec().getReplicas() == 4 ? d : null;
+        });
+        await(() -> {
+            KVPool p = client.resources(KVPool.class).inNamespace(NS).withName("scale").get();
+            return condition(p, Condition.Type.Ready).status == Condition.Status.False
+                    && condition(p, Condition.Type.Progressing).message.matches(".*Deployment scale-metadata-plane [0-4]/4 ready.*")
+                    ? p : null;
+        });
+        assertEquals(adminPassword, client.secrets().inNamespace(NS).withName("scale-admin").get().getData()
+                .get("password"), "a generated password is never rewritten");
+    }
+
+    @Test
+    void anObjectNoLongerDesiredIsPrunedAndAStalledRolloutIsDegraded() {
+        KVPool created = client.resource(pool("prune", "1.0.0")).create();
+        Deployment cp = await(() -> client.apps().deployments().inNamespace(NS).withName("prune-control-plane").get());
+        // a Deployment an older operator version created for this pool, which the model no longer has
+        Deployment stray = new DeploymentBuilder(cp).withNewMetadata().withName("prune-obsolete").withNamespace(NS)
+                .withLabels(cp.getMetadata().getLabels()).withOwnerReferences(cp.getMetadata().getOwnerReferences())
+                .endMetadata().withStatus(null).build();
+        client.resource(stray).create();
+        await(() -> client.apps().deployments().inNamespace(NS).withName("prune-obsolete").get() == null ? "gone" : null);
+        assertNotNull(client.apps().deployments().inNamespace(NS).withName("prune-control-plane").get());
+
+        // the rollout passes its progress deadline: Degraded, with the Deployment's own words, and a Warning event
+        cp = client.apps().deployments().inNamespace(NS).withName("prune-control-plane").get();
+        cp.setStatus(new DeploymentStatusBuilder().withObservedGeneration(cp.getMetadata().getGeneration())
+                .withReplicas(1).withUpdatedReplicas(1).withReadyReplicas(0)
+                .addNewCondition().withType("Progressing").withStatus("False").withReason("ProgressDeadlineExceeded")
+                .withMessage("ReplicaSet \"prune-control-plane-1\" has timed out progressing.").endCondition()
+                .build());
+        client.resource(cp).updateStatus();
+        KVPool degraded = await(() -> {
+            KVPool p = client.resources(KVPool.class).inNamespace(NS).withName("prune").get();
+            Condition c = p.getStatus() == null ? null : condition(p, Condition.Type.Degraded);
+            return c != null && c.status == Condition.Status.True ? p : null;
+        });
+        assertEquals("RolloutStalled", condition(degraded, Condition.Type.Degraded).reason);
+        assertTrue(condition(degraded, Condition.Type.Degraded).message.contains("timed out progressing"));
+        Event w = await(() -> events("prune").stream().filter(ev -> "RolloutStalled".equals(ev.getReason()))
+                .findFirst().orElse(null));
+        assertEquals("Warning", w.getType());
+        assertEquals(created.getMetadata().getUid(), w.getInvolvedObject().getUid());
+    }
+
+    private void markReady(Deployment d) {
+        Deployment now = client.apps().deployments().inNamespace(NS).withName(d.getMetadata().getName()).get();
+        int n = now.getSpec().getReplicas();
+        now.setStatus(new DeploymentStatusBuilder().withObservedGeneration(now.getMetadata().getGeneration())
+                .withReplicas(n).withUpdatedReplicas(n).withReadyReplicas(n).withAvailableReplicas(n).build());
+        client.resource(now).updateStatus();
+    }
+
+    private List<Event> events(String pool) {
+        return client.v1().events().inNamespace(NS).list().getItems().stream()
+                .filter(e -> e.getInvolvedObject() != null && pool.equals(e.getInvolvedObject().getName())).toList();
+    }
+
+    static Condition condition(KVPool p, Condition.Type type) {
+        if (p.getStatus() == null || p.getStatus().conditions == null) {
+            return null;
+        }
+        return p.getStatus().conditions.stream().filter(c -> c.type == type).findFirst().orElse(null);
     }
 
     static <T> T await(Supplier<T> probe) {
