@@ -2,6 +2,7 @@ package dev.kvpool.operator.crd;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
+import io.fabric8.crd.generator.annotation.PrinterColumn;
 import io.fabric8.generator.annotation.Default;
 import io.fabric8.generator.annotation.Max;
 import io.fabric8.generator.annotation.Min;
@@ -13,11 +14,10 @@ import io.fabric8.kubernetes.client.CustomResource;
 import io.fabric8.kubernetes.model.annotation.Group;
 import io.fabric8.kubernetes.model.annotation.ShortNames;
 import io.fabric8.kubernetes.model.annotation.Version;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
-/** An instance group (quota unit) of a KVPool (label {@value Names#POOL_LABEL} names the pool). */
+/** An instance group (quota unit) of a KVPool (spec.pool names the pool, in the same namespace). */
 @Group(Names.GROUP)
 @Version(Names.VERSION)
 @ShortNames("kvpig")
@@ -25,7 +25,18 @@ public class KVPoolInstanceGroup
         extends CustomResource<KVPoolInstanceGroup.Spec, KVPoolInstanceGroup.Status> implements Namespaced {
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
+    // setting, changing or removing name would orphan the object under its old name
+    @ValidationRule(value = "(has(self.name) ? self.name : '') == (has(oldSelf.name) ? oldSelf.name : '')",
+            message = "name is immutable (the control plane cannot rename); delete and re-create the resource")
     public static class Spec {
+        // A required field rather than the kvpool.dev/pool label: the API server validates it (required, pattern,
+        // immutable), and a move between pools shows in a Git diff. Moving would orphan the object in the old pool.
+        @Required
+        @Pattern(Names.K8S_NAME)
+        @ValidationRule(value = "self == oldSelf", message = "pool is immutable; delete and re-create the resource")
+        @JsonPropertyDescription("name of the KVPool (same namespace) whose control plane holds this object")
+        public String pool;
+
         @Pattern(Names.IDENTIFIER)
         @JsonPropertyDescription("instance group name in KVPool; defaults to metadata.name")
         public String name;
@@ -79,18 +90,19 @@ public class KVPoolInstanceGroup
     }
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    public static class Status {
-        public Long observedGeneration;
-        @JsonPropertyDescription("the control plane's version of this group after the last change the operator made")
-        public Long controlPlaneVersion;
+    public static class Status extends ControlPlaneObjectStatus {
+        @JsonPropertyDescription("usage and water level as the control plane reported them at the last check")
         public Usage usage;
-        public List<Condition> conditions = new ArrayList<>();
     }
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public static class Usage {
         public Long usedBytes;
+        @JsonPropertyDescription("usedBytes as a percentage of quotaBytes")
+        public Double usedPercent;
+        @JsonPropertyDescription("ok | soft (eviction runs) | hard (writes refused)")
+        @PrinterColumn(name = "Level")
+        public String level;
         public Map<String, Long> usedBytesByStorageType;
-        public Long instanceCount;
     }
 }

@@ -7,22 +7,32 @@ import io.fabric8.crd.generator.annotation.PrinterColumn;
 import io.fabric8.generator.annotation.Default;
 import io.fabric8.generator.annotation.Pattern;
 import io.fabric8.generator.annotation.Required;
+import io.fabric8.generator.annotation.ValidationRule;
 import io.fabric8.kubernetes.api.model.Namespaced;
 import io.fabric8.kubernetes.client.CustomResource;
 import io.fabric8.kubernetes.model.annotation.Group;
 import io.fabric8.kubernetes.model.annotation.ShortNames;
 import io.fabric8.kubernetes.model.annotation.Version;
-import java.util.ArrayList;
-import java.util.List;
 
-/** A storage backend of a KVPool (label {@value Names#POOL_LABEL} names the pool). */
+/** A storage backend of a KVPool (spec.pool names the pool, in the same namespace). */
 @Group(Names.GROUP)
 @Version(Names.VERSION)
 @ShortNames("kvps")
 public class KVPoolStorage extends CustomResource<KVPoolStorage.Spec, KVPoolStorage.Status> implements Namespaced {
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
+    // setting, changing or removing name would orphan the object under its old name
+    @ValidationRule(value = "(has(self.name) ? self.name : '') == (has(oldSelf.name) ? oldSelf.name : '')",
+            message = "name is immutable (the control plane cannot rename); delete and re-create the resource")
     public static class Spec {
+        // A required field rather than the kvpool.dev/pool label: the API server validates it (required, pattern,
+        // immutable), and a move between pools shows in a Git diff. Moving would orphan the object in the old pool.
+        @Required
+        @Pattern(Names.K8S_NAME)
+        @ValidationRule(value = "self == oldSelf", message = "pool is immutable; delete and re-create the resource")
+        @JsonPropertyDescription("name of the KVPool (same namespace) whose control plane holds this object")
+        public String pool;
+
         @Pattern(Names.IDENTIFIER)
         @JsonPropertyDescription("storage name in KVPool; defaults to metadata.name")
         public String name;
@@ -42,8 +52,6 @@ public class KVPoolStorage extends CustomResource<KVPoolStorage.Spec, KVPoolStor
     }
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    public static class Status {
-        public Long observedGeneration;
-        public List<Condition> conditions = new ArrayList<>();
+    public static class Status extends ControlPlaneObjectStatus {
     }
 }
