@@ -1,6 +1,7 @@
 package dev.kvpool.control.outbox;
 
 import dev.kvpool.api.events.CloudEventHeaders;
+import dev.kvpool.api.events.KafkaClientConfig;
 import dev.kvpool.api.events.Topics;
 import io.quarkus.narayana.jta.QuarkusTransaction;
 import io.quarkus.runtime.ShutdownEvent;
@@ -16,6 +17,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.Future;
@@ -49,6 +51,10 @@ public class OutboxRelay {
 
     @ConfigProperty(name = "kafka.bootstrap.servers")
     Optional<String> bootstrap;
+    /** TLS/SASL settings, one file per property (KafkaClientConfig); read at start so a bad one stops the start. */
+    @ConfigProperty(name = KafkaClientConfig.PROPERTY)
+    Optional<String> clientConfigDir;
+    private Map<String, String> clientConfig = Map.of();
     @ConfigProperty(name = "kvpool.control.outbox.batch-size", defaultValue = "200")
     int batchSize;
     @ConfigProperty(name = "kvpool.control.outbox.send-timeout", defaultValue = "PT10S")
@@ -68,6 +74,7 @@ public class OutboxRelay {
 
     /** A dedicated thread with a fixed delay: Quarkus' scheduler does not go below one second. */
     void start(@Observes StartupEvent ev) {
+        clientConfig = KafkaClientConfig.load(clientConfigDir);
         long ms = parseMillis(interval);
         timer = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "kvpool-outbox-relay");
@@ -171,21 +178,28 @@ public class OutboxRelay {
 
     private KafkaProducer<String, byte[]> producer() {
         if (producer == null) {
-            Properties p = new Properties();
-            p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap.get());
-            p.put(ProducerConfig.ACKS_CONFIG, "all");
-            p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-            p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 5);
-            p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 3000);
-            p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 3000);
-            p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, (int) Math.max(3000, sendTimeout.toMillis()));
-            p.put(ProducerConfig.LINGER_MS_CONFIG, 0);
-            p.put(ProducerConfig.RECONNECT_BACKOFF_MS_CONFIG, 200);
-            p.put(ProducerConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, 2000);
-            p.put(ProducerConfig.CLIENT_ID_CONFIG, "kvpool-control-plane-outbox");
-            producer = new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer());
+            producer = new KafkaProducer<>(producerProperties(bootstrap.get(), sendTimeout, clientConfig),
+                    new StringSerializer(), new ByteArraySerializer());
         }
         return producer;
+    }
+
+    /** The relay's producer settings, plus the client security settings (disjoint keys: see KafkaClientConfig). */
+    static Properties producerProperties(String bootstrap, Duration sendTimeout, Map<String, String> clientConfig) {
+        Properties p = new Properties();
+        p.putAll(clientConfig);
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+        p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 5);
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 3000);
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 3000);
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, (int) Math.max(3000, sendTimeout.toMillis()));
+        p.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+        p.put(ProducerConfig.RECONNECT_BACKOFF_MS_CONFIG, 200);
+        p.put(ProducerConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, 2000);
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, "kvpool-control-plane-outbox");
+        return p;
     }
 
     private synchronized void dropProducer() {

@@ -148,6 +148,9 @@ public interface AgentConfig {
         /** Kafka bootstrap servers; empty = events off. */
         Optional<String> bootstrapServers();
 
+        /** TLS/SASL client settings: a directory with one file per property (KafkaClientConfig), e.g. a Secret. */
+        Optional<String> clientConfigDir();
+
         @WithDefault("512")
         int maxEvents();
 

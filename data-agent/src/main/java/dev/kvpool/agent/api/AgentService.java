@@ -13,6 +13,8 @@ import dev.kvpool.agent.tier.GlobalPoolTier;
 import dev.kvpool.agent.tier.GpuDevice;
 import dev.kvpool.agent.tier.Tier;
 import dev.kvpool.api.client.ControlPlaneClient;
+import dev.kvpool.api.events.KafkaClientConfig;
+import dev.kvpool.api.events.Topics;
 import dev.kvpool.api.naming.Identifiers;
 import dev.kvpool.api.naming.Text;
 import io.micrometer.core.instrument.Gauge;
@@ -81,10 +83,12 @@ public class AgentService {
 
         EventSink sink = EventSink.NONE;
         if (config.events().bootstrapServers().filter(x -> !x.isBlank()).isPresent()) {
-            publisher = new BlockEventPublisher(config.events().bootstrapServers().get(), agentId,
+            SeqFile seqs = SeqFile.open(data.resolve("events-" + agentId + ".seq")); // a valid id: one file name
+            publisher = new BlockEventPublisher(BlockEventPublisher.createProducer(
+                    config.events().bootstrapServers().get(),
+                    KafkaClientConfig.load(config.events().clientConfigDir())), Topics.BLOCKS, agentId,
                     config.pool().instanceId(), config.pool().instanceGroup(), config.events().maxEvents(),
-                    config.events().lingerMs(), config.events().spoolBatches(),
-                    SeqFile.open(data.resolve("events-" + agentId + ".seq")), // a valid id is one plain file name
+                    config.events().lingerMs(), config.events().spoolBatches(), seqs.first(), seqs,
                     SpoolLog.open(data.resolve("events-" + agentId + ".spool")))
                     .maxBatchBytes(config.events().maxBatchBytes()).maxSpoolBytes(config.events().spoolMib() << 20);
             sink = publisher;

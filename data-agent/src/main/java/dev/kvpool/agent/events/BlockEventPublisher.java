@@ -160,7 +160,13 @@ public final class BlockEventPublisher implements EventSink, AutoCloseable {
     }
 
     public static Producer<String, byte[]> createProducer(String bootstrapServers) {
+        return createProducer(bootstrapServers, Map.of());
+    }
+
+    /** With the client security settings of KafkaClientConfig (TLS, SASL; keys disjoint from the ones below). */
+    public static Producer<String, byte[]> createProducer(String bootstrapServers, Map<String, String> clientConfig) {
         Properties p = new Properties();
+        p.putAll(clientConfig);
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvpool.api.client.ControlPlaneClient;
+import dev.kvpool.api.events.Topics;
 import dev.kvpool.api.json.ProtoJson;
 import dev.kvpool.api.naming.Identifiers;
 import dev.kvpool.api.naming.Text;
@@ -57,10 +58,12 @@ import org.jboss.logging.Logger;
  */
 public final class ControlPlaneSync implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(ControlPlaneSync.class);
-    public static final String TOPIC = "kvpool.config";
+    public static final String TOPIC = Topics.CONFIG;
     static final String RECORDS = "control-plane", SNAPSHOT = "snapshot";
 
-    public record Settings(String kafkaBootstrap, Duration resync, Duration usagePeriod) {
+    /** {@code kafkaClient}: TLS/SASL settings of the consumer (KafkaClientConfig), none when empty. */
+    public record Settings(String kafkaBootstrap, Duration resync, Duration usagePeriod,
+                           Map<String, String> kafkaClient) {
     }
 
     private final ControlPlaneClient client;
@@ -433,8 +436,10 @@ public final class ControlPlaneSync implements AutoCloseable {
 
     // ---- the topic -------------------------------------------------------------------------------------------
 
-    private void consume() {
+    /** The config consumer's settings, plus the client security settings (disjoint keys: see KafkaClientConfig). */
+    static Properties consumerProperties(Settings settings) {
         Properties p = new Properties();
+        p.putAll(settings.kafkaClient() == null ? Map.of() : settings.kafkaClient());
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, settings.kafkaBootstrap());
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
@@ -444,7 +449,11 @@ public final class ControlPlaneSync implements AutoCloseable {
         p.put(ConsumerConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, "1000");
         p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "5000");
         p.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
-        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
+        return p;
+    }
+
+    private void consume() {
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(consumerProperties(settings))) {
             consumer = c;
             List<TopicPartition> parts = List.of();
             boolean warned = false;

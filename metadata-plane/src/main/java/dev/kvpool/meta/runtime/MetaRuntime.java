@@ -3,6 +3,7 @@ package dev.kvpool.meta.runtime;
 import dev.kvpool.api.logging.FailureLog;
 import dev.kvpool.meta.index.StoreException;
 import dev.kvpool.api.events.CacheEvent;
+import dev.kvpool.api.events.KafkaClientConfig;
 import dev.kvpool.meta.auth.MetaAuth;
 import dev.kvpool.api.client.ControlPlaneClient;
 import dev.kvpool.meta.config.ControlPlaneSync;
@@ -230,7 +231,7 @@ public class MetaRuntime {
                 new KvcmMeta.Node(nodeId, advertisedHost(), grpcPort(), httpPort()), meters);
         if (cfg.events().bootstrapServers().filter(b -> !b.isBlank()).isPresent()) {
             events = new CacheEvents(cfg.events().bootstrapServers().get(), nodeId, cfg.events().queueCapacity(),
-                    java.util.Map.of());
+                    KafkaClientConfig.load(cfg.kafkaClientConfigDir()));
             kvcm.events(events);
             LOG.infof("publishing operations to Kafka topic kvpool.cache at %s", cfg.events().bootstrapServers().get());
         }
@@ -397,7 +398,8 @@ public class MetaRuntime {
         String kafka = cp.kafkaBootstrap().filter(b -> !b.isBlank())
                 .or(() -> cfg.events().bootstrapServers().filter(b -> !b.isBlank())).orElse(null);
         controlPlane = new ControlPlaneSync(client, store,
-                new ControlPlaneSync.Settings(kafka, cp.resync(), cp.usagePeriod()));
+                new ControlPlaneSync.Settings(kafka, cp.resync(), cp.usagePeriod(),
+                        KafkaClientConfig.load(cfg.kafkaClientConfigDir())));
         return controlPlane.initial();
     }
 

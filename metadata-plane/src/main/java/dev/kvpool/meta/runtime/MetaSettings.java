@@ -48,6 +48,10 @@ public interface MetaSettings {
     @WithName("meta.index")
     Index index();
 
+    /** TLS/SASL settings of every Kafka client: a directory with one file per property (KafkaClientConfig). */
+    @WithName("kafka.client-config-dir")
+    Optional<String> kafkaClientConfigDir();
+
     /**
      * How long start-up keeps the HTTP and gRPC ports closed while it recovers (waits for another replica's rebuild,
      * rebuilds usage and slots from the index, sweeps for a lost replica's leftovers). A quick start opens them

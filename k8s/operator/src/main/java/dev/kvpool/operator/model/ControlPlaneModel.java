@@ -7,6 +7,8 @@ import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.IntOrString;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
+import io.fabric8.kubernetes.api.model.Volume;
+import io.fabric8.kubernetes.api.model.VolumeMount;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import java.util.ArrayList;
@@ -21,7 +23,9 @@ import java.util.List;
  * write into the application under a read-only root). The image this model runs must therefore be built with
  * {@code -Dquarkus.datasource.db-kind=postgresql}; the model still sets {@code QUARKUS_DATASOURCE_DB_KIND=postgresql}
  * as a statement of intent (harmless: it equals the build-time value). The root filesystem is read-only, so the pod
- * gets writable {@code emptyDir}s for {@code /tmp} and for {@code kvpool.data-dir} ({@code KVPOOL_DATA_DIR}).
+ * gets writable {@code emptyDir}s for {@code /tmp} and for {@code kvpool.data-dir} ({@code KVPOOL_DATA_DIR}). The
+ * database and Kafka come from {@link EngineEndpoints}: a referenced Secret or CloudNativePG's, Kafka's bootstrap and
+ * client properties.
  */
 public final class ControlPlaneModel extends ComponentModel {
     public static final String COMPONENT = "control-plane";
@@ -30,9 +34,9 @@ public final class ControlPlaneModel extends ComponentModel {
     public static final int GRPC_PORT = 6491;
     public static final long RUN_AS_USER = Workloads.RUN_AS_USER;
     /** Keys of the database Secret named by spec.engines.postgres.secretRef. */
-    public static final String DB_URL_KEY = "url";
-    public static final String DB_USERNAME_KEY = "username";
-    public static final String DB_PASSWORD_KEY = "password";
+    public static final String DB_URL_KEY = EngineEndpoints.DB_URL_KEY;
+    public static final String DB_USERNAME_KEY = EngineEndpoints.DB_USERNAME_KEY;
+    public static final String DB_PASSWORD_KEY = EngineEndpoints.DB_PASSWORD_KEY;
 
     private ControlPlaneModel(KVPool pool) {
         super(pool, COMPONENT);
@@ -64,9 +68,9 @@ public final class ControlPlaneModel extends ComponentModel {
                                     .withReadinessProbe(Workloads.httpProbe("/q/health/ready", 5, 3))
                                     .withLivenessProbe(Workloads.httpProbe("/q/health/live", 30, 3))
                                     .withSecurityContext(Workloads.containerSecurityContext())
-                                    .withVolumeMounts(Workloads.volumeMounts())
+                                    .withVolumeMounts(volumeMounts())
                                     .build())
-                            .withVolumes(Workloads.volumes())
+                            .withVolumes(volumes())
                         .endSpec()
                     .endTemplate()
                 .endSpec()
@@ -85,20 +89,23 @@ public final class ControlPlaneModel extends ComponentModel {
                 .build();
     }
 
-    /** The data dir, and the database settings from the Secret of spec.engines.postgres.secretRef (none while managed). */
+    /** The data dir, then the database and Kafka settings of {@link EngineEndpoints} (referenced or managed). */
     List<EnvVar> env() {
         List<EnvVar> env = new ArrayList<>();
         env.add(Workloads.dataDirEnv());
-        KVPoolSpec.Engines engines = pool.getSpec().engines;
-        if (engines == null || engines.postgres == null || engines.postgres.secretRef == null) {
-            return env;
-        }
-        String secret = engines.postgres.secretRef.name;
-        // intent only: the image must be built for PostgreSQL (see the class comment)
-        env.add(Workloads.value("QUARKUS_DATASOURCE_DB_KIND", "postgresql"));
-        env.add(Workloads.fromSecret("QUARKUS_DATASOURCE_JDBC_URL", secret, DB_URL_KEY));
-        env.add(Workloads.fromSecret("QUARKUS_DATASOURCE_USERNAME", secret, DB_USERNAME_KEY));
-        env.add(Workloads.fromSecret("QUARKUS_DATASOURCE_PASSWORD", secret, DB_PASSWORD_KEY));
+        env.addAll(EngineEndpoints.of(pool).controlPlaneEnv());
         return env;
+    }
+
+    List<Volume> volumes() {
+        List<Volume> v = new ArrayList<>(Workloads.volumes());
+        v.addAll(EngineEndpoints.of(pool).kafkaClientVolumes());
+        return v;
+    }
+
+    List<VolumeMount> volumeMounts() {
+        List<VolumeMount> m = new ArrayList<>(Workloads.volumeMounts());
+        m.addAll(EngineEndpoints.of(pool).kafkaClientVolumeMounts());
+        return m;
     }
 }

@@ -9,6 +9,8 @@ import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.IntOrString;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
+import io.fabric8.kubernetes.api.model.Volume;
+import io.fabric8.kubernetes.api.model.VolumeMount;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudget;
@@ -21,7 +23,7 @@ import java.util.List;
  * objects. Pure, like {@link ControlPlaneModel}.
  *
  * <p>Its replicas share one index in Redis ({@code KVPOOL_META_STORE=redis}, URL from
- * {@code spec.engines.redis.urlSecretRef}) and take their configuration from the control plane's Service. A
+ * {@code spec.engines.redis.urlSecretRef} or the managed Valkey's Secret, see {@link EngineEndpoints}) and take their configuration from the control plane's Service. A
  * large index loads for minutes, so a startup probe on {@code /q/health/started} allows up to
  * {@link #STARTUP_FAILURE_THRESHOLD} × 10 s before liveness applies. The control plane account comes from the
  * Secret {@code <pool>-metadata-plane-account} (keys {@code username}, {@code password}), which nothing creates
@@ -74,9 +76,9 @@ public final class MetadataPlaneModel extends ComponentModel {
                                     .withReadinessProbe(Workloads.httpProbe("/q/health/ready", 0, 3))
                                     .withLivenessProbe(Workloads.httpProbe("/q/health/live", 0, 3))
                                     .withSecurityContext(Workloads.containerSecurityContext())
-                                    .withVolumeMounts(Workloads.volumeMounts())
+                                    .withVolumeMounts(volumeMounts())
                                     .build())
-                            .withVolumes(Workloads.volumes())
+                            .withVolumes(volumes())
                         .endSpec()
                     .endTemplate()
                 .endSpec()
@@ -123,24 +125,30 @@ public final class MetadataPlaneModel extends ComponentModel {
 
     /**
      * The metadata plane's settings (its application.properties): {@code KVPOOL_DATA_DIR}, {@code KVPOOL_META_STORE},
-     * {@code KVPOOL_REDIS_URL}, {@code KVPOOL_KAFKA_BOOTSTRAP}, {@code KVPOOL_CONTROL_PLANE_URL / _USER / _PASSWORD}.
+     * the Redis and Kafka settings of {@link EngineEndpoints} ({@code KVPOOL_REDIS_URL}, {@code KVPOOL_KAFKA_BOOTSTRAP},
+     * {@code KVPOOL_KAFKA_CLIENT_CONFIG_DIR}), {@code KVPOOL_CONTROL_PLANE_URL / _USER / _PASSWORD}.
      */
     List<EnvVar> env() {
         List<EnvVar> env = new ArrayList<>();
         env.add(Workloads.dataDirEnv());
         env.add(Workloads.value("KVPOOL_META_STORE", "redis"));
-        KVPoolSpec.Engines engines = pool.getSpec().engines;
-        if (engines != null && engines.redis != null && engines.redis.urlSecretRef != null) {
-            env.add(Workloads.fromSecret("KVPOOL_REDIS_URL", engines.redis.urlSecretRef.name,
-                    engines.redis.urlSecretRef.key));
-        }
-        if (engines != null && engines.kafka != null && engines.kafka.bootstrap != null) {
-            env.add(Workloads.value("KVPOOL_KAFKA_BOOTSTRAP", engines.kafka.bootstrap));
-        }
+        env.addAll(EngineEndpoints.of(pool).metadataPlaneEnv());
         env.add(Workloads.value("KVPOOL_CONTROL_PLANE_URL", "http://" + pool.getMetadata().getName() + "-"
                 + ControlPlaneModel.COMPONENT + ":" + ControlPlaneModel.HTTP_PORT));
         env.add(Workloads.fromSecret("KVPOOL_CONTROL_PLANE_USER", accountSecretName(), ACCOUNT_USERNAME_KEY));
         env.add(Workloads.fromSecret("KVPOOL_CONTROL_PLANE_PASSWORD", accountSecretName(), ACCOUNT_PASSWORD_KEY));
         return env;
+    }
+
+    List<Volume> volumes() {
+        List<Volume> v = new ArrayList<>(Workloads.volumes());
+        v.addAll(EngineEndpoints.of(pool).kafkaClientVolumes());
+        return v;
+    }
+
+    List<VolumeMount> volumeMounts() {
+        List<VolumeMount> m = new ArrayList<>(Workloads.volumeMounts());
+        m.addAll(EngineEndpoints.of(pool).kafkaClientVolumeMounts());
+        return m;
     }
 }

@@ -153,10 +153,26 @@ class ControlPlaneModelTest {
     }
 
     @Test
-    void managedPostgresGivesNoSecretEnv() {
+    void managedPostgresTakesCloudNativePgsAppSecret() {
         KVPool p = pool();
         p.getSpec().engines.postgres.secretRef = null;
-        p.getSpec().engines.postgres.managed = new KVPoolSpec.Managed();
+        p.getSpec().engines.postgres.managed = new KVPoolSpec.ManagedPostgres();
+        Map<String, EnvVar> env = ControlPlaneModel.of(p).deployment().getSpec().getTemplate().getSpec()
+                .getContainers().getFirst().getEnv().stream().collect(Collectors.toMap(EnvVar::getName, e -> e));
+        assertEquals("postgresql", env.get("QUARKUS_DATASOURCE_DB_KIND").getValue());
+        for (var e : Map.of("QUARKUS_DATASOURCE_JDBC_URL", "jdbc-uri", "QUARKUS_DATASOURCE_USERNAME", "username",
+                "QUARKUS_DATASOURCE_PASSWORD", "password").entrySet()) {
+            EnvVar v = env.get(e.getKey());
+            assertNull(v.getValue(), "no secret value inline: " + e.getKey());
+            assertEquals("prod-postgres-app", v.getValueFrom().getSecretKeyRef().getName());
+            assertEquals(e.getValue(), v.getValueFrom().getSecretKeyRef().getKey());
+        }
+    }
+
+    @Test
+    void noPostgresNoDatabaseEnv() {
+        KVPool p = pool();
+        p.getSpec().engines.postgres = null;
         assertEquals(List.of("KVPOOL_DATA_DIR"), ControlPlaneModel.of(p).deployment().getSpec().getTemplate()
                 .getSpec().getContainers().getFirst().getEnv().stream().map(EnvVar::getName).toList());
     }

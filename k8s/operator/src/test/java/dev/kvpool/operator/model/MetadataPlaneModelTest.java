@@ -142,12 +142,15 @@ class MetadataPlaneModelTest {
     }
 
     @Test
-    void managedRedisGivesNoUrlEnv() {
+    void managedRedisTakesTheUrlFromTheValkeySecret() {
         KVPool p = pool();
         p.getSpec().engines.redis.urlSecretRef = null;
-        p.getSpec().engines.redis.managed = new KVPoolSpec.Managed();
+        p.getSpec().engines.redis.managed = new KVPoolSpec.ManagedRedis();
         Map<String, EnvVar> env = env(MetadataPlaneModel.of(p).deployment());
-        assertNull(env.get("KVPOOL_REDIS_URL"));
+        EnvVar url = env.get("KVPOOL_REDIS_URL");
+        assertNull(url.getValue(), "no Redis URL inline");
+        assertEquals("prod-valkey", url.getValueFrom().getSecretKeyRef().getName());
+        assertEquals("url", url.getValueFrom().getSecretKeyRef().getKey());
         assertEquals("redis", env.get("KVPOOL_META_STORE").getValue());
     }
 
