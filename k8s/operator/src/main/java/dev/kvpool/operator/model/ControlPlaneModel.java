@@ -1,6 +1,7 @@
 package dev.kvpool.operator.model;
 
 import dev.kvpool.operator.crd.KVPool;
+import dev.kvpool.operator.crd.PoolSecrets;
 import dev.kvpool.operator.crd.KVPoolSpec;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.EnvVar;
@@ -93,6 +94,9 @@ public final class ControlPlaneModel extends ComponentModel {
     List<EnvVar> env() {
         List<EnvVar> env = new ArrayList<>();
         env.add(Workloads.dataDirEnv());
+        // the bootstrap admin: the operator generates the Secret once and logs in with it (storages, groups, tenants)
+        env.add(Workloads.fromSecret(PoolSecrets.ADMIN_PASSWORD_ENV,
+                PoolSecrets.adminSecretName(pool.getMetadata().getName()), PoolSecrets.PASSWORD_KEY));
         env.addAll(EngineEndpoints.of(pool).controlPlaneEnv());
         return env;
     }

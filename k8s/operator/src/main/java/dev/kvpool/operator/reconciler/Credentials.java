@@ -57,6 +57,21 @@ final class Credentials {
         return Map.of(USERNAME, decode(s, USERNAME, username), PASSWORD, decode(s, PASSWORD, null));
     }
 
+    /** Creates a Secret the model generated (e.g. the managed Valkey's password) unless one of that name exists. */
+    void createIfAbsent(Secret s) {
+        String ns = s.getMetadata().getNamespace();
+        if (client.secrets().inNamespace(ns).withName(s.getMetadata().getName()).get() != null) {
+            return;
+        }
+        try {
+            client.secrets().inNamespace(ns).resource(s).create();
+        } catch (KubernetesClientException e) {
+            if (e.getCode() != 409) {
+                throw e;
+            }
+        }
+    }
+
     private static String decode(Secret s, String key, String fallback) {
         if (s.getData() != null && s.getData().get(key) != null) {
             return new String(Base64.getDecoder().decode(s.getData().get(key)), StandardCharsets.UTF_8);

@@ -10,6 +10,7 @@ import dev.kvpool.operator.model.ControlPlaneModel;
 import dev.kvpool.operator.model.MetadataPlaneModel;
 import dev.kvpool.operator.model.PoolModel;
 import dev.kvpool.operator.model.PoolStatusModel;
+import dev.kvpool.operator.model.ValkeyModel;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.apps.DaemonSet;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
@@ -59,6 +60,10 @@ import org.jboss.logging.Logger;
         verbs = {"get", "list", "watch", "create", "update", "patch", "delete"})
 @RBACRule(apiGroups = "monitoring.coreos.com", resources = {"servicemonitors", "prometheusrules"},
         verbs = {"get", "list", "watch", "create", "update", "patch", "delete"})
+@RBACRule(apiGroups = "postgresql.cnpg.io", resources = "clusters",
+        verbs = {"get", "list", "watch", "create", "update", "patch"})
+@RBACRule(apiGroups = "kafka.strimzi.io", resources = {"kafkas", "kafkanodepools", "kafkatopics"},
+        verbs = {"get", "list", "watch", "create", "update", "patch"})
 public class KVPoolReconciler implements Reconciler<KVPool> {
     private static final Logger LOG = Logger.getLogger(KVPoolReconciler.class);
     /** The operator-role account the metadata planes and data agents log in to the control plane with. */
@@ -109,6 +114,8 @@ public class KVPoolReconciler implements Reconciler<KVPool> {
         Map<String, String> services = credentials.ensure(pool, MetadataPlaneModel.of(pool).accountSecretName(),
                 SERVICES_USER);
 
+        // generated passwords of managed engines: created once, never rewritten (the engine's data depends on them)
+        PoolModel.of(pool).createOnce(ValkeyModel::newPassword).forEach(credentials::createIfAbsent);
         List<HasMetadata> desired = PoolModel.of(pool).desired();
         Applier.Result applied = applier.apply(desired);
         problems.addAll(applied.problems());
