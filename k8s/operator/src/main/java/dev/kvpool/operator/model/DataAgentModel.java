@@ -130,7 +130,11 @@ public final class DataAgentModel extends ComponentModel {
                 .build();
     }
 
-    /** Engines call {@code http://<pool>-data-agent:6390} and land on their own node's agent. */
+    /**
+     * Engines call {@code http://<pool>-data-agent:6390} and land on their own node's agent. The API port is named
+     * {@code api}, not {@code http}: the ServiceMonitor scrapes the planes' {@code http} ports, and the agent's
+     * metrics are on {@code metrics}.
+     */
     public Service service() {
         return new ServiceBuilder()
                 .withMetadata(w.metadata())
@@ -138,7 +142,7 @@ public final class DataAgentModel extends ComponentModel {
                     .withType("ClusterIP")
                     .withInternalTrafficPolicy("Local")
                     .withSelector(selector())
-                    .addNewPort().withName("http").withPort(HTTP_PORT).withTargetPort(new IntOrString("http")).withProtocol("TCP").endPort()
+                    .addNewPort().withName("api").withPort(HTTP_PORT).withTargetPort(new IntOrString("api")).withProtocol("TCP").endPort()
                     .addNewPort().withName("metrics").withPort(METRICS_PORT).withTargetPort(new IntOrString("metrics")).withProtocol("TCP").endPort()
                 .endSpec()
                 .build();
@@ -197,7 +201,7 @@ public final class DataAgentModel extends ComponentModel {
         return new ContainerBuilder()
                 .withName(COMPONENT)
                 .withImage(image())
-                .addNewPort().withName("http").withContainerPort(HTTP_PORT).withProtocol("TCP").endPort()
+                .addNewPort().withName("api").withContainerPort(HTTP_PORT).withProtocol("TCP").endPort()
                 .addNewPort().withName("metrics").withContainerPort(METRICS_PORT).withProtocol("TCP").endPort()
                 .withEnv(env())
                 .withResources(resources())
@@ -212,7 +216,7 @@ public final class DataAgentModel extends ComponentModel {
 
     static Probe statusProbe(int failureThreshold) {
         return new ProbeBuilder()
-                .withNewHttpGet().withPath("/v1/status").withPort(new IntOrString("http")).endHttpGet()
+                .withNewHttpGet().withPath("/v1/status").withPort(new IntOrString("api")).endHttpGet()
                 .withPeriodSeconds(10)
                 .withTimeoutSeconds(5)
                 .withFailureThreshold(failureThreshold)

@@ -60,7 +60,7 @@ public final class NetworkPolicyModel extends ComponentModel {
                 throw new IllegalArgumentException("spec.network." + e.getKey() + ": at most 16 peers, got "
                         + e.getValue().size());
             }
-            if (e.getValue().contains(null)) {
+            if (e.getValue().stream().anyMatch(java.util.Objects::isNull)) {
                 throw new IllegalArgumentException("spec.network." + e.getKey() + ": a null peer");
             }
         }
