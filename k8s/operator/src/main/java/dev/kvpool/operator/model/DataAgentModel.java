@@ -332,11 +332,13 @@ public final class DataAgentModel extends ComponentModel {
         env.add(Workloads.value("KVPOOL_AGENT_HTTP_HOST", "0.0.0.0"));
         env.add(Workloads.value("KVPOOL_AGENT_METRICS_HOST", "0.0.0.0"));
         env.add(Workloads.value("KVPOOL_AGENT_SHM_MIB", Long.toString(shmMib())));
-        if (spec.hostMemory != null) {
+        if (spec.hostMemory != null || spec.hostRegions != null) {
             int regions = spec.hostRegions == null ? 2 : spec.hostRegions;
             env.add(Workloads.value("KVPOOL_AGENT_HOST_REGIONS", Integer.toString(regions)));
-            env.add(Workloads.value("KVPOOL_AGENT_HOST_REGION_MIB",
-                    Long.toString(Math.max(1, mib("hostMemory", spec.hostMemory) / regions))));
+            if (spec.hostMemory != null) {
+                env.add(Workloads.value("KVPOOL_AGENT_HOST_REGION_MIB",
+                        Long.toString(Math.max(1, mib("hostMemory", spec.hostMemory) / regions))));
+            }
         }
         List<KVPoolSpec.NvmeDir> dirs = nvmeDirs();
         if (dirs.isEmpty()) {
@@ -453,6 +455,11 @@ public final class DataAgentModel extends ComponentModel {
                 mib(f + ".size", d.size);
             }
         }
+        if (dirs.stream().filter(d -> d.hostPath != null).map(d -> trim(d.hostPath)).distinct().count()
+                != dirs.stream().filter(d -> d.hostPath != null).count()) {
+            // two slot files in one directory: the second agent device fails on the slot table's lock
+            throw new IllegalArgumentException("spec.dataAgent.nvmeDirs: a host directory is listed twice");
+        }
         List<KVPoolSpec.HostDirectory> roots = poolRoots();
         if (roots.size() > 8) {
             throw new IllegalArgumentException("spec.dataAgent.poolStorageRoots: at most 8, got " + roots.size());
@@ -468,6 +475,9 @@ public final class DataAgentModel extends ComponentModel {
                 }
             }
         }
+        if (roots.stream().map(r -> trim(r.path)).distinct().count() != roots.size()) {
+            throw new IllegalArgumentException("spec.dataAgent.poolStorageRoots: a path is listed twice");
+        }
         KVPoolSpec.SeccompProfile type = spec.seccompProfile == null
                 ? KVPoolSpec.SeccompProfile.RuntimeDefault : spec.seccompProfile;
         if ((type == KVPoolSpec.SeccompProfile.Localhost) != (spec.seccompLocalhostProfile != null)) {
@@ -479,6 +489,10 @@ public final class DataAgentModel extends ComponentModel {
             throw new IllegalArgumentException("spec.dataAgent.seccompLocalhostProfile: '" + spec.seccompLocalhostProfile
                     + "' is not a relative path without . or .. segments");
         }
+    }
+
+    private static String trim(String path) {
+        return path.endsWith("/") ? path.substring(0, path.length() - 1) : path;
     }
 
     static void hostPath(String field, String path) {

@@ -292,6 +292,14 @@ class DataAgentModelTest {
         }
         many.getSpec().dataAgent.nvmeDirs = dirs;
         assertThrows(IllegalArgumentException.class, () -> DataAgentModel.of(many));
+        KVPool twice = pool();
+        twice.getSpec().dataAgent.nvmeDirs = List.of(KVPoolSpec.NvmeDir.hostPath("/mnt/a"),
+                KVPoolSpec.NvmeDir.hostPath("/mnt/a/"));
+        assertThrows(IllegalArgumentException.class, () -> DataAgentModel.of(twice));
+        KVPool rootsTwice = pool();
+        rootsTwice.getSpec().dataAgent.poolStorageRoots = List.of(new KVPoolSpec.HostDirectory("/mnt/nfs"),
+                new KVPoolSpec.HostDirectory("/mnt/nfs"));
+        assertThrows(IllegalArgumentException.class, () -> DataAgentModel.of(rootsTwice));
         // a pool root mounted at its host path must not cover the agent's own directories
         for (String over : List.of("/tmp", "/var/lib", "/var/lib/kvpool/x", "/dev/shm")) {
             KVPool p = pool();
@@ -341,6 +349,11 @@ class DataAgentModelTest {
         assertEquals("4", env.get("KVPOOL_AGENT_HOST_REGIONS").getValue());
         assertEquals("16384", env.get("KVPOOL_AGENT_HOST_REGION_MIB").getValue());
         assertNull(env(ds(pool())).get("KVPOOL_AGENT_HOST_REGION_MIB"), "the agent's default");
+        assertNull(env(ds(pool())).get("KVPOOL_AGENT_HOST_REGIONS"));
+        KVPool q = pool();
+        q.getSpec().dataAgent.hostRegions = 8;
+        assertEquals("8", env(ds(q)).get("KVPOOL_AGENT_HOST_REGIONS").getValue());
+        assertNull(env(ds(q)).get("KVPOOL_AGENT_HOST_REGION_MIB"));
     }
 
     @Test
