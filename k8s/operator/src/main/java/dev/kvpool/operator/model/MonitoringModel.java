@@ -8,6 +8,8 @@ import dev.kvpool.operator.crd.KVPool;
 import dev.kvpool.operator.crd.KVPoolSpec;
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.ConfigMapBuilder;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.IntOrString;
 import io.fabric8.kubernetes.api.model.ObjectMeta;
 import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
@@ -19,6 +21,7 @@ import io.fabric8.openshift.api.model.monitoring.v1.Rule;
 import io.fabric8.openshift.api.model.monitoring.v1.RuleBuilder;
 import io.fabric8.openshift.api.model.monitoring.v1.ServiceMonitor;
 import io.fabric8.openshift.api.model.monitoring.v1.ServiceMonitorBuilder;
+import io.fabric8.kubernetes.client.utils.Serialization;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -33,7 +36,7 @@ import java.util.regex.Pattern;
 
 /**
  * The desired monitoring objects of a {@link KVPool}: a ServiceMonitor and a PrometheusRule (monitoring.coreos.com/v1,
- * fabric8's typed model) and a ConfigMap with the Grafana dashboard, as plain fabric8 objects. Pure, like
+ * built with fabric8's typed model, returned as generic resources) and a ConfigMap with the Grafana dashboard, as plain fabric8 objects. Pure, like
  * {@link ControlPlaneModel}. The ServiceMonitor and the PrometheusRule are off unless asked for: applying them fails
  * on a cluster without the prometheus-operator CRDs. The dashboard ConfigMap is on: every cluster takes a ConfigMap,
  * and Grafana's sidecar loads those labelled {@code grafana_dashboard: "1"}.
@@ -97,7 +100,11 @@ public final class MonitoringModel extends ComponentModel {
      * Scrapes /q/metrics of the control plane and metadata plane (port {@code http}) and of the agents (port
      * {@code metrics}); a Service without the port is skipped for that endpoint.
      */
-    public ServiceMonitor serviceMonitor() {
+    public GenericKubernetesResource serviceMonitor() {
+        return generic(typedServiceMonitor());
+    }
+
+    ServiceMonitor typedServiceMonitor() {
         String interval = spec.interval == null ? "30s" : spec.interval;
         List<Endpoint> endpoints = List.of(
                 new EndpointBuilder().withPort("http").withPath(METRICS_PATH).withInterval(interval).build(),
@@ -118,13 +125,25 @@ public final class MonitoringModel extends ComponentModel {
                 .build();
     }
 
-    public PrometheusRule prometheusRule() {
+    public GenericKubernetesResource prometheusRule() {
+        return generic(typedPrometheusRule());
+    }
+
+    PrometheusRule typedPrometheusRule() {
         return new PrometheusRuleBuilder()
                 .withMetadata(meta(name(), true))
                 .withNewSpec()
                     .addNewGroup().withName("kvpool." + pool.getMetadata().getName()).withRules(rules()).endGroup()
                 .endSpec()
                 .build();
+    }
+
+    /**
+     * Built with fabric8's typed model (its builders check the field names), handed on as generic resources: the
+     * reconciler reports a missing prometheus-operator CRD for generic resources by name.
+     */
+    private static GenericKubernetesResource generic(HasMetadata typed) {
+        return Serialization.jsonMapper().convertValue(typed, GenericKubernetesResource.class);
     }
 
     /** The job and namespace of one component's series. */

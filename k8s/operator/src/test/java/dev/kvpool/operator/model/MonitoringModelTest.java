@@ -11,6 +11,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.kvpool.operator.crd.KVPool;
 import dev.kvpool.operator.crd.KVPoolSpec;
 import io.fabric8.kubernetes.api.model.ConfigMap;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.client.utils.Serialization;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServicePort;
@@ -44,6 +46,10 @@ class MonitoringModelTest {
     /** Series that come from Prometheus itself or Micrometer's JVM binders, not from KVPool's code. */
     static final Set<String> BUILT_IN = Set.of("up", "jvm_memory_used_bytes");
     static final Pattern METRIC = Pattern.compile("\\b(kvpool_[a-z0-9_]+|jvm_[a-z0-9_]+|up)\\b(?=\\s*[{\\[)]|\\s*$|\\s*[<>=!/*+-])");
+
+    static <T> T typed(GenericKubernetesResource g, Class<T> type) {
+        return Serialization.jsonMapper().convertValue(g, type);
+    }
 
     static KVPool pool() {
         return DataAgentModelTest.pool();
@@ -136,13 +142,16 @@ class MonitoringModelTest {
     @Test
     void prometheusOperatorObjectsAreOffByDefaultTheDashboardOn() {
         List<HasMetadata> objects = PoolModel.of(pool()).desired();
-        assertFalse(objects.stream().anyMatch(o -> o instanceof ServiceMonitor || o instanceof PrometheusRule),
+        assertFalse(objects.stream().anyMatch(o -> o.getApiVersion().startsWith("monitoring.coreos.com/")),
                 "a cluster without the prometheus-operator CRDs would refuse them");
         ConfigMap dashboard = (ConfigMap) objects.stream().filter(o -> o instanceof ConfigMap).findFirst().orElseThrow();
         assertEquals("prod-dashboard", dashboard.getMetadata().getName());
         List<HasMetadata> on = PoolModel.of(monitored()).desired();
-        assertEquals(1, on.stream().filter(o -> o instanceof ServiceMonitor).count());
-        assertEquals(1, on.stream().filter(o -> o instanceof PrometheusRule).count());
+        assertEquals(1, on.stream().filter(o -> o.getKind().equals("ServiceMonitor")).count());
+        assertEquals(1, on.stream().filter(o -> o.getKind().equals("PrometheusRule")).count());
+        // generic resources: the reconciler names a missing prometheus-operator CRD for those
+        assertTrue(on.stream().filter(o -> o.getApiVersion().equals("monitoring.coreos.com/v1"))
+                .allMatch(o -> o instanceof GenericKubernetesResource));
         KVPool off = pool();
         off.getSpec().monitoring = new KVPoolSpec.Monitoring();
         off.getSpec().monitoring.dashboard = false;
@@ -154,7 +163,7 @@ class MonitoringModelTest {
         KVPool p = monitored();
         p.getSpec().monitoring.labels = Map.of("release", "prometheus");
         p.getSpec().monitoring.interval = "15s";
-        ServiceMonitor sm = MonitoringModel.of(p).serviceMonitor();
+        ServiceMonitor sm = typed(MonitoringModel.of(p).serviceMonitor(), ServiceMonitor.class);
         assertEquals("monitoring.coreos.com/v1", sm.getApiVersion());
         assertEquals("ServiceMonitor", sm.getKind());
         assertEquals("llm", sm.getMetadata().getNamespace());
@@ -186,7 +195,7 @@ class MonitoringModelTest {
 
     @Test
     void alertsCoverWhatTheIssueAsksForWithMetricsTheServicesExport() throws IOException {
-        PrometheusRule rule = MonitoringModel.of(monitored()).prometheusRule();
+        PrometheusRule rule = typed(MonitoringModel.of(monitored()).prometheusRule(), PrometheusRule.class);
         assertEquals("monitoring.coreos.com/v1", rule.getApiVersion());
         assertEquals("PrometheusRule", rule.getKind());
         List<Rule> rules = rule.getSpec().getGroups().getFirst().getRules();
