@@ -49,6 +49,25 @@ public final class PoolModel {
         out.add(mp.deployment());
         out.add(mp.service());
         out.add(mp.podDisruptionBudget());
+        DataAgentModel agent = DataAgentModel.of(pool);
+        if (agent.enabled()) {
+            out.add(agent.daemonSet());
+            out.add(agent.service());
+        }
+        NetworkPolicyModel network = NetworkPolicyModel.of(pool);
+        if (network.enabled()) {
+            out.addAll(network.policies());
+        }
+        MonitoringModel monitoring = MonitoringModel.of(pool);
+        if (monitoring.serviceMonitorEnabled()) {
+            out.add(monitoring.serviceMonitor());
+        }
+        if (monitoring.prometheusRuleEnabled()) {
+            out.add(monitoring.prometheusRule());
+        }
+        if (monitoring.dashboardEnabled()) {
+            out.add(monitoring.dashboardConfigMap());
+        }
         return out;
     }
 

@@ -168,6 +168,9 @@ final class KubeSchemas {
         for (JsonNode rule : schema.path("x-kubernetes-validations")) {
             String expr = rule.path("rule").asText();
             String message = rule.path("message").asText("failed rule: " + expr);
+            if (expr.contains("oldSelf")) {
+                continue; // a transition rule (e.g. an immutable field): the API server skips it on create, so do we
+            }
             try {
                 CelRuntime.Program program = programs.get(expr);
                 if (program == null) {

@@ -8,72 +8,49 @@ import dev.kvpool.operator.crd.KVPoolSpec;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
-/** Every object of a KVPool, with referenced, managed and mixed engines. */
+/** Every object of a KVPool, with default and with custom settings. */
 class PoolModelTest {
 
-    static final List<String> PLANES = List.of(
-            "Deployment/prod-control-plane", "Service/prod-control-plane",
-            "Deployment/prod-metadata-plane", "Service/prod-metadata-plane",
-            "PodDisruptionBudget/prod-metadata-plane");
-
-    @Test
-    void referencedEnginesGiveThePlanesOnly() {
-        assertEquals(PLANES, EnginePools.kinds(PoolModel.of(EnginePools.referenced()).desired()));
-        assertTrue(PoolModel.of(EnginePools.referenced()).createOnce(() -> {
-            throw new AssertionError("no password needed");
-        }).isEmpty());
+    static List<String> kindsAndNames(KVPool p) {
+        return PoolModel.of(p).desired().stream().map(o -> o.getKind() + "/" + o.getMetadata().getName()).toList();
     }
 
     @Test
-    void managedEnginesComeFirst() {
-        List<String> all = EnginePools.kinds(PoolModel.of(EnginePools.managed()).desired());
+    void defaultsGiveThePlanesTheAgentsThePoliciesAndTheDashboard() {
         assertEquals(List.of(
-                "Cluster/prod-postgres",
-                "KafkaNodePool/prod", "Kafka/prod-kafka",
-                "KafkaTopic/prod-kvpool-config", "KafkaTopic/prod-kvpool-cache", "KafkaTopic/prod-kvpool-blocks",
-                "Service/prod-valkey-headless", "Service/prod-valkey", "StatefulSet/prod-valkey"),
-                all.subList(0, all.size() - PLANES.size()));
-        assertEquals(PLANES, all.subList(all.size() - PLANES.size(), all.size()));
-        assertEquals(all.size(), new HashSet<>(all).size(), "no two objects share kind and name");
-        assertEquals(List.of("Secret/prod-valkey"),
-                PoolModel.of(EnginePools.managed()).createOnce(() -> "p".repeat(40)).stream()
-                        .map(s -> s.getKind() + "/" + s.getMetadata().getName()).toList());
+                "Deployment/prod-control-plane", "Service/prod-control-plane",
+                "Deployment/prod-metadata-plane", "Service/prod-metadata-plane", "PodDisruptionBudget/prod-metadata-plane",
+                "DaemonSet/prod-data-agent", "Service/prod-data-agent",
+                "NetworkPolicy/prod-default-deny", "NetworkPolicy/prod-control-plane",
+                "NetworkPolicy/prod-metadata-plane", "NetworkPolicy/prod-data-agent",
+                "ConfigMap/prod-dashboard"), kindsAndNames(DataAgentModelTest.pool()));
     }
 
     @Test
-    void mixedEnginesGiveOnlyTheManagedOnes() {
-        KVPool p = EnginePools.referenced();
-        p.getSpec().engines.kafka.bootstrap = null;
-        p.getSpec().engines.kafka.secretRef = null;
-        p.getSpec().engines.kafka.managed = new KVPoolSpec.ManagedKafka();
-        List<String> kinds = EnginePools.kinds(PoolModel.of(p).desired());
-        assertEquals(List.of("KafkaNodePool", "Kafka", "KafkaTopic", "KafkaTopic", "KafkaTopic"),
-                kinds.subList(0, 5).stream().map(k -> k.substring(0, k.indexOf('/'))).toList());
-        assertEquals(PLANES, kinds.subList(5, kinds.size()));
-        assertTrue(PoolModel.of(p).createOnce(() -> "p".repeat(40)).isEmpty());
-
-        KVPool q = EnginePools.referenced();
-        q.getSpec().engines.redis.urlSecretRef = null;
-        q.getSpec().engines.redis.managed = new KVPoolSpec.ManagedRedis();
-        q.getSpec().engines.postgres.secretRef = null;
-        q.getSpec().engines.postgres.managed = new KVPoolSpec.ManagedPostgres();
-        assertEquals(List.of("Cluster/prod-postgres", "Service/prod-valkey-headless", "Service/prod-valkey",
-                "StatefulSet/prod-valkey"), EnginePools.kinds(PoolModel.of(q).desired()).subList(0, 4));
+    void settingsAddAndRemoveObjects() {
+        KVPool p = MonitoringModelTest.monitored();
+        p.getSpec().dataAgent.enabled = false;
+        p.getSpec().network = new KVPoolSpec.Network();
+        p.getSpec().network.policies = false;
+        assertEquals(List.of(
+                "Deployment/prod-control-plane", "Service/prod-control-plane",
+                "Deployment/prod-metadata-plane", "Service/prod-metadata-plane", "PodDisruptionBudget/prod-metadata-plane",
+                "ServiceMonitor/prod-monitoring", "PrometheusRule/prod-monitoring", "ConfigMap/prod-dashboard"),
+                kindsAndNames(p));
     }
 
     @Test
-    void everyObjectIsOwnedByThePoolInItsNamespace() {
-        for (HasMetadata o : PoolModel.of(EnginePools.managed()).desired()) {
-            ManagedEnginesTest.assertOwnedByThePool(o);
+    void everyObjectIsInThePoolsNamespaceOwnedByItAndUnique() {
+        List<HasMetadata> all = PoolModel.of(MonitoringModelTest.monitored()).desired();
+        Set<String> seen = new HashSet<>();
+        for (HasMetadata o : all) {
+            assertEquals("llm", o.getMetadata().getNamespace(), o.getMetadata().getName());
+            assertEquals("prod", o.getMetadata().getOwnerReferences().getFirst().getName());
+            assertEquals("prod", o.getMetadata().getLabels().get("app.kubernetes.io/instance"));
+            assertTrue(seen.add(o.getKind() + "/" + o.getMetadata().getName()), "duplicate " + o.getMetadata().getName());
         }
-    }
-
-    @Test
-    void isDeterministic() {
-        assertEquals(PoolModel.of(EnginePools.managed()).desired(), PoolModel.of(EnginePools.managed()).desired());
-        assertEquals(PoolModel.of(EnginePools.referenced()).desired(),
-                PoolModel.of(EnginePools.referenced()).desired());
     }
 }

@@ -298,6 +298,12 @@ class ControlPlaneObjectReconcilersIT {
 
         // the metadata plane's replicas are ready too: the pool is Ready, with its versions and a Normal event
         markReady("svc-metadata-plane");
+        var agents = await("agents", () -> client.apps().daemonSets().inNamespace(NS).withName("svc-data-agent").get());
+        agents.setStatus(new io.fabric8.kubernetes.api.model.apps.DaemonSetStatusBuilder()
+                .withObservedGeneration(agents.getMetadata().getGeneration()).withDesiredNumberScheduled(2)
+                .withCurrentNumberScheduled(2).withUpdatedNumberScheduled(2).withNumberReady(2).withNumberAvailable(2)
+                .build());
+        client.resource(agents).updateStatus();
         KVPool pool = await("pool ready", () -> {
             KVPool p = client.resources(KVPool.class).inNamespace(NS).withName("svc").get();
             return p.getStatus() != null && p.getStatus().conditions.stream().anyMatch(c ->

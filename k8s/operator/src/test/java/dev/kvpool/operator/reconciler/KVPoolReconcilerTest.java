@@ -14,6 +14,8 @@ import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
 import io.fabric8.kubernetes.api.model.Secret;
 import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.apps.DaemonSet;
+import io.fabric8.kubernetes.api.model.apps.DaemonSetStatusBuilder;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import io.fabric8.kubernetes.api.model.apps.DeploymentStatusBuilder;
@@ -94,11 +96,14 @@ class KVPoolReconcilerTest {
         Deployment mp = await(() -> client.apps().deployments().inNamespace(NS).withName("scale-metadata-plane").get());
         String adminPassword = client.secrets().inNamespace(NS).withName("scale-admin").get().getData().get("password");
 
-        // play the kubelet: every replica of both Deployments becomes ready; the informer wakes the reconciler, which
-        // then creates the services' account in the control plane — whose Service has no pods behind it here
-        // (ControlPlaneObjectReconcilersIT has the ready pool against a real control plane)
+        DaemonSet agents = await(() -> client.apps().daemonSets().inNamespace(NS).withName("scale-data-agent").get());
+
+        // play the kubelet: every replica of both Deployments and the agent on each node become ready; the informer
+        // wakes the reconciler, which then creates the services' account in the control plane — whose Service has no
+        // pods behind it here (ControlPlaneObjectReconcilersIT has the ready pool against a real control plane)
         markReady(cp);
         markReady(mp);
+        markReady(agents);
         KVPool degraded = await(() -> {
             KVPool p = client.resources(KVPool.class).inNamespace(NS).withName("scale").get();
             Condition c = p.getStatus() == null ? null : condition(p, Condition.Type.Degraded);
@@ -172,6 +177,14 @@ class KVPoolReconcilerTest {
         int n = now.getSpec().getReplicas();
         now.setStatus(new DeploymentStatusBuilder().withObservedGeneration(now.getMetadata().getGeneration())
                 .withReplicas(n).withUpdatedReplicas(n).withReadyReplicas(n).withAvailableReplicas(n).build());
+        client.resource(now).updateStatus();
+    }
+
+    private void markReady(DaemonSet d) {
+        DaemonSet now = client.apps().daemonSets().inNamespace(NS).withName(d.getMetadata().getName()).get();
+        now.setStatus(new DaemonSetStatusBuilder().withObservedGeneration(now.getMetadata().getGeneration())
+                .withDesiredNumberScheduled(1).withCurrentNumberScheduled(1).withUpdatedNumberScheduled(1)
+                .withNumberReady(1).withNumberAvailable(1).build());
         client.resource(now).updateStatus();
     }
 
