@@ -151,7 +151,9 @@ public final class KafkaModel extends ComponentModel {
                 "replicas", replicas(),
                 "roles", List.of("controller", "broker"),
                 "storage", Engines.map("type", "jbod", "volumes", List.of(volume)),
-                "resources", managed.resources);
+                "resources", managed.resources,
+                // Strimzi puts these on the broker pods: the pool's NetworkPolicy for Kafka selects them
+                "template", Engines.map("pod", Engines.map("metadata", Engines.map("labels", w.selector()))));
         return Engines.resource(API_VERSION, "KafkaNodePool", meta, spec);
     }
 

@@ -60,7 +60,9 @@ public final class PostgresModel extends ComponentModel {
                         "size", Engines.storage(managed, COMPONENT).toString(),
                         "storageClass", managed.storageClassName),
                 "resources", resources,
-                "bootstrap", Engines.map("initdb", Engines.map("database", DATABASE, "owner", OWNER)));
+                "bootstrap", Engines.map("initdb", Engines.map("database", DATABASE, "owner", OWNER)),
+                // CloudNativePG copies these onto the pods it runs: the pool's NetworkPolicy for PostgreSQL selects them
+                "inheritedMetadata", Engines.map("labels", w.selector()));
         return Engines.resource(API_VERSION, KIND, w.metadata(), spec);
     }
 }

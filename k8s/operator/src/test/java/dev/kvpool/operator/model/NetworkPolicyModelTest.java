@@ -213,11 +213,11 @@ class NetworkPolicyModelTest {
     void managedEnginesTakeClientsOnlyFromThePlanesThatUseThem() {
         KVPool p = pool();
         p.getSpec().engines.postgres.secretRef = null;
-        p.getSpec().engines.postgres.managed = new KVPoolSpec.Managed();
+        p.getSpec().engines.postgres.managed = new KVPoolSpec.ManagedPostgres();
         p.getSpec().engines.redis.urlSecretRef = null;
-        p.getSpec().engines.redis.managed = new KVPoolSpec.Managed();
+        p.getSpec().engines.redis.managed = new KVPoolSpec.ManagedRedis();
         p.getSpec().engines.kafka = new KVPoolSpec.Kafka();
-        p.getSpec().engines.kafka.managed = new KVPoolSpec.Managed();
+        p.getSpec().engines.kafka.managed = new KVPoolSpec.ManagedKafka();
         List<NetworkPolicy> all = NetworkPolicyModel.of(p).policies();
         assertEquals(List.of("prod-default-deny", "prod-control-plane", "prod-metadata-plane", "prod-data-agent",
                 "prod-postgres", "prod-valkey", "prod-kafka"), all.stream().map(n -> n.getMetadata().getName()).toList());
@@ -244,9 +244,30 @@ class NetworkPolicyModelTest {
         assertFalse(policies.stream().anyMatch(n -> n.getMetadata().getName().endsWith("-postgres")));
     }
 
+    /** An engine pod labelled as its model asks CloudNativePG / Strimzi / the StatefulSet to label it. */
     Pod enginePodOf(String component) {
-        return new Pod("llm", Map.of("kubernetes.io/metadata.name", "llm"),
-                Map.of("app.kubernetes.io/instance", "prod", "app.kubernetes.io/component", component));
+        KVPool p = pool();
+        p.getSpec().engines.postgres.secretRef = null;
+        p.getSpec().engines.postgres.managed = new KVPoolSpec.ManagedPostgres();
+        p.getSpec().engines.redis.urlSecretRef = null;
+        p.getSpec().engines.redis.managed = new KVPoolSpec.ManagedRedis();
+        p.getSpec().engines.kafka = new KVPoolSpec.Kafka();
+        p.getSpec().engines.kafka.managed = new KVPoolSpec.ManagedKafka();
+        Map<String, String> labels = podLabelsOf(component, p);
+        return new Pod("llm", Map.of("kubernetes.io/metadata.name", "llm"), labels);
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, String> podLabelsOf(String component, KVPool p) {
+        return switch (component) {
+            case "postgres" -> (Map<String, String>) ((Map<String, Object>) ((Map<String, Object>) PostgresModel.of(p)
+                    .cluster().getAdditionalProperties().get("spec")).get("inheritedMetadata")).get("labels");
+            case "kafka" -> (Map<String, String>) ((Map<String, Object>) ((Map<String, Object>) ((Map<String, Object>)
+                    ((Map<String, Object>) KafkaModel.of(p).nodePool().getAdditionalProperties().get("spec"))
+                            .get("template")).get("pod")).get("metadata")).get("labels");
+            case "valkey" -> ValkeyModel.of(p).statefulSet().getSpec().getTemplate().getMetadata().getLabels();
+            default -> throw new IllegalArgumentException(component);
+        };
     }
 
     @Test
