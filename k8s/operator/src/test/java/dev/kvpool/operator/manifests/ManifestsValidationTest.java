@@ -183,7 +183,7 @@ class ManifestsValidationTest {
                 apiVersion: kvpool.dev/v1alpha1
                 kind: KVPoolInstanceGroup
                 metadata: {name: g}
-                spec: {quotaBytes: 1024, storageCandidates: [nfs], waterLevels: {soft: 80, hard: 120}}
+                spec: {pool: kvpool, quotaBytes: 1024, storageCandidates: [nfs], waterLevels: {soft: 80, hard: 120}}
                 """;
         assertRejected(group, "hard");
         // soft > hard passes the schema, but not the CRD's CEL rule
@@ -191,6 +191,8 @@ class ManifestsValidationTest {
         KubeSchemas.Result ok = schemas.validate(YAML.readTree(group.replace("hard: 120", "hard: 95")));
         assertTrue(ok.checked() && ok.errors().isEmpty(), ok.toString());
         assertRejected(group.replace("quotaBytes: 1024", "quotaBytes: lots"), "quotaBytes");
+        // a group must name its pool
+        assertRejected(group.replace("pool: kvpool, ", "").replace("hard: 120", "hard: 95"), "pool");
     }
 
     @Test

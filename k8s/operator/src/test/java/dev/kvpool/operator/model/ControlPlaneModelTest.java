@@ -173,7 +173,7 @@ class ControlPlaneModelTest {
     void noPostgresNoDatabaseEnv() {
         KVPool p = pool();
         p.getSpec().engines.postgres = null;
-        assertEquals(List.of("KVPOOL_DATA_DIR"), ControlPlaneModel.of(p).deployment().getSpec().getTemplate()
+        assertEquals(List.of("KVPOOL_DATA_DIR", "KVPOOL_ADMIN_PASSWORD"), ControlPlaneModel.of(p).deployment().getSpec().getTemplate()
                 .getSpec().getContainers().getFirst().getEnv().stream().map(EnvVar::getName).toList());
     }
 
