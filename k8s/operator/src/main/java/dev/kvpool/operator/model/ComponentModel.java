@@ -2,6 +2,10 @@ package dev.kvpool.operator.model;
 
 import dev.kvpool.operator.crd.KVPool;
 import io.fabric8.kubernetes.api.model.OwnerReference;
+import io.fabric8.kubernetes.api.model.Volume;
+import io.fabric8.kubernetes.api.model.VolumeMount;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 
 /** What every component's model of one KVPool shares: its name, image, labels and owner, from {@link Workloads}. */
@@ -34,5 +38,18 @@ abstract class ComponentModel {
 
     public OwnerReference ownerReference() {
         return w.ownerReference();
+    }
+
+    /** What every KVPool service mounts: the writable emptyDirs, and the Kafka client Secret where Kafka needs TLS/SASL. */
+    List<Volume> serviceVolumes() {
+        List<Volume> v = new ArrayList<>(Workloads.volumes());
+        v.addAll(EngineEndpoints.of(pool).kafkaClientVolumes());
+        return v;
+    }
+
+    List<VolumeMount> serviceVolumeMounts() {
+        List<VolumeMount> m = new ArrayList<>(Workloads.volumeMounts());
+        m.addAll(EngineEndpoints.of(pool).kafkaClientVolumeMounts());
+        return m;
     }
 }

@@ -8,8 +8,6 @@ import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.IntOrString;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
-import io.fabric8.kubernetes.api.model.Volume;
-import io.fabric8.kubernetes.api.model.VolumeMount;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import java.util.ArrayList;
@@ -69,9 +67,9 @@ public final class ControlPlaneModel extends ComponentModel {
                                     .withReadinessProbe(Workloads.httpProbe("/q/health/ready", 5, 3))
                                     .withLivenessProbe(Workloads.httpProbe("/q/health/live", 30, 3))
                                     .withSecurityContext(Workloads.containerSecurityContext())
-                                    .withVolumeMounts(volumeMounts())
+                                    .withVolumeMounts(serviceVolumeMounts())
                                     .build())
-                            .withVolumes(volumes())
+                            .withVolumes(serviceVolumes())
                         .endSpec()
                     .endTemplate()
                 .endSpec()
@@ -101,15 +99,4 @@ public final class ControlPlaneModel extends ComponentModel {
         return env;
     }
 
-    List<Volume> volumes() {
-        List<Volume> v = new ArrayList<>(Workloads.volumes());
-        v.addAll(EngineEndpoints.of(pool).kafkaClientVolumes());
-        return v;
-    }
-
-    List<VolumeMount> volumeMounts() {
-        List<VolumeMount> m = new ArrayList<>(Workloads.volumeMounts());
-        m.addAll(EngineEndpoints.of(pool).kafkaClientVolumeMounts());
-        return m;
-    }
 }

@@ -267,8 +267,7 @@ public final class DataAgentModel extends ComponentModel {
     }
 
     List<Volume> volumes() {
-        List<Volume> v = new ArrayList<>(Workloads.volumes());
-        v.addAll(EngineEndpoints.of(pool).kafkaClientVolumes());
+        List<Volume> v = serviceVolumes();
         if (spec.shmHostPath != null) {
             v.add(new VolumeBuilder().withName(SHM_VOLUME)
                     .withNewHostPath().withPath(spec.shmHostPath).withType("DirectoryOrCreate").endHostPath().build());
@@ -303,8 +302,7 @@ public final class DataAgentModel extends ComponentModel {
     }
 
     List<VolumeMount> volumeMounts() {
-        List<VolumeMount> m = new ArrayList<>(Workloads.volumeMounts());
-        m.addAll(EngineEndpoints.of(pool).kafkaClientVolumeMounts());
+        List<VolumeMount> m = serviceVolumeMounts();
         m.add(mount(SHM_VOLUME, SHM_PATH));
         for (int i = 0; i < nvmeDirs().size(); i++) {
             m.add(mount("nvme-" + i, NVME_PATH + i));

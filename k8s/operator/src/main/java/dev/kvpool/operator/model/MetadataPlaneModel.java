@@ -9,8 +9,6 @@ import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.IntOrString;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
-import io.fabric8.kubernetes.api.model.Volume;
-import io.fabric8.kubernetes.api.model.VolumeMount;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudget;
@@ -76,9 +74,9 @@ public final class MetadataPlaneModel extends ComponentModel {
                                     .withReadinessProbe(Workloads.httpProbe("/q/health/ready", 0, 3))
                                     .withLivenessProbe(Workloads.httpProbe("/q/health/live", 0, 3))
                                     .withSecurityContext(Workloads.containerSecurityContext())
-                                    .withVolumeMounts(volumeMounts())
+                                    .withVolumeMounts(serviceVolumeMounts())
                                     .build())
-                            .withVolumes(volumes())
+                            .withVolumes(serviceVolumes())
                         .endSpec()
                     .endTemplate()
                 .endSpec()
@@ -140,15 +138,4 @@ public final class MetadataPlaneModel extends ComponentModel {
         return env;
     }
 
-    List<Volume> volumes() {
-        List<Volume> v = new ArrayList<>(Workloads.volumes());
-        v.addAll(EngineEndpoints.of(pool).kafkaClientVolumes());
-        return v;
-    }
-
-    List<VolumeMount> volumeMounts() {
-        List<VolumeMount> m = new ArrayList<>(Workloads.volumeMounts());
-        m.addAll(EngineEndpoints.of(pool).kafkaClientVolumeMounts());
-        return m;
-    }
 }
