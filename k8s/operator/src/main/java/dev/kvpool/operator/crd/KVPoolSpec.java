@@ -48,7 +48,10 @@ public class KVPoolSpec {
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public static class ControlPlane {
         @Min(1)
+        @Max(1)
         @Default("1")
+        @JsonPropertyDescription("replicas: 1 — the control plane elects no leader yet, and its outbox relay and "
+                + "scheduled work must run once")
         public Integer replicas = 1;
         public ResourceRequirements resources;
     }

@@ -167,6 +167,8 @@ class ManifestsValidationTest {
         assertTrue(ok.checked() && ok.errors().isEmpty(), ok.toString());
         assertRejected(pool, "version"); // spec.version is required
         assertRejected(pool.replace("spec:\n", "spec:\n  version: '1'\n  metadataPlane: {replicas: 0}\n"), "replicas");
+        // one control plane until it elects a leader
+        assertRejected(pool.replace("spec:\n", "spec:\n  version: '1'\n  controlPlane: {replicas: 2}\n"), "replicas");
         assertRejected(pool.replace("spec:\n", "spec:\n  version: '1'\n  enginez: {}\n"), "enginez");
         // both an existing database and a managed one: only the CRD's CEL rule refuses it
         assertRejected(pool.replace("spec:\n", "spec:\n  version: '1'\n")

@@ -124,13 +124,13 @@ class ControlPlaneModelTest {
     void specOverridesImageReplicasAndResources() {
         KVPool p = pool();
         p.getSpec().image = "registry.local/kv";
-        p.getSpec().controlPlane.replicas = 3;
+        p.getSpec().controlPlane.replicas = 1;
         p.getSpec().controlPlane.resources = new ResourceRequirementsBuilder()
                 .addToLimits("memory", new Quantity("1Gi")).build();
         Deployment d = ControlPlaneModel.of(p).deployment();
         Container c = d.getSpec().getTemplate().getSpec().getContainers().getFirst();
         assertEquals("registry.local/kv/kvpool-control-plane:0.4.2", c.getImage());
-        assertEquals(3, d.getSpec().getReplicas());
+        assertEquals(1, d.getSpec().getReplicas());
         assertEquals(new Quantity("1Gi"), c.getResources().getLimits().get("memory"));
     }
 
