@@ -32,6 +32,8 @@ public final class StorageMapping {
         n.put("name", name(r));
         n.put("type", s.type);
         n.put("enabled", s.enabled == null || s.enabled);
+        // written always: the control plane takes an absent value as false, so Git states it either way
+        n.put("checkAvailableWhenOpen", Boolean.TRUE.equals(s.checkAvailableWhenOpen));
         n.set("spec", s.spec.deepCopy());
         return n;
     }

@@ -49,6 +49,10 @@ public class KVPoolStorage extends CustomResource<KVPoolStorage.Spec, KVPoolStor
 
         @Default("true")
         public Boolean enabled = true;
+
+        @JsonPropertyDescription("check the storage is reachable when the metadata plane opens it (KVCM's "
+                + "check_storage_available_when_open); default false")
+        public Boolean checkAvailableWhenOpen;
     }
 
     @JsonInclude(JsonInclude.Include.NON_NULL)

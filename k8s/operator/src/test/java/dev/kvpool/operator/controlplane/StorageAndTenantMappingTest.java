@@ -36,11 +36,15 @@ class StorageAndTenantMappingTest {
     void storageMapsAndTheControlPlanesNormalisedSpecIsNoDrift() throws Exception {
         ObjectNode d = StorageMapping.desired(storage());
         assertEquals(DriftTest.json("{\"name\":\"nfs_01\",\"type\":\"nfs\",\"enabled\":true,"
-                + "\"spec\":{\"rootPath\":\"/mnt/kv/\",\"key_count_per_file\":8}}"), d);
+                + "\"checkAvailableWhenOpen\":false,\"spec\":{\"rootPath\":\"/mnt/kv/\",\"key_count_per_file\":8}}"), d);
         assertEquals(List.of(), StorageMapping.drift(d, DriftTest.json(STORAGE)));
         ObjectNode disabled = (ObjectNode) DriftTest.json(STORAGE);
         disabled.put("enabled", false);
         assertEquals(List.of("enabled: control plane has false, spec wants true"), StorageMapping.drift(d, disabled));
+        // a check switched on in the console is drift too: Git says whether the storage is checked when opened
+        ObjectNode checked = (ObjectNode) DriftTest.json(STORAGE);
+        checked.put("checkAvailableWhenOpen", true);
+        assertEquals(1, StorageMapping.drift(d, checked).size());
     }
 
     @Test
