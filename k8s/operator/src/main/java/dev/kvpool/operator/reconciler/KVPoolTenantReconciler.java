@@ -11,15 +11,22 @@ import dev.kvpool.operator.crd.SecretKeyRef;
 import io.fabric8.kubernetes.api.model.Secret;
 import io.javaoperatorsdk.operator.api.reconciler.ControllerConfiguration;
 import io.quarkiverse.operatorsdk.annotations.RBACRule;
+import io.javaoperatorsdk.operator.api.config.informer.InformerEventSourceConfiguration;
+import io.javaoperatorsdk.operator.api.reconciler.EventSourceContext;
+import io.javaoperatorsdk.operator.processing.event.ResourceID;
+import io.javaoperatorsdk.operator.processing.event.source.EventSource;
+import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEventSource;
+import java.util.List;
 import java.util.Objects;
+import java.util.stream.Collectors;
 
 /**
  * Keeps a tenant account of the pool's control plane equal to a {@link KVPoolTenant} (see the base class).
  *
  * <p>The password comes from {@code spec.passwordSecretRef}. The control plane never returns it, so it is not compared;
  * it is written on creation and whenever the Secret changes. A change is noticed by the Secret's
- * {@code uid/resourceVersion}, kept in {@code status.passwordSecretVersion}, at the next reconciliation (at most one
- * resync period later): no hash of the password is stored anywhere, and the password is never logged nor put in a
+ * {@code uid/resourceVersion}, kept in {@code status.passwordSecretVersion}; the Secrets of the namespace are watched,
+ * so a changed one wakes the tenants that name it at once (the resync is the safety net): no hash of the password is stored anywhere, and the password is never logged nor put in a
  * status or an Event (the control plane's refusals name the rule, never the value).
  */
 @ControllerConfiguration(name = "kvpooltenant")
@@ -30,6 +37,19 @@ import java.util.Objects;
 public class KVPoolTenantReconciler extends ControlPlaneObjectReconciler<KVPoolTenant> {
     /** The control plane refuses longer ones (Limits.MAX_TEXT); refusing here keeps them out of request bodies. */
     static final int MAX_PASSWORD = 4096;
+
+    @Override
+    public List<EventSource<?, KVPoolTenant>> prepareEventSources(EventSourceContext<KVPoolTenant> context) {
+        // a Secret maps to the tenants of its namespace whose passwordSecretRef names it
+        return List.of(new InformerEventSource<>(InformerEventSourceConfiguration.from(Secret.class, KVPoolTenant.class)
+                .withName("password-secrets")
+                .withSecondaryToPrimaryMapper(secret -> context.getPrimaryCache()
+                        .list(secret.getMetadata().getNamespace(), t -> t.getSpec() != null
+                                && t.getSpec().passwordSecretRef != null
+                                && secret.getMetadata().getName().equals(t.getSpec().passwordSecretRef.name))
+                        .map(ResourceID::fromResource).collect(Collectors.toSet()))
+                .build(), context));
+    }
 
     @Override
     protected String kind() {
