@@ -235,8 +235,14 @@ class ImageArchivesIT {
             Path root = rootfs("operator");
             p = startInImage("operator", root, List.of("QUARKUS_HTTP_PORT=26080",
                     "QUARKUS_KUBERNETES_CLIENT_API_SERVER_URL=http://127.0.0.1:" + server.getPort(),
-                    // the mock server rejects server-side apply (shared notes, section 4.3)
-                    "QUARKUS_OPERATOR_SDK_ENABLE_SSA=false"));
+                    // the mock server rejects server-side apply (shared notes, section 4.3): JOSDK's and the
+                    // KVPool reconciler's own
+                    "QUARKUS_OPERATOR_SDK_ENABLE_SSA=false", "KVPOOL_OPERATOR_SERVER_SIDE_APPLY=false",
+                    // the operator watches its own namespace; in a pod the Deployment sets this from metadata.namespace
+                    "KUBERNETES_NAMESPACE=kvpool-images-it",
+                    // leader election (prod profile only) checks its Lease rights with a SelfSubjectRulesReview,
+                    // which the mock server cannot answer: a profile of its own runs the prod settings without it
+                    "QUARKUS_PROFILE=image-it"));
             GenericKubernetesResource pool = Serialization.unmarshal("""
                     apiVersion: kvpool.dev/v1alpha1
                     kind: KVPool
