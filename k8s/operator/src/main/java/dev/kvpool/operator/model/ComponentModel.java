@@ -1,7 +1,12 @@
 package dev.kvpool.operator.model;
 
 import dev.kvpool.operator.crd.KVPool;
+import io.fabric8.kubernetes.api.model.ContainerPort;
+import io.fabric8.kubernetes.api.model.ContainerPortBuilder;
+import io.fabric8.kubernetes.api.model.IntOrString;
 import io.fabric8.kubernetes.api.model.OwnerReference;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.Volume;
 import io.fabric8.kubernetes.api.model.VolumeMount;
 import java.util.ArrayList;
@@ -38,6 +43,26 @@ abstract class ComponentModel {
 
     public OwnerReference ownerReference() {
         return w.ownerReference();
+    }
+
+    /** The planes' ClusterIP Service: their named ports http and grpc. */
+    Service httpGrpcService(int http, int grpc) {
+        return new ServiceBuilder()
+                .withMetadata(w.metadata())
+                .withNewSpec()
+                    .withType("ClusterIP")
+                    .withSelector(selector())
+                    .addNewPort().withName("http").withPort(http).withTargetPort(new IntOrString("http")).withProtocol("TCP").endPort()
+                    .addNewPort().withName("grpc").withPort(grpc).withTargetPort(new IntOrString("grpc")).withProtocol("TCP").endPort()
+                .endSpec()
+                .build();
+    }
+
+    /** The planes' container ports, named as the Service and the probes refer to them. */
+    static List<ContainerPort> httpGrpcPorts(int http, int grpc) {
+        return List.of(
+                new ContainerPortBuilder().withName("http").withContainerPort(http).withProtocol("TCP").build(),
+                new ContainerPortBuilder().withName("grpc").withContainerPort(grpc).withProtocol("TCP").build());
     }
 
     /** What every KVPool service mounts: the writable emptyDirs, and the Kafka client Secret where Kafka needs TLS/SASL. */

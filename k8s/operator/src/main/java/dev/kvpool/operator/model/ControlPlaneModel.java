@@ -5,9 +5,7 @@ import dev.kvpool.operator.crd.PoolSecrets;
 import dev.kvpool.operator.crd.KVPoolSpec;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.EnvVar;
-import io.fabric8.kubernetes.api.model.IntOrString;
 import io.fabric8.kubernetes.api.model.Service;
-import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import java.util.ArrayList;
@@ -60,8 +58,7 @@ public final class ControlPlaneModel extends ComponentModel {
                             .withContainers(new ContainerBuilder()
                                     .withName(COMPONENT)
                                     .withImage(image())
-                                    .addNewPort().withName("http").withContainerPort(HTTP_PORT).withProtocol("TCP").endPort()
-                                    .addNewPort().withName("grpc").withContainerPort(GRPC_PORT).withProtocol("TCP").endPort()
+                                    .withPorts(httpGrpcPorts(HTTP_PORT, GRPC_PORT))
                                     .withEnv(env())
                                     .withResources(cp.resources)
                                     .withReadinessProbe(Workloads.httpProbe("/q/health/ready", 5, 3))
@@ -77,15 +74,7 @@ public final class ControlPlaneModel extends ComponentModel {
     }
 
     public Service service() {
-        return new ServiceBuilder()
-                .withMetadata(w.metadata())
-                .withNewSpec()
-                    .withType("ClusterIP")
-                    .withSelector(selector())
-                    .addNewPort().withName("http").withPort(HTTP_PORT).withTargetPort(new IntOrString("http")).withProtocol("TCP").endPort()
-                    .addNewPort().withName("grpc").withPort(GRPC_PORT).withTargetPort(new IntOrString("grpc")).withProtocol("TCP").endPort()
-                .endSpec()
-                .build();
+        return httpGrpcService(HTTP_PORT, GRPC_PORT);
     }
 
     /** The data dir, then the database and Kafka settings of {@link EngineEndpoints} (referenced or managed). */

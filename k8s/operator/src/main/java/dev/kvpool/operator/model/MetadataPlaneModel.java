@@ -8,7 +8,6 @@ import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.IntOrString;
 import io.fabric8.kubernetes.api.model.Service;
-import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudget;
@@ -66,8 +65,7 @@ public final class MetadataPlaneModel extends ComponentModel {
                             .withContainers(new ContainerBuilder()
                                     .withName(COMPONENT)
                                     .withImage(image())
-                                    .addNewPort().withName("http").withContainerPort(HTTP_PORT).withProtocol("TCP").endPort()
-                                    .addNewPort().withName("grpc").withContainerPort(GRPC_PORT).withProtocol("TCP").endPort()
+                                    .withPorts(httpGrpcPorts(HTTP_PORT, GRPC_PORT))
                                     .withEnv(env())
                                     .withResources(mp.resources)
                                     .withStartupProbe(Workloads.httpProbe("/q/health/started", 5, STARTUP_FAILURE_THRESHOLD))
@@ -84,15 +82,7 @@ public final class MetadataPlaneModel extends ComponentModel {
     }
 
     public Service service() {
-        return new ServiceBuilder()
-                .withMetadata(w.metadata())
-                .withNewSpec()
-                    .withType("ClusterIP")
-                    .withSelector(selector())
-                    .addNewPort().withName("http").withPort(HTTP_PORT).withTargetPort(new IntOrString("http")).withProtocol("TCP").endPort()
-                    .addNewPort().withName("grpc").withPort(GRPC_PORT).withTargetPort(new IntOrString("grpc")).withProtocol("TCP").endPort()
-                .endSpec()
-                .build();
+        return httpGrpcService(HTTP_PORT, GRPC_PORT);
     }
 
     /** At most one replica down at a time for voluntary disruptions (drains, upgrades of nodes). */
