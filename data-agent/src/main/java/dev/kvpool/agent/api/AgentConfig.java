@@ -107,6 +107,13 @@ public interface AgentConfig {
 
         @WithDefault("256")
         long mib();
+
+        /**
+         * Check each block's CRC32C on every load from the GPU tier. Off: the tier holds only bytes checksummed or
+         * verified on their way in, in the agent's own ECC memory (data-agent/README.md, "GPU tier").
+         */
+        @WithDefault("false")
+        boolean verify();
     }
 
     interface Pool {
@@ -175,6 +182,13 @@ public interface AgentConfig {
 
         @WithDefault("256")
         long mib();
+
+        /**
+         * Check each block's CRC32C on every load from the GPU tier. Off: the tier holds only bytes checksummed or
+         * verified on their way in, in the agent's own ECC memory (data-agent/README.md, "GPU tier").
+         */
+        @WithDefault("false")
+        boolean verify();
     }
 
     interface Sched {

@@ -79,6 +79,8 @@ public final class PooledTier implements Tier {
     private final java.util.concurrent.atomic.AtomicBoolean[] probing;
     /** How long a failed device rests before a probe write and read may bring it back. */
     private volatile long retryMs = 30_000;
+    /** Whether a load checks each block's CRC32C (see {@link #verifyLoads(boolean)}). */
+    private volatile boolean verifyLoads = true;
 
     /**
      * @param bandwidth bytes/s per device (from {@link BandwidthProbe} or configuration)
@@ -282,6 +284,21 @@ public final class PooledTier implements Tier {
             }
         }
         return out;
+    }
+
+    /**
+     * Whether loads check each block against its CRC32C (on by default). Off only for a tier filled solely with bytes
+     * already verified or checksummed in this process and kept in memory no other party writes (the GPU tier: the
+     * agent's own ECC device memory, filled by write-behind from the host pool with the CRC32C taken at save): there
+     * the check costs a CPU pass over every byte of every load and guards only against a flip past ECC. The CRC32C
+     * is still kept per block, so turning it back on checks every block from then on.
+     */
+    public void verifyLoads(boolean on) {
+        verifyLoads = on;
+    }
+
+    public boolean verifiesLoads() {
+        return verifyLoads;
     }
 
     /** How long a failed device rests before it is probed (tests shorten it). */
@@ -631,6 +648,7 @@ public final class PooledTier implements Tier {
             }
         }
         boolean[] hit = new boolean[n];
+        boolean verify = verifyLoads;
         List<CompletableFuture<Void>> parts = new ArrayList<>();
         for (int d = 0; d < devices.size(); d++) {
             List<Integer> all = new ArrayList<>();
@@ -639,23 +657,23 @@ public final class PooledTier implements Tier {
                     all.add(i);
                 }
             }
-            for (List<Integer> mine : pipelined(all)) {
+            // unverified: nothing to overlap, so one request per device (its copies merge into the longest runs)
+            for (List<Integer> mine : verify ? pipelined(all) : all.isEmpty() ? List.<List<Integer>>of() : List.of(all)) {
                 long[] s = new long[mine.size()];
                 MemorySegment[] b = new MemorySegment[mine.size()];
                 for (int j = 0; j < s.length; j++) {
                     s[j] = slotOf(gs[mine.get(j)]);
                     b[j] = dst[mine.get(j)].asSlice(0, blockBytes);
                 }
-                // checksums are verified off the device thread, so the device starts its next part at once
                 int dd = d;
-                parts.add(workers.get(d).read(s, b).handleAsync((res, err) -> {
-                    int[] crcs = err == null ? Checksums.crc32c(b, res) : null;
+                java.util.function.BiFunction<boolean[], Throwable, Void> done = (res, err) -> {
+                    int[] crcs = err == null && verify ? Checksums.crc32c(b, res) : null;
                     int failedOps = 0;
                     List<Long> dropped = new ArrayList<>();
                     for (int j = 0; j < s.length; j++) {
                         int i = mine.get(j);
                         boolean read = err == null && res[j];
-                        boolean good = read && crcs[j] == want[i];
+                        boolean good = read && (!verify || crcs[j] == want[i]);
                         if (read && !good) {
                             checksumFailures.incrementAndGet();
                         } else if (!read) {
@@ -677,7 +695,10 @@ public final class PooledTier implements Tier {
                         evictListener.accept(dropped.stream().mapToLong(Long::longValue).toArray());
                     }
                     return null;
-                }, VERIFY));
+                };
+                CompletableFuture<boolean[]> read = workers.get(d).read(s, b);
+                // checksums are verified off the device thread, so the device starts its next part at once
+                parts.add(verify ? read.handleAsync(done, VERIFY) : read.handle(done));
             }
         }
         return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).handle((v, err) -> {

@@ -150,6 +150,17 @@ public final class AgentSetup {
                 GpuDevice.pin(region);
             }
         }
+
+        /**
+         * {@code kvpool.agent.gpu.verify}: whether loads from the GPU tier check each block's CRC32C. Off by default
+         * ({@link #build} leaves it off): the tier holds only bytes the agent verified or checksummed on their way in,
+         * in its own ECC device memory (see data-agent/README.md, "GPU tier").
+         */
+        public void verifyGpuLoads(boolean on) {
+            if (store.gpu() instanceof PooledTier g) {
+                g.verifyLoads(on);
+            }
+        }
     }
 
     private AgentSetup() {
@@ -250,6 +261,9 @@ public final class AgentSetup {
             }
             LOG.info("GPU tier: " + gpuMode);
             gpu = withWorkers("gpu", BlockEvent.GPU, s, gs, probeAll(gs, s.probeBytes(), List.of()));
+            // filled only by write-behind from the host pool (CRC32C taken at save, passed along): a load does not
+            // checksum every block again unless kvpool.agent.gpu.verify says so (Built.verifyGpuLoads)
+            gpu.verifyLoads(false);
         }
         // G4: the global pool through the metadata plane
         GlobalPoolTier pool = null;

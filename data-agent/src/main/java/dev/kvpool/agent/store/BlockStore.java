@@ -145,6 +145,11 @@ public final class BlockStore implements AutoCloseable {
         return List.copyOf(loadOrder);
     }
 
+    /** The GPU tier (G1), or null when off. */
+    public Tier gpu() {
+        return gpu;
+    }
+
     public PooledTier host() {
         return host;
     }

@@ -1,6 +1,7 @@
 package dev.kvpool.agent.tier;
 
 import dev.kvpool.agent.pool.Device;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -46,6 +47,13 @@ public final class GpuDevice implements Device {
     private final cudaEvent_t[] halfDone = {new cudaEvent_t(), new cudaEvent_t()};
     private long directOps;
     private long stagedOps;
+    /** Native arrays for batch copies (freed with the device). */
+    private final Arena native_ = Arena.ofShared();
+    /** cuMemcpyBatchAsync_v2 on this device's stream, or null (driver before 13.0, or turned off). */
+    private CudaBatchCopy batch;
+    private final Copies copies = new Copies();
+    private long batchCalls;
+    private long singleCopies;
 
     public GpuDevice(String id, int ordinal, long slots, int slotBytes) {
         this.id = id;
@@ -63,6 +71,50 @@ public final class GpuDevice implements Device {
         for (cudaEvent_t e : halfDone) {
             JCuda.cudaEventCreateWithFlags(e, JCuda.cudaEventDisableTiming);
         }
+        this.baseAddress = nativePointer(base);
+        long streamHandle = nativePointer(stream);
+        this.batch = baseAddress == 0 || streamHandle == 0 ? null : CudaBatchCopy.create(native_, streamHandle);
+        LOG.info(id + ": " + copyPath());
+    }
+
+    /** Device address of slot 0 (JCuda keeps it in a protected field; 0 where it cannot be read). */
+    private final long baseAddress;
+
+    private static long nativePointer(jcuda.NativePointerObject p) {
+        try {
+            var m = jcuda.NativePointerObject.class.getDeclaredMethod("getNativePointer");
+            m.setAccessible(true);
+            return (long) m.invoke(p);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            LOG.warning("cannot read a JCuda pointer (" + e + "): scattered copies go one by one");
+            return 0;
+        }
+    }
+
+    /** How scattered copies are issued here, for the log and the status. */
+    public String copyPath() {
+        return batch != null ? "scattered copies batched (cuMemcpyBatchAsync_v2, up to " + CudaBatchCopy.MAX + " a call)"
+                : "scattered copies one by one (cudaMemcpyAsync" + (CudaBatchCopy.unavailableReason() == null ? ""
+                : "; " + CudaBatchCopy.unavailableReason()) + ")";
+    }
+
+    /**
+     * Turns batched copies off (per-block {@code cudaMemcpyAsync}, as before CUDA 13) or back on where the driver
+     * has them: for the benchmark's comparison and for a driver whose batch copies misbehave. Not during an
+     * {@link #io}.
+     */
+    public void batchCopies(boolean on) {
+        long streamHandle = nativePointer(stream);
+        batch = on && baseAddress != 0 && streamHandle != 0 ? CudaBatchCopy.create(native_, streamHandle) : null;
+    }
+
+    public boolean batched() {
+        return batch != null;
+    }
+
+    /** Batch-copy calls made and copies issued one by one (for tests and the bench). */
+    public long[] copyCounts() {
+        return new long[] {batchCalls, singleCopies};
     }
 
     /** CUDA devices visible here; 0 when JCuda's natives, the driver or a device are missing. */
@@ -174,6 +226,7 @@ public final class GpuDevice implements Device {
                 directOps++;
             }
             issue(write, run);
+            copies.flush();
             if (nStaged > 0) {
                 if (write) {
                     stagedWrite(slotNos, bufs, staged, nStaged);
@@ -183,7 +236,9 @@ public final class GpuDevice implements Device {
                 stagedOps += nStaged;
             }
             JCuda.cudaStreamSynchronize(stream);
-        } catch (CudaException e) { // the whole batch is in doubt: report it failed, the caller treats it as a miss
+        } catch (CudaException | IllegalStateException e) { // the whole batch is in doubt: report it failed, the
+            // caller treats it as a miss
+            copies.n = 0;
             LOG.warning(id + ": CUDA " + (write ? "write" : "read") + " batch of " + slotNos.length + " failed: " + e.getMessage());
             return new boolean[slotNos.length];
         }
@@ -224,15 +279,68 @@ public final class GpuDevice implements Device {
         if (r.len == 0) {
             return;
         }
-        Pointer dev = base.withByteOffset(r.dev);
-        // the run spans several callers' slices of one pinned piece: address it as one segment
-        Pointer host = Pointer.to(MemorySegment.ofAddress(r.host).reinterpret(r.len).asByteBuffer());
-        if (write) {
-            JCuda.cudaMemcpyAsync(dev, host, r.len, cudaMemcpyKind.cudaMemcpyHostToDevice, stream);
-        } else {
-            JCuda.cudaMemcpyAsync(host, dev, r.len, cudaMemcpyKind.cudaMemcpyDeviceToHost, stream);
-        }
+        copies.add(write, r.dev, r.host, r.len);
         r.len = 0;
+    }
+
+    /**
+     * The copies of one phase (the direct ops of a batch, one staging group), issued together by {@link #flush}: one
+     * batch call where the driver has it, else one {@code cudaMemcpyAsync} each. At 256 KiB a copy call costs about
+     * as long as the transfer itself, so scattered blocks reach the link only when their copies go as one call.
+     */
+    private final class Copies {
+        final long[] devOff = new long[CudaBatchCopy.MAX];
+        final long[] host = new long[CudaBatchCopy.MAX];
+        final long[] len = new long[CudaBatchCopy.MAX];
+        final long[] dst = new long[CudaBatchCopy.MAX];
+        final long[] src = new long[CudaBatchCopy.MAX];
+        int n;
+        boolean h2d;
+
+        void add(boolean write, long dev, long hostAddr, long bytes) {
+            if (n == CudaBatchCopy.MAX || (n > 0 && write != h2d)) {
+                flush();
+            }
+            h2d = write;
+            devOff[n] = dev;
+            host[n] = hostAddr;
+            len[n++] = bytes;
+        }
+
+        void flush() {
+            if (n == 0) {
+                return;
+            }
+            CudaBatchCopy b = batch;
+            if (b != null && n > 1) {
+                for (int i = 0; i < n; i++) {
+                    dst[i] = h2d ? baseAddress + devOff[i] : host[i];
+                    src[i] = h2d ? host[i] : baseAddress + devOff[i];
+                }
+                int rc = b.copy(dst, src, len, n);
+                if (rc == 0) {
+                    batchCalls++;
+                    n = 0;
+                    return;
+                }
+                // refused (nothing enqueued): copies are idempotent, so the same ones go one by one, now and later
+                batch = null;
+                LOG.warning(id + ": cuMemcpyBatchAsync_v2 returned CUresult " + rc + " for " + n
+                        + " copies: batch copies off for this device, copies go one by one");
+            }
+            for (int i = 0; i < n; i++) {
+                Pointer dev = base.withByteOffset(devOff[i]);
+                // a run spans several callers' slices of one pinned piece: address it as one segment
+                Pointer h = Pointer.to(MemorySegment.ofAddress(host[i]).reinterpret(len[i]).asByteBuffer());
+                if (h2d) {
+                    JCuda.cudaMemcpyAsync(dev, h, len[i], cudaMemcpyKind.cudaMemcpyHostToDevice, stream);
+                } else {
+                    JCuda.cudaMemcpyAsync(h, dev, len[i], cudaMemcpyKind.cudaMemcpyDeviceToHost, stream);
+                }
+            }
+            singleCopies += n;
+            n = 0;
+        }
     }
 
     /** Host → staging half (CPU) then staging → device (DMA); a half is refilled once its previous DMA is done. */
@@ -287,15 +395,10 @@ public final class GpuDevice implements Device {
                 len += bufs[ops[from + k]].byteSize();
                 k++;
             }
-            Pointer dev = base.withByteOffset(slotNos[i] * slotBytes);
-            Pointer host = staging.withByteOffset(stageOffset(half, j));
-            if (h2d) {
-                JCuda.cudaMemcpyAsync(dev, host, len, cudaMemcpyKind.cudaMemcpyHostToDevice, stream);
-            } else {
-                JCuda.cudaMemcpyAsync(host, dev, len, cudaMemcpyKind.cudaMemcpyDeviceToHost, stream);
-            }
+            copies.add(h2d, slotNos[i] * slotBytes, stagingMem.address() + stageOffset(half, j), len);
             j = k;
         }
+        copies.flush(); // before the caller records the half's event
     }
 
     private long stageOffset(int half, int j) {
@@ -312,5 +415,6 @@ public final class GpuDevice implements Device {
         JCuda.cudaStreamDestroy(stream);
         JCuda.cudaFreeHost(staging);
         JCuda.cudaFree(base);
+        native_.close();
     }
 }

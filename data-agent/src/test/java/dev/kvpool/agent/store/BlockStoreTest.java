@@ -42,6 +42,43 @@ class BlockStoreTest {
         return new PooledTier("nvme", BlockEvent.DISK, BLOCK, List.of(w.device()), new double[] {1}, List.of(w));
     }
 
+    /**
+     * The GPU tier as the agent builds it (a host-memory stand-in here, CUDA where a GPU exists): loads unchecked by
+     * default ({@code kvpool.agent.gpu.verify=false}); the write-behind into it carries the host pool's CRC32C, so with
+     * verify turned on every block it holds still passes.
+     */
+    @Test
+    void gpuTierLoadsUncheckedByDefaultAndItsWriteBehindCarriesTheCrc() {
+        var d = AgentSetup.Settings.defaults(dir).withNvme(List.of(), 0).withBlock(BLOCK, 1, 4L << 20);
+        var s = new AgentSetup.Settings(d.agentId(), d.blockBytes(), d.blockTokens(), d.hostRegions(), d.hostRegionBytes(),
+                d.nvmeDirs(), d.nvmeDeviceBytes(), d.ioEngine(), d.queueDepth(), d.nvmeBandwidthMBps(),
+                d.nvmeThrottleMBps(), 1L << 20, true, 4L << 20, false, d.metaUri(), d.instanceId(), d.instanceGroup(),
+                d.spec(), d.writeTimeoutSeconds(), d.model(), d.requireChecksum(), d.chunkOps(), d.highWaterOps(),
+                d.guardMicros(), d.nvmeKeep(), d.poolRoots());
+        AgentSetup.Built built = AgentSetup.build(s, dev.kvpool.agent.events.EventSink.NONE);
+        try (BlockStore store = built.store(); Arena a = Arena.ofShared()) {
+            PooledTier gpu = (PooledTier) store.gpu();
+            assertFalse(gpu.verifiesLoads(), "kvpool.agent.gpu.verify defaults to false");
+            MemorySegment[] src = TestBlocks.random(a, 8, BLOCK, 41);
+            long[] keys = TestBlocks.keys(700, 8);
+            for (boolean b : store.save(keys, src, null)) {
+                assertTrue(b);
+            }
+            store.awaitWriteBehind();
+            assertEquals(8, gpu.size(), "written behind to the GPU tier");
+            built.verifyGpuLoads(true);
+            assertTrue(gpu.verifiesLoads());
+            MemorySegment[] dst = TestBlocks.empty(a, 8, BLOCK);
+            BlockStore.LoadResult r = store.load(keys, dst);
+            for (int i = 0; i < 8; i++) {
+                assertTrue(r.found()[i]);
+                assertEquals("gpu", r.tier()[i]);
+                assertEquals(-1, dst[i].mismatch(src[i]));
+            }
+            assertEquals(0, gpu.checksumFailures(), "the CRC32C the write-behind passed is the bytes' own");
+        }
+    }
+
     @Test
     void saveReturnsBeforeTheNvmeWriteAndLoadsFallThrough() throws Exception {
         List<BlockEvent> events = new CopyOnWriteArrayList<>();

@@ -88,6 +88,48 @@ class TiersTest {
         }
     }
 
+    /**
+     * The GPU tier's trust model ({@code kvpool.agent.gpu.verify=false}): a put keeps the CRC32C it is given, never
+     * recomputed, and a load does not check it; what that gives up is shown too (a flip in the tier's own memory is
+     * returned). With verify back on, both the flipped block and the one given a wrong CRC32C are misses.
+     */
+    @Test
+    void unverifiedTierKeepsTheGivenCrcAndChecksOnlyWhenVerifyIsOn() {
+        try (Arena a = Arena.ofShared()) {
+            MemoryDevice d = new MemoryDevice("gpu0-host", 4, BLOCK);
+            try (PooledTier gpu = PooledTier.of("gpu", BlockEvent.GPU, BLOCK, List.of(d), new double[] {1})) {
+                gpu.verifyLoads(false);
+                MemorySegment[] src = TestBlocks.random(a, 3, BLOCK, 31);
+                long[] keys = {1, 2, 3};
+                int[] crcs = {Checksums.crc32c(src[0]), Checksums.crc32c(src[1]) ^ 1, Checksums.crc32c(src[2])};
+                for (boolean b : gpu.put(keys, src, true, crcs).join()) {
+                    assertTrue(b);
+                }
+                MemorySegment[] dst = TestBlocks.empty(a, 3, BLOCK);
+                boolean[] hit = gpu.get(keys, dst).join();
+                for (int i = 0; i < 3; i++) {
+                    assertTrue(hit[i], "block " + i + ": not checked, returned");
+                    assertEquals(-1, dst[i].mismatch(src[i]));
+                }
+                MemorySegment victim = d.slotMemory(findSlot(d, src[0]));
+                victim.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 100, (byte) ~victim.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 100));
+                hit = gpu.get(keys, dst).join();
+                assertTrue(hit[0], "unverified: a flip in the tier's own memory is not caught (what gpu.verify=false gives up)");
+                assertEquals(100, dst[0].mismatch(src[0]));
+                assertEquals(0, gpu.checksumFailures());
+
+                gpu.verifyLoads(true);
+                hit = gpu.get(keys, TestBlocks.empty(a, 3, BLOCK)).join();
+                assertFalse(hit[0], "verified: the flipped block is a miss");
+                assertFalse(hit[1], "the CRC32C given at put was kept as given (not recomputed from the bytes)");
+                assertTrue(hit[2]);
+                assertEquals(2, gpu.checksumFailures());
+                assertFalse(gpu.contains(1));
+                assertFalse(gpu.contains(2));
+            }
+        }
+    }
+
     /** A batch over twice the pipeline part size goes as several device requests; every part checksummed. */
     @Test
     void bigBatchGoesInPartsAndEveryPartIsVerified() {
