@@ -153,19 +153,30 @@ public final class GpuBench {
                 ok &= c1.startsWith("ok");
                 rows.add(row(label, "GpuDevice, pinned host buffers, consecutive slots (direct DMA, merged into runs)", direct, torch, big, cpuDirect, c1));
 
-                // the same blocks at scattered slots: no two adjacent, so one copy per block (no runs)
-                fill(dst);
+                // the same blocks at scattered slots: no two adjacent, so no runs: one copy call per block (JCuda's
+                // cudaMemcpyAsync), then the same copies as batch calls (cuMemcpyBatchAsync_v2) where the driver has it
                 long[] scattered = new long[blocks];
                 for (int i = 0; i < blocks; i++) {
                     scattered[i] = (i * 2L) % blocks + (i * 2L >= blocks ? 1 : 0);
                 }
-                cpu0 = cpu();
-                double[] perBlock = measure(rounds, total, h2d -> check(dev.io(h2d, scattered, h2d ? src : dst)));
-                double cpuPerBlock = (cpu() - cpu0) / 1e9 / ((2.0 * rounds + 2) * total / 1e9);
-                String c0 = verify(src, dst);
-                ok &= c0.startsWith("ok");
-                rows.add(row(label, "GpuDevice, pinned host buffers, scattered slots (one copy per block)", perBlock, torch,
-                        big, cpuPerBlock, c0));
+                boolean batchHere = dev.batched();
+                for (boolean batched : batchHere ? new boolean[] {false, true} : new boolean[] {false}) {
+                    dev.batchCopies(batched);
+                    fill(dst);
+                    long[] c0 = dev.copyCounts();
+                    cpu0 = cpu();
+                    double[] perBlock = measure(rounds, total, h2d -> check(dev.io(h2d, scattered, h2d ? src : dst)));
+                    double cpuPerBlock = (cpu() - cpu0) / 1e9 / ((2.0 * rounds + 2) * total / 1e9);
+                    String v = verify(src, dst);
+                    ok &= v.startsWith("ok") && dev.batched() == batched;
+                    rows.add(row(label, "GpuDevice, pinned host buffers, scattered slots, " + (batched
+                                    ? "batched copies (cuMemcpyBatchAsync_v2, FFM)" : "one cudaMemcpyAsync per block"),
+                            perBlock, torch, big, cpuPerBlock, v + copies(dev, c0)));
+                }
+                dev.batchCopies(true);
+                if (!batchHere) {
+                    rows.add(note(label, "no batched row: " + dev.copyPath()));
+                }
 
                 fill(dst);
                 MemorySegment[] pageDst = slices(arena.allocate(total, 4096), bs, blocks);
@@ -178,9 +189,12 @@ public final class GpuBench {
                         cpuStaged, c2));
             }
 
-            // the agent's tier: placement + device worker + CRC32C on put and on every load
+            // the agent's tier as before this change, with the bench's own contiguous pinned buffers (the row earlier
+            // runs reported): CRC32C computed on put, every load checked
             GpuDevice tierDev = new GpuDevice("gpu0", 0, 2L * blocks, bs);
+            tierDev.batchCopies(false);
             try (PooledTier tier = PooledTier.of("gpu", BlockEvent.GPU, bs, List.of(tierDev), new double[] {1})) {
+                tier.verifyLoads(true);
                 long[][] keys = new long[1][];
                 long[] next = {1};
                 fill(dst);
@@ -199,13 +213,128 @@ public final class GpuBench {
                 double cpuPooled = (cpu() - cpu0) / 1e9 / ((2.0 * rounds + 2) * total / 1e9);
                 String c3 = verify(src, dst);
                 ok &= c3.startsWith("ok") && tier.checksumFailures() == 0;
-                rows.add(row(label, "agent GPU tier (PooledTier: worker + CRC32C), pinned buffers", pooled, torch, big,
+                rows.add(row(label, "agent GPU tier, earlier bench row: put from one contiguous pinned buffer, CRC32C"
+                                + " computed on put and checked on every load, copies one by one", pooled, torch, big,
                         cpuPooled, c3 + (tier.checksumFailures() == 0 ? "" : ", " + tier.checksumFailures() + " checksum failures")));
             }
+            ok &= agentPath(label, bs, blocks, rounds, src, torch, big, rows);
             GpuDevice.unpin(pinned);
             GpuDevice.unpin(back);
         }
         return new Result(rows, ok);
+    }
+
+    /**
+     * The agent's own path through the GPU tier, as the agent runs it: the tier built with the agent's worker settings
+     * (AgentSetup's defaults); puts as the write-behind makes them (deferred, sources the host pool's slots in its two
+     * pinned regions, the CRC32C the host pool took at save passed along); loads as the engine's load makes them (into
+     * a pinned shared-memory segment, as /dev/shm/kvpool-agent-*). Four variants in the same run: the new path, the
+     * new path with per-block copies, the new path with checked loads, and the path before this change (CRC32C
+     * computed on put, loads checked, per-block copies). The put is queued as an urgent write rather than a deferred
+     * one: the device call is the same, but the write-behind's wait for an idle window (the scheduler's choice, 500 µs
+     * after a load at the least) is not copy cost.
+     */
+    static boolean agentPath(String label, int bs, int blocks, int rounds, MemorySegment[] src, double[] torch,
+                             double[] big, List<String> rows) throws Exception {
+        long total = (long) bs * blocks;
+        boolean ok = true;
+        dev.kvpool.agent.store.AgentSetup.Settings defaults = dev.kvpool.agent.store.AgentSetup.Settings.defaults(
+                java.nio.file.Path.of("/tmp"));
+        java.nio.file.Path shmDir = java.nio.file.Files.isDirectory(java.nio.file.Path.of("/dev/shm"))
+                ? java.nio.file.Path.of("/dev/shm") : java.nio.file.Path.of(System.getProperty("java.io.tmpdir"));
+        java.nio.file.Path shmPath = shmDir.resolve("kvpool-gpu-bench-" + ProcessHandle.current().pid());
+        List<dev.kvpool.agent.tier.MemoryDevice> regions = List.of(
+                new dev.kvpool.agent.tier.MemoryDevice("host0", blocks, bs),
+                new dev.kvpool.agent.tier.MemoryDevice("host1", blocks, bs));
+        try (PooledTier host = PooledTier.of("host", BlockEvent.CPU, bs, regions, new double[] {1, 1});
+             dev.kvpool.agent.api.SharedMemory shm = new dev.kvpool.agent.api.SharedMemory(shmPath, total)) {
+            for (var r : regions) { // as AgentSetup does with the GPU tier on CUDA
+                if (!GpuDevice.pin(r.region())) {
+                    throw new IllegalStateException("cannot pin the host pool's regions");
+                }
+            }
+            if (!GpuDevice.pin(shm.segment())) { // as AgentService does with the engine's segment
+                throw new IllegalStateException("cannot pin the shared segment");
+            }
+            long[] hostKeys = new long[blocks];
+            for (int i = 0; i < blocks; i++) {
+                hostKeys[i] = 1_000_000L + i;
+            }
+            check(host.put(hostKeys, src, false).join()); // the save: into the host pool, CRC32C taken there
+            Object[] handles = new Object[blocks];
+            MemorySegment[] hostMem = host.pinMemory(hostKeys, handles); // what writeBehind copies from
+            int[] crcs = new int[blocks];
+            long adjacent = 0;
+            for (int i = 0; i < blocks; i++) {
+                crcs[i] = PooledTier.crcOf(handles[i]);
+                adjacent += i > 0 && hostMem[i].address() == hostMem[i - 1].address() + bs ? 1 : 0;
+            }
+            MemorySegment[] engine = new MemorySegment[blocks];
+            for (int i = 0; i < blocks; i++) {
+                engine[i] = shm.slice((long) i * bs, bs);
+            }
+            record Variant(String name, boolean crcGiven, boolean verify, boolean batched) {
+            }
+            List<Variant> variants = List.of(
+                    new Variant("agent path (this change): write-behind put with the host pool's CRC32C, load unchecked,"
+                            + " batched copies", true, false, true),
+                    new Variant("agent path, copies one by one (batching off)", true, false, false),
+                    new Variant("agent path, every load checked (kvpool.agent.gpu.verify=true)", true, true, true),
+                    new Variant("agent path before this change: CRC32C computed on put, every load checked, copies one"
+                            + " by one", false, true, false));
+            for (Variant v : variants) {
+                GpuDevice dev = new GpuDevice("gpu0", 0, 2L * blocks, bs);
+                dev.batchCopies(v.batched());
+                if (v.batched() && !dev.batched()) {
+                    rows.add(note(label, v.name() + ": skipped, " + dev.copyPath()));
+                    dev.close();
+                    continue;
+                }
+                var w = new dev.kvpool.agent.sched.DeviceWorker(dev, defaults.chunkOps(), defaults.highWaterOps(),
+                        defaults.guardMicros() * 1000, 64);
+                try (PooledTier gpu = new PooledTier("gpu", BlockEvent.GPU, bs, List.of(dev), new double[] {1},
+                        List.of(w))) {
+                    gpu.verifyLoads(v.verify());
+                    long[][] keys = new long[1][];
+                    long[] next = {1};
+                    for (MemorySegment e : engine) {
+                        e.fill((byte) 0);
+                    }
+                    long[] c0 = dev.copyCounts();
+                    long cpu0 = cpu();
+                    double[] bw = measure(rounds, total, h2d -> {
+                        if (h2d) {
+                            keys[0] = new long[blocks];
+                            for (int i = 0; i < blocks; i++) {
+                                keys[0][i] = next[0]++;
+                            }
+                            check(gpu.put(keys[0], hostMem, false, v.crcGiven() ? crcs : null).join());
+                        } else {
+                            check(gpu.get(keys[0], engine).join());
+                        }
+                    });
+                    double cpuPer = (cpu() - cpu0) / 1e9 / ((2.0 * rounds + 2) * total / 1e9);
+                    String c = verify(src, engine);
+                    ok &= c.startsWith("ok") && gpu.checksumFailures() == 0;
+                    rows.add(row(label, v.name(), bw, torch, big, cpuPer, c + copies(dev, c0)
+                            + (gpu.checksumFailures() == 0 ? "" : ", " + gpu.checksumFailures() + " checksum failures")));
+                }
+            }
+            rows.add(note(label, "agent path: " + adjacent + " of " + (blocks - 1) + " write-behind sources follow the"
+                    + " one before in host memory, the rest are scattered over the host pool's 2 regions"));
+            host.release(handles);
+            GpuDevice.unpin(shm.segment());
+        } finally {
+            java.nio.file.Files.deleteIfExists(shmPath);
+        }
+        return ok;
+    }
+
+    /** Copy calls a device made since {@code before}: batch calls (copies they carried) and single copies. */
+    static String copies(GpuDevice dev, long[] before) {
+        long[] now = dev.copyCounts();
+        return String.format(Locale.ROOT, "; %d batch calls (%d copies), %d single copies", now[0] - before[0],
+                now[1] - before[1], now[2] - before[2]);
     }
 
     /** Median H2D and D2H bandwidth (GB/s) over rounds, after one warm-up of each; H2D runs before D2H per round. */
@@ -291,6 +420,10 @@ public final class GpuBench {
         return String.format(Locale.ROOT, "| %s | %s | %.1f | %.1f | %s / %s | %.2f / %.2f | %s | %s |", block, mode, bw[0], bw[1],
                 ratio(bw[0], torch[0]), ratio(bw[1], torch[1]), bw[0] / big[0], bw[1] / big[1],
                 Double.isNaN(cpuPerGb) ? "-" : String.format(Locale.ROOT, "%.3f", cpuPerGb), checked);
+    }
+
+    static String note(String block, String text) {
+        return "| " + block + " | (" + text + ") | | | | | | |";
     }
 
     static String ratio(double a, double b) {

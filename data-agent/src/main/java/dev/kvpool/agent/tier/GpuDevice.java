@@ -49,10 +49,13 @@ public final class GpuDevice implements Device {
     private long stagedOps;
     /** Native arrays for batch copies (freed with the device). */
     private final Arena native_ = Arena.ofShared();
-    /** cuMemcpyBatchAsync_v2 on this device's stream, or null (driver before 13.0, or turned off). */
+    /** cuMemcpyBatchAsync_v2 on this device's stream, or null (driver before 13.0). */
+    private final CudaBatchCopy batchCopy;
+    /** {@link #batchCopy} while in use; null once turned off or refused by the driver. */
     private CudaBatchCopy batch;
     private final Copies copies = new Copies();
     private long batchCalls;
+    private long batchedCopies;
     private long singleCopies;
 
     public GpuDevice(String id, int ordinal, long slots, int slotBytes) {
@@ -73,7 +76,8 @@ public final class GpuDevice implements Device {
         }
         this.baseAddress = nativePointer(base);
         long streamHandle = nativePointer(stream);
-        this.batch = baseAddress == 0 || streamHandle == 0 ? null : CudaBatchCopy.create(native_, streamHandle);
+        this.batchCopy = baseAddress == 0 || streamHandle == 0 ? null : CudaBatchCopy.create(native_, streamHandle);
+        this.batch = batchCopy;
         LOG.info(id + ": " + copyPath());
     }
 
@@ -104,17 +108,16 @@ public final class GpuDevice implements Device {
      * {@link #io}.
      */
     public void batchCopies(boolean on) {
-        long streamHandle = nativePointer(stream);
-        batch = on && baseAddress != 0 && streamHandle != 0 ? CudaBatchCopy.create(native_, streamHandle) : null;
+        batch = on ? batchCopy : null;
     }
 
     public boolean batched() {
         return batch != null;
     }
 
-    /** Batch-copy calls made and copies issued one by one (for tests and the bench). */
+    /** Batch-copy calls made, copies they carried, and copies issued one by one (for tests and the bench). */
     public long[] copyCounts() {
-        return new long[] {batchCalls, singleCopies};
+        return new long[] {batchCalls, batchedCopies, singleCopies};
     }
 
     /** CUDA devices visible here; 0 when JCuda's natives, the driver or a device are missing. */
@@ -320,6 +323,7 @@ public final class GpuDevice implements Device {
                 int rc = b.copy(dst, src, len, n);
                 if (rc == 0) {
                     batchCalls++;
+                    batchedCopies += n;
                     n = 0;
                     return;
                 }

@@ -113,6 +113,62 @@ class GpuDeviceTest {
         }
     }
 
+    /**
+     * Scattered copies as batch calls (cuMemcpyBatchAsync_v2, where the driver has it) and one by one give the same
+     * bytes, both ways, with partial blocks and more copies than one batch call carries; a driver without batch
+     * copies runs the one-by-one half only (and says so).
+     */
+    @Test
+    void scatteredCopiesBatchedAndOneByOneAgreeByteForByte() {
+        int slotBytes = 64 << 10;
+        int n = CudaBatchCopy.MAX + 77; // two batch calls
+        Random r = new Random(13);
+        try (Arena a = Arena.ofShared(); GpuDevice dev = new GpuDevice("gpu0", 0, 2L * n, slotBytes)) {
+            boolean batchHere = dev.batched();
+            System.out.println("[GpuDeviceTest] " + dev.copyPath());
+            MemorySegment srcRegion = a.allocate((long) n * slotBytes, 4096);
+            MemorySegment dstRegion = a.allocate((long) n * slotBytes, 4096);
+            assertTrue(GpuDevice.pin(srcRegion));
+            assertTrue(GpuDevice.pin(dstRegion));
+            try {
+                long[] slots = new long[n];
+                MemorySegment[] src = new MemorySegment[n], dst = new MemorySegment[n];
+                for (int i = 0; i < n; i++) {
+                    slots[i] = (i * 7L) % (2L * n); // scattered: no two adjacent, so no runs
+                    int len = (1 + r.nextInt(slotBytes / 4096)) * 4096;
+                    int at = (int) ((i * 5L) % n); // a permutation (5 is coprime with n): no host runs either
+                    src[i] = srcRegion.asSlice((long) at * slotBytes, len);
+                    byte[] b = new byte[len];
+                    r.nextBytes(b);
+                    src[i].copyFrom(MemorySegment.ofArray(b));
+                    dst[i] = dstRegion.asSlice((long) at * slotBytes, len);
+                }
+                for (boolean writeBatched : new boolean[] {true, false}) {
+                    dstRegion.fill((byte) 0);
+                    long[] c0 = dev.copyCounts();
+                    dev.batchCopies(writeBatched);
+                    assertAll(dev.io(true, slots, src));
+                    dev.batchCopies(!writeBatched);
+                    assertAll(dev.io(false, slots, dst));
+                    for (int i = 0; i < n; i++) {
+                        assertEquals(-1, dst[i].mismatch(src[i]), "block " + i + (writeBatched ? " (H2D batched)" : " (D2H batched)"));
+                    }
+                    long[] c1 = dev.copyCounts();
+                    if (batchHere) {
+                        assertEquals(2, c1[0] - c0[0], "one direction in two batch calls");
+                        assertEquals(n, c1[1] - c0[1]);
+                        assertEquals(n, c1[2] - c0[2], "the other direction one by one");
+                    } else {
+                        assertEquals(2L * n, c1[2] - c0[2]);
+                    }
+                }
+            } finally {
+                GpuDevice.unpin(srcRegion);
+                GpuDevice.unpin(dstRegion);
+            }
+        }
+    }
+
     /** Adjacent host bytes + consecutive slots become one copy (direct and staged); gaps and short blocks end a run. */
     @Test
     void adjacentBlocksAreCopiedAsRunsByteForByte() {
