@@ -114,6 +114,13 @@ public interface AgentConfig {
          */
         @WithDefault("false")
         boolean verify();
+
+        /**
+         * Scattered GPU-tier copies as cuMemcpyBatchAsync_v2 calls where the CUDA driver has them (13.0+); false: one
+         * cudaMemcpyAsync per block, as before.
+         */
+        @WithDefault("true")
+        boolean batchCopies();
     }
 
     interface Pool {
@@ -189,6 +196,13 @@ public interface AgentConfig {
          */
         @WithDefault("false")
         boolean verify();
+
+        /**
+         * Scattered GPU-tier copies as cuMemcpyBatchAsync_v2 calls where the CUDA driver has them (13.0+); false: one
+         * cudaMemcpyAsync per block, as before.
+         */
+        @WithDefault("true")
+        boolean batchCopies();
     }
 
     interface Sched {

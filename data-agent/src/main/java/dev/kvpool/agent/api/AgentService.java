@@ -96,6 +96,7 @@ public class AgentService {
         built = AgentSetup.build(s, sink);
         store = built.store();
         built.verifyGpuLoads(config.gpu().verify());
+        built.gpuBatchCopies(config.gpu().batchCopies());
         shm = new SharedMemory(Path.of(config.shm().path().orElse("/dev/shm/kvpool-agent-" + httpPort)),
                 config.shm().mib() << 20);
         built.pinForGpu(shm.segment()); // engine buffers: GPU-tier copies DMA straight from/to them

@@ -161,6 +161,21 @@ public final class AgentSetup {
                 g.verifyLoads(on);
             }
         }
+
+        /**
+         * {@code kvpool.agent.gpu.batch-copies}: scattered copies as {@code cuMemcpyBatchAsync_v2} calls where the
+         * driver has them (the default), or one {@code cudaMemcpyAsync} per block. Before the store serves.
+         */
+        public void gpuBatchCopies(boolean on) {
+            if (store.gpu() instanceof PooledTier g) {
+                for (Device d : g.devices()) {
+                    if (d instanceof GpuDevice c) {
+                        c.batchCopies(on);
+                        LOG.info("GPU tier " + c.id() + ": " + c.copyPath());
+                    }
+                }
+            }
+        }
     }
 
     private AgentSetup() {

@@ -1,12 +1,10 @@
 package dev.kvpool.agent.tier;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import dev.kvpool.agent.io.uring.Libc;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
@@ -22,7 +20,8 @@ import java.lang.invoke.MethodHandle;
  * *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream)};
  * {@code CUmemcpyAttributes} is 24 bytes: {@code srcAccessOrder} (int) at 0, {@code srcLocHint} {type, id} at 4,
  * {@code dstLocHint} at 12, {@code flags} at 20. Host pointers are passed as they are: the agent's host buffers are
- * registered with the driver (unified addressing tells host from device).
+ * registered with the driver (unified addressing tells host from device). The downcall is declared in
+ * {@link Libc#DOWNCALLS} (the native image's list); this class is initialized at run time in a native image.
  */
 final class CudaBatchCopy {
     /** {@code CU_MEMCPY_SRC_ACCESS_ORDER_STREAM}: sources read in stream order (the batch waits for what precedes it). */
@@ -39,12 +38,10 @@ final class CudaBatchCopy {
         String why = null;
         try {
             SymbolLookup cuda = SymbolLookup.libraryLookup("libcuda.so.1", Arena.global());
-            MemorySegment f = cuda.find("cuMemcpyBatchAsync_v2").orElse(null);
-            if (f == null) {
+            if (cuda.find(Libc.CU_MEMCPY_BATCH_ASYNC_CALL.symbol()).isEmpty()) {
                 why = "the CUDA driver has no cuMemcpyBatchAsync_v2 (driver before CUDA 13.0)";
             } else {
-                fn = Linker.nativeLinker().downcallHandle(f, FunctionDescriptor.of(JAVA_INT,
-                        ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
+                fn = Libc.bind(cuda, Libc.CU_MEMCPY_BATCH_ASYNC_CALL);
             }
         } catch (Throwable t) { // no libcuda.so.1 here, or native access denied
             why = "cannot bind the CUDA driver: " + t;

@@ -39,8 +39,8 @@ public final class GpuDevice implements Device {
     private final int ordinal;
     private final long slots;
     private final int slotBytes;
-    private final Pointer base = new Pointer();
-    private final cudaStream_t stream = new cudaStream_t();
+    private final DevicePointer base = new DevicePointer();
+    private final Stream stream = new Stream();
     private final Pointer staging = new Pointer();
     private final MemorySegment stagingMem;
     private final int stageSlots;
@@ -74,24 +74,26 @@ public final class GpuDevice implements Device {
         for (cudaEvent_t e : halfDone) {
             JCuda.cudaEventCreateWithFlags(e, JCuda.cudaEventDisableTiming);
         }
-        this.baseAddress = nativePointer(base);
-        long streamHandle = nativePointer(stream);
+        this.baseAddress = base.address();
+        long streamHandle = stream.handle();
         this.batchCopy = baseAddress == 0 || streamHandle == 0 ? null : CudaBatchCopy.create(native_, streamHandle);
         this.batch = batchCopy;
-        LOG.info(id + ": " + copyPath());
     }
 
-    /** Device address of slot 0 (JCuda keeps it in a protected field; 0 where it cannot be read). */
+    /** Device address of slot 0, for batch copies. */
     private final long baseAddress;
 
-    private static long nativePointer(jcuda.NativePointerObject p) {
-        try {
-            var m = jcuda.NativePointerObject.class.getDeclaredMethod("getNativePointer");
-            m.setAccessible(true);
-            return (long) m.invoke(p);
-        } catch (ReflectiveOperationException | RuntimeException e) {
-            LOG.warning("cannot read a JCuda pointer (" + e + "): scattered copies go one by one");
-            return 0;
+    /** The device allocation; JCuda keeps its address in a protected field, which a subclass may read. */
+    private static final class DevicePointer extends Pointer {
+        long address() {
+            return getNativePointer();
+        }
+    }
+
+    /** The device's stream, whose CUstream handle (the same object) the driver's batch copy takes. */
+    private static final class Stream extends cudaStream_t {
+        long handle() {
+            return getNativePointer();
         }
     }
 

@@ -66,10 +66,20 @@ public final class Libc {
                     ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), -1, true);
     public static final Downcall MUNMAP_CALL = new Downcall("munmap",
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG), -1, false);
+    /**
+     * Not libc: the CUDA 13 driver's {@code CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs,
+     * size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream)}, bound
+     * from {@code libcuda.so.1} by {@code tier.CudaBatchCopy} through {@link #bind(SymbolLookup, Downcall)}; declared
+     * here so that the native image's list of downcalls stays in one place.
+     */
+    public static final Downcall CU_MEMCPY_BATCH_ASYNC_CALL = new Downcall("cuMemcpyBatchAsync_v2",
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS,
+                    ValueLayout.JAVA_LONG, ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                    ValueLayout.ADDRESS), -1, false);
 
     /** Every downcall the agent makes. */
     public static final List<Downcall> DOWNCALLS = List.of(SYSCALL6_CALL, OPEN_CALL, CLOSE_CALL, FALLOCATE_CALL,
-            MMAP_CALL, MUNMAP_CALL);
+            MMAP_CALL, MUNMAP_CALL, CU_MEMCPY_BATCH_ASYNC_CALL);
 
     private static final Linker LINKER = Linker.nativeLinker();
     private static final SymbolLookup LIBC = LINKER.defaultLookup();
@@ -85,10 +95,18 @@ public final class Libc {
     private static final MethodHandle MUNMAP = bind(MUNMAP_CALL);
 
     private static MethodHandle bind(Downcall d) {
+        return bind(LIBC, d);
+    }
+
+    /**
+     * Binds a downcall of {@link #DOWNCALLS} from {@code library}; throws {@link java.util.NoSuchElementException}
+     * where the library has no such symbol.
+     */
+    public static MethodHandle bind(SymbolLookup library, Downcall d) {
         if (!DOWNCALLS.contains(d)) { // a downcall outside the list would be missing from the native image
             throw new IllegalStateException("downcall " + d.symbol() + " is not in Libc.DOWNCALLS");
         }
-        return LINKER.downcallHandle(LIBC.find(d.symbol()).orElseThrow(), d.descriptor(), d.options());
+        return LINKER.downcallHandle(library.find(d.symbol()).orElseThrow(), d.descriptor(), d.options());
     }
 
     private Libc() {
