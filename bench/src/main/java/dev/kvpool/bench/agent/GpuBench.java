@@ -273,15 +273,18 @@ public final class GpuBench {
             for (int i = 0; i < blocks; i++) {
                 engine[i] = shm.slice((long) i * bs, bs);
             }
-            record Variant(String name, boolean crcGiven, boolean verify, boolean batched) {
+            record Variant(String name, boolean crcGiven, boolean verify, boolean batched, boolean scattered) {
             }
             List<Variant> variants = List.of(
                     new Variant("agent path (this change): write-behind put with the host pool's CRC32C, load unchecked,"
-                            + " batched copies", true, false, true),
-                    new Variant("agent path, copies one by one (batching off)", true, false, false),
-                    new Variant("agent path, every load checked (kvpool.agent.gpu.verify=true)", true, true, true),
+                            + " batched copies", true, false, true, false),
+                    new Variant("agent path, copies one by one (batching off)", true, false, false, false),
+                    new Variant("agent path, every load checked (kvpool.agent.gpu.verify=true)", true, true, true, false),
                     new Variant("agent path before this change: CRC32C computed on put, every load checked, copies one"
-                            + " by one", false, true, false));
+                            + " by one", false, true, false, false),
+                    new Variant("agent path, GPU slots scattered (blocks came and went), batched copies", true, false,
+                            true, true),
+                    new Variant("agent path, GPU slots scattered, copies one by one", true, false, false, true));
             for (Variant v : variants) {
                 GpuDevice dev = new GpuDevice("gpu0", 0, 2L * blocks, bs);
                 dev.batchCopies(v.batched());
@@ -297,6 +300,18 @@ public final class GpuBench {
                     gpu.verifyLoads(v.verify());
                     long[][] keys = new long[1][];
                     long[] next = {1};
+                    if (v.scattered()) { // fill every slot, then free every other one: new blocks land 2 slots apart
+                        long[] filler = new long[2 * blocks];
+                        for (int i = 0; i < filler.length; i++) {
+                            filler[i] = -1 - i;
+                        }
+                        check(gpu.put(java.util.Arrays.copyOfRange(filler, 0, blocks), hostMem, false, crcs).join());
+                        check(gpu.put(java.util.Arrays.copyOfRange(filler, blocks, 2 * blocks), hostMem, false, crcs)
+                                .join());
+                        for (int i = 0; i < filler.length; i += 2) {
+                            gpu.remove(filler[i]);
+                        }
+                    }
                     for (MemorySegment e : engine) {
                         e.fill((byte) 0);
                     }
