@@ -243,13 +243,20 @@ public final class GpuBench {
         java.nio.file.Path shmDir = java.nio.file.Files.isDirectory(java.nio.file.Path.of("/dev/shm"))
                 ? java.nio.file.Path.of("/dev/shm") : java.nio.file.Path.of(System.getProperty("java.io.tmpdir"));
         java.nio.file.Path shmPath = shmDir.resolve("kvpool-gpu-bench-" + ProcessHandle.current().pid());
+        // two host pools of two regions each: as AgentSetup builds it now (a save's blocks in one stretch per region)
+        // and as before (blocks interleaved over the regions)
         List<dev.kvpool.agent.tier.MemoryDevice> regions = List.of(
                 new dev.kvpool.agent.tier.MemoryDevice("host0", blocks, bs),
                 new dev.kvpool.agent.tier.MemoryDevice("host1", blocks, bs));
+        List<dev.kvpool.agent.tier.MemoryDevice> oldRegions = List.of(
+                new dev.kvpool.agent.tier.MemoryDevice("host0", blocks, bs),
+                new dev.kvpool.agent.tier.MemoryDevice("host1", blocks, bs));
         try (PooledTier host = PooledTier.of("host", BlockEvent.CPU, bs, regions, new double[] {1, 1});
+             PooledTier oldHost = PooledTier.of("host", BlockEvent.CPU, bs, oldRegions, new double[] {1, 1});
              dev.kvpool.agent.api.SharedMemory shm = new dev.kvpool.agent.api.SharedMemory(shmPath, total)) {
-            for (var r : regions) { // as AgentSetup does with the GPU tier on CUDA
-                if (!GpuDevice.pin(r.region())) {
+            host.placeBatchesInRuns(true);
+            for (var r : java.util.stream.Stream.concat(regions.stream(), oldRegions.stream()).toList()) {
+                if (!GpuDevice.pin(r.region())) { // as AgentSetup does with the GPU tier on CUDA
                     throw new IllegalStateException("cannot pin the host pool's regions");
                 }
             }
@@ -260,31 +267,39 @@ public final class GpuBench {
             for (int i = 0; i < blocks; i++) {
                 hostKeys[i] = 1_000_000L + i;
             }
-            check(host.put(hostKeys, src, false).join()); // the save: into the host pool, CRC32C taken there
-            Object[] handles = new Object[blocks];
-            MemorySegment[] hostMem = host.pinMemory(hostKeys, handles); // what writeBehind copies from
+            // the save: into the host pool, CRC32C taken there
+            check(host.put(hostKeys, src, false).join());
+            check(oldHost.put(hostKeys, src, false).join());
+            Object[] handles = new Object[blocks], oldHandles = new Object[blocks];
+            MemorySegment[] newMem = host.pinMemory(hostKeys, handles); // what writeBehind copies from
+            MemorySegment[] oldMem = oldHost.pinMemory(hostKeys, oldHandles);
             int[] crcs = new int[blocks];
-            long adjacent = 0;
+            long adjacent = 0, oldAdjacent = 0;
             for (int i = 0; i < blocks; i++) {
                 crcs[i] = PooledTier.crcOf(handles[i]);
-                adjacent += i > 0 && hostMem[i].address() == hostMem[i - 1].address() + bs ? 1 : 0;
+                adjacent += i > 0 && newMem[i].address() == newMem[i - 1].address() + bs ? 1 : 0;
+                oldAdjacent += i > 0 && oldMem[i].address() == oldMem[i - 1].address() + bs ? 1 : 0;
             }
             MemorySegment[] engine = new MemorySegment[blocks];
             for (int i = 0; i < blocks; i++) {
                 engine[i] = shm.slice((long) i * bs, bs);
             }
-            record Variant(String name, boolean crcGiven, boolean verify, boolean batched, boolean scattered) {
+            record Variant(String name, boolean crcGiven, boolean verify, boolean batched, boolean scattered,
+                           boolean hostRuns) {
             }
             List<Variant> variants = List.of(
-                    new Variant("agent path (this change): write-behind put with the host pool's CRC32C, load unchecked,"
-                            + " batched copies", true, false, true, false),
-                    new Variant("agent path, copies one by one (batching off)", true, false, false, false),
-                    new Variant("agent path, every load checked (kvpool.agent.gpu.verify=true)", true, true, true, false),
-                    new Variant("agent path before this change: CRC32C computed on put, every load checked, copies one"
-                            + " by one", false, true, false, false),
+                    new Variant("agent path (this change): write-behind put with the host pool's CRC32C from its"
+                            + " per-region stretches, load unchecked, batched copies", true, false, true, false, true),
+                    new Variant("agent path, host pool interleaved (its placement before this change)", true, false,
+                            true, false, false),
+                    new Variant("agent path, host pool interleaved, copies one by one", true, false, false, false, false),
+                    new Variant("agent path, every load checked (kvpool.agent.gpu.verify=true)", true, true, true, false,
+                            true),
+                    new Variant("agent path before this change: host pool interleaved, CRC32C computed on put, every"
+                            + " load checked, copies one by one", false, true, false, false, false),
                     new Variant("agent path, GPU slots scattered (blocks came and went), batched copies", true, false,
-                            true, true),
-                    new Variant("agent path, GPU slots scattered, copies one by one", true, false, false, true));
+                            true, true, true),
+                    new Variant("agent path, GPU slots scattered, copies one by one", true, false, false, true, true));
             for (Variant v : variants) {
                 GpuDevice dev = new GpuDevice("gpu0", 0, 2L * blocks, bs);
                 dev.batchCopies(v.batched());
@@ -298,6 +313,8 @@ public final class GpuBench {
                 try (PooledTier gpu = new PooledTier("gpu", BlockEvent.GPU, bs, List.of(dev), new double[] {1},
                         List.of(w))) {
                     gpu.verifyLoads(v.verify());
+                    gpu.placeBatchesInRuns(true); // as AgentSetup (one GPU here: no effect)
+                    MemorySegment[] hostMem = v.hostRuns() ? newMem : oldMem;
                     long[][] keys = new long[1][];
                     long[] next = {1};
                     if (v.scattered()) { // fill every slot, then free every other one: new blocks land 2 slots apart
@@ -335,9 +352,10 @@ public final class GpuBench {
                             + (gpu.checksumFailures() == 0 ? "" : ", " + gpu.checksumFailures() + " checksum failures")));
                 }
             }
-            rows.add(note(label, "agent path: " + adjacent + " of " + (blocks - 1) + " write-behind sources follow the"
-                    + " one before in host memory, the rest are scattered over the host pool's 2 regions"));
+            rows.add(note(label, "agent path: write-behind sources that follow the one before in host memory: " + adjacent
+                    + " of " + (blocks - 1) + " (host pool in stretches), " + oldAdjacent + " (interleaved)"));
             host.release(handles);
+            oldHost.release(oldHandles);
             GpuDevice.unpin(shm.segment());
         } finally {
             java.nio.file.Files.deleteIfExists(shmPath);

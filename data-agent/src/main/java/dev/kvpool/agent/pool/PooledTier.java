@@ -81,6 +81,8 @@ public final class PooledTier implements Tier {
     private volatile long retryMs = 30_000;
     /** Whether a load checks each block's CRC32C (see {@link #verifyLoads(boolean)}). */
     private volatile boolean verifyLoads = true;
+    /** Whether a put's share of each device is one stretch of the batch (see {@link #placeBatchesInRuns}). */
+    private volatile boolean batchesInRuns;
 
     /**
      * @param bandwidth bytes/s per device (from {@link BandwidthProbe} or configuration)
@@ -301,6 +303,17 @@ public final class PooledTier implements Tier {
         return verifyLoads;
     }
 
+    /**
+     * Places each put's blocks so that every device's share (the same number of blocks as bandwidth placement
+     * picks) is one stretch of the batch in key order, not interleaved block by block: device 0 takes the first
+     * blocks, device 1 the next. Slots are handed out in order, so consecutive blocks then sit in adjacent slots,
+     * and a copy between tiers (the host pool's write-behind into the GPU tier; a load into the engine's buffer)
+     * merges into a few long copies instead of one per block. For memory tiers; off by default.
+     */
+    public void placeBatchesInRuns(boolean on) {
+        batchesInRuns = on;
+    }
+
     /** How long a failed device rests before it is probed (tests shorten it). */
     public void retryAfter(java.time.Duration d) {
         retryMs = d.toMillis();
@@ -435,6 +448,9 @@ public final class PooledTier implements Tier {
                 dev[i] = d;
                 slot[i] = slots[d].allocate();
             }
+            if (batchesInRuns && devices.size() > 1) {
+                groupByDevice(dev, slot);
+            }
             long[] placedKeys = java.util.stream.IntStream.range(0, n).filter(i -> dev[i] >= 0)
                     .mapToLong(i -> keys[i]).toArray();
             myStamp = inFlight.begin(placedKeys);
@@ -516,6 +532,42 @@ public final class PooledTier implements Tier {
             }));
         }
         return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> ok);
+    }
+
+    /**
+     * Reassigns the placed blocks' (device, slot) pairs so that each device's share is one stretch in key order:
+     * the same slots and counts per device, slots in the order they were handed out. Nothing is recorded yet.
+     */
+    private void groupByDevice(int[] dev, long[] slot) {
+        int[] count = new int[devices.size()];
+        for (int d : dev) {
+            if (d >= 0) {
+                count[d]++;
+            }
+        }
+        long[][] taken = new long[devices.size()][];
+        for (int d = 0; d < taken.length; d++) {
+            taken[d] = new long[count[d]];
+        }
+        int[] fill = new int[devices.size()];
+        for (int i = 0; i < dev.length; i++) {
+            if (dev[i] >= 0) {
+                taken[dev[i]][fill[dev[i]]++] = slot[i];
+            }
+        }
+        int d = 0;
+        int k = 0;
+        for (int i = 0; i < dev.length; i++) {
+            if (dev[i] < 0) {
+                continue;
+            }
+            while (k == count[d]) {
+                d++;
+                k = 0;
+            }
+            dev[i] = d;
+            slot[i] = taken[d][k++];
+        }
     }
 
     /**

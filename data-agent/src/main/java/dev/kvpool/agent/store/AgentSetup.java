@@ -223,6 +223,8 @@ public final class AgentSetup {
         }
         double[] hostBw = probeAll(regions, s.probeBytes(), List.of());
         PooledTier host = withWorkers("host", BlockEvent.CPU, s, regions, hostBw);
+        // a save's blocks in one stretch per region: the write-behind into the GPU tier copies them as a few runs
+        host.placeBatchesInRuns(true);
         for (int i = 0; i < regions.size(); i++) {
             described.add(String.format("host %s %.0f MB/s", regions.get(i).id(), hostBw[i] / 1e6));
         }
@@ -279,6 +281,7 @@ public final class AgentSetup {
             // filled only by write-behind from the host pool (CRC32C taken at save, passed along): a load does not
             // checksum every block again unless kvpool.agent.gpu.verify says so (Built.verifyGpuLoads)
             gpu.verifyLoads(false);
+            gpu.placeBatchesInRuns(true); // several GPUs: each one's share of a load is one run in the engine's buffer
         }
         // G4: the global pool through the metadata plane
         GlobalPoolTier pool = null;

@@ -130,6 +130,51 @@ class TiersTest {
         }
     }
 
+    /**
+     * With {@code placeBatchesInRuns} a put's blocks sit in one stretch of adjacent slots per device (so copies out of
+     * the tier merge into runs), also once the tier is full and evicts; interleaved without it.
+     */
+    @Test
+    void batchesPlacedInRunsSitInAdjacentSlots() {
+        try (Arena a = Arena.ofShared();
+             PooledTier grouped = PooledTier.of("host", BlockEvent.CPU, BLOCK,
+                     List.of(new MemoryDevice("h0", 16, BLOCK), new MemoryDevice("h1", 16, BLOCK)), new double[] {1, 1});
+             PooledTier plain = PooledTier.of("host", BlockEvent.CPU, BLOCK,
+                     List.of(new MemoryDevice("h0", 16, BLOCK), new MemoryDevice("h1", 16, BLOCK)), new double[] {1, 1})) {
+            grouped.placeBatchesInRuns(true);
+            for (int round = 0; round < 3; round++) { // the third evicts the first
+                MemorySegment[] src = TestBlocks.random(a, 16, BLOCK, 50 + round);
+                long[] keys = TestBlocks.keys(100 + 16L * round, 16);
+                for (boolean b : grouped.put(keys, src, false).join()) {
+                    assertTrue(b);
+                }
+                assertEquals(1, breaks(grouped, keys), "round " + round + ": one stretch per device");
+                MemorySegment[] dst = TestBlocks.empty(a, 16, BLOCK);
+                boolean[] hit = grouped.get(keys, dst).join();
+                for (int i = 0; i < 16; i++) {
+                    assertTrue(hit[i]);
+                    assertEquals(-1, dst[i].mismatch(src[i]));
+                }
+            }
+            assertArrayEquals(new long[] {16, 16}, grouped.blocksPerDevice());
+            long[] keys = TestBlocks.keys(1, 16);
+            plain.put(keys, TestBlocks.random(a, 16, BLOCK, 60), false).join();
+            assertEquals(15, breaks(plain, keys), "bandwidth placement alone interleaves the devices");
+        }
+    }
+
+    /** How often a key's slot memory does not follow the previous key's. */
+    private static int breaks(PooledTier t, long[] keys) {
+        Object[] handles = new Object[keys.length];
+        MemorySegment[] mem = t.pinMemory(keys, handles);
+        int n = 0;
+        for (int i = 1; i < keys.length; i++) {
+            n += mem[i].address() == mem[i - 1].address() + BLOCK ? 0 : 1;
+        }
+        t.release(handles);
+        return n;
+    }
+
     /** A batch over twice the pipeline part size goes as several device requests; every part checksummed. */
     @Test
     void bigBatchGoesInPartsAndEveryPartIsVerified() {
