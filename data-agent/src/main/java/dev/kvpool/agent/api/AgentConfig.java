@@ -189,20 +189,6 @@ public interface AgentConfig {
 
         @WithDefault("256")
         long mib();
-
-        /**
-         * Check each block's CRC32C on every load from the GPU tier. Off: the tier holds only bytes checksummed or
-         * verified on their way in, in the agent's own ECC memory (data-agent/README.md, "GPU tier").
-         */
-        @WithDefault("false")
-        boolean verify();
-
-        /**
-         * Scattered GPU-tier copies as cuMemcpyBatchAsync_v2 calls where the CUDA driver has them (13.0+); false: one
-         * cudaMemcpyAsync per block, as before.
-         */
-        @WithDefault("true")
-        boolean batchCopies();
     }
 
     interface Sched {
