@@ -48,7 +48,7 @@ public final class GpuDevice implements Device {
     private long directOps;
     private long stagedOps;
     /** Native arrays for batch copies (freed with the device). */
-    private final Arena native_ = Arena.ofShared();
+    private final Arena nativeArrays = Arena.ofShared();
     /** cuMemcpyBatchAsync_v2 on this device's stream, or null (driver before 13.0). */
     private final CudaBatchCopy batchCopy;
     /** {@link #batchCopy} while in use; null once turned off or refused by the driver. */
@@ -76,7 +76,7 @@ public final class GpuDevice implements Device {
         }
         this.baseAddress = base.address();
         long streamHandle = stream.handle();
-        this.batchCopy = baseAddress == 0 || streamHandle == 0 ? null : CudaBatchCopy.create(native_, streamHandle);
+        this.batchCopy = baseAddress == 0 || streamHandle == 0 ? null : CudaBatchCopy.create(nativeArrays, streamHandle);
         this.batch = batchCopy;
     }
 
@@ -421,6 +421,6 @@ public final class GpuDevice implements Device {
         JCuda.cudaStreamDestroy(stream);
         JCuda.cudaFreeHost(staging);
         JCuda.cudaFree(base);
-        native_.close();
+        nativeArrays.close();
     }
 }
