@@ -79,12 +79,14 @@ def test_layerwise_from_host_memory(lc: AgentClient) -> None:
 
 def test_layerwise_from_nvme(lc: AgentClient) -> None:
     # the host tier holds 64 blocks of 64 KiB here: 160 saved push the first ones out to NVMe only
+    # (in steps: a host block leaves only once its NVMe copy is written, and a save finds room only then)
     ks = keys(160)
     src = []
-    for start in range(0, 160, 80):
-        part = fill(lc, 0, 80)
-        src += part
-        assert lc.save(ks[start:start + 80], [lc.block_offset(i) for i in range(80)]) == [True] * 80
+    for start in range(0, 160, 16):
+        src += fill(lc, 0, 16)
+        step = ks[start:start + 16]
+        assert lc.save(step, [lc.block_offset(i) for i in range(16)]) == [True] * 16
+        wait_until(lambda: all("nvme" in t for t in lc.query(step)), timeout=60, what="NVMe copies")
     first = ks[:32]
     wait_until(lambda: all(t == ["nvme"] for t in lc.query(first)), timeout=60, what="the first blocks on NVMe only")
     r, dst = check_each_layer_as_it_arrives(lc, first, src[:32], 200, expect_missing=[])
