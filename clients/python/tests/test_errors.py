@@ -38,7 +38,8 @@ def test_the_client_refuses_bad_input_before_sending(client: AgentClient, keys, 
     before = saved(client)
     with pytest.raises(InvalidArgument, match=message) as e:
         client.save(keys, offsets)
-    assert isinstance(e.value, ValueError) and e.value.status is None
+    assert e.value.status is None
+    assert isinstance(e.value, ValueError)
     assert saved(client) == before
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvpool_client import BlockMask, FileUri, InvalidArgument, token_block_keys
+from kvpool_client import BlockMask, FileUri, InvalidArgument, string_key, token_block_keys
 from kvpool_client.keys import check_keys, int_list
 
 
@@ -34,6 +34,14 @@ def test_token_key_inputs() -> None:
         token_block_keys([1, 2.0], 1)
     with pytest.raises(InvalidArgument, match=r"token_ids\[0\]: .* outside"):
         token_block_keys([1 << 63], 1)
+
+
+def test_string_keys_are_the_sglang_connectors() -> None:
+    # kvcm-compat.md 3.2.4
+    assert string_key("abc") == -5010229573455851542
+    assert string_key("page-0") == -3906683858646686286
+    with pytest.raises(InvalidArgument):
+        string_key(b"abc")  # type: ignore[arg-type]
 
 
 def test_int_lists() -> None:
@@ -77,3 +85,11 @@ def test_file_uris() -> None:
                 "file://s/x?blkid=-1&size=1"]:
         with pytest.raises(InvalidArgument):
             FileUri.parse(bad)
+
+
+def test_the_docstring_examples() -> None:
+    import doctest
+
+    import kvpool_client.keys
+
+    assert doctest.testmod(kvpool_client.keys).failed == 0

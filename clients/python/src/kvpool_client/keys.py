@@ -7,12 +7,13 @@ would otherwise be refused by the server at best, or read as another key by a ca
 
 from __future__ import annotations
 
+import hashlib
 import operator
 from typing import Any, Iterable, List, Sequence, Union
 
 from .errors import InvalidArgument
 
-__all__ = ["INT64_MIN", "INT64_MAX", "token_block_keys", "int_list", "check_int64"]
+__all__ = ["INT64_MIN", "INT64_MAX", "token_block_keys", "string_key", "int_list", "check_int64"]
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -50,6 +51,18 @@ def token_block_keys(token_ids: IntSequence, block_size: int) -> List[int]:
         if n % block_size == 0:
             keys.append(h)
     return keys
+
+
+def string_key(text: str) -> int:
+    """The block key of a string page hash, as KVCM's SGLang HiCache connector makes it: the first 8 bytes of
+    SHA-256 of its UTF-8, as a big-endian signed 64-bit integer.
+
+    >>> string_key("abc")
+    -5010229573455851542
+    """
+    if not isinstance(text, str):
+        raise InvalidArgument(f"text: expected a string, got {type(text).__name__}")
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big", signed=True)
 
 
 def check_int64(value: Any, what: str) -> int:

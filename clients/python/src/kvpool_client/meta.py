@@ -396,7 +396,7 @@ class MetaClient:
             raise ProtocolError("expected a JSON object", status=200, route=route)
         header = doc.get("header")
         status = header.get("status") if isinstance(header, dict) else None
-        if not isinstance(status, dict):
+        if not isinstance(header, dict) or not isinstance(status, dict):
             raise ProtocolError("expected 'header.status' in the answer", status=200, route=route)
         code = status.get("code", "UNSPECIFIED")
         if code != "OK":
