@@ -315,7 +315,12 @@ class AgentClient:
         if len(offs) != n:
             raise InvalidArgument(f"offsets: {route} needs one shared-memory offset per key ({n} keys, "
                                   f"{len(offs)} offsets)")
-        return [self._check_offset(o, f"offsets[{i}]") for i, o in enumerate(offs)]
+        # one pass at C speed for the usual case; the first bad one named otherwise
+        if offs and (min(offs) < 0 or max(offs) > self._shm_size - self._block_bytes
+                     or any(o & (OFFSET_ALIGNMENT - 1) for o in offs)):
+            for i, o in enumerate(offs):
+                self._check_offset(o, f"offsets[{i}]")
+        return offs
 
     # -- the engine API -------------------------------------------------------------------------------------------
 

@@ -101,6 +101,8 @@ def int_list(values: IntSequence, what: str, *, allow_empty: bool = False) -> Li
             raise InvalidArgument(f"{what}: expected a sequence of integers, got {type(values).__name__}") from None
     if not seq and not allow_empty:
         raise InvalidArgument(f"{what}: expected at least one value, got none")
+    if all(type(v) is int for v in seq):  # the usual case, checked at C speed
+        return seq
     out: List[int] = []
     for i, v in enumerate(seq):
         if type(v) is int:
@@ -120,7 +122,8 @@ def check_keys(keys: IntSequence, max_keys: int, what: str = "keys") -> List[int
     ks = int_list(keys, what)
     if len(ks) > max_keys:
         raise InvalidArgument(f"{what}: at most {max_keys} keys per call, got {len(ks)}")
-    for i, k in enumerate(ks):
-        if not INT64_MIN <= k <= INT64_MAX:
-            raise InvalidArgument(f"{what}[{i}]: {k} is outside the signed 64-bit range [-2**63, 2**63-1]")
+    if ks and (min(ks) < INT64_MIN or max(ks) > INT64_MAX):
+        for i, k in enumerate(ks):
+            if not INT64_MIN <= k <= INT64_MAX:
+                raise InvalidArgument(f"{what}[{i}]: {k} is outside the signed 64-bit range [-2**63, 2**63-1]")
     return ks
