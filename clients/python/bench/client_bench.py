@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from kvpool_client import AgentClient
 
 
-def timed(fn: Callable[[], None], seconds: float) -> Tuple[int, float]:
+def timed(fn: Callable[[], object], seconds: float) -> Tuple[int, float]:
     n, t0 = 0, time.perf_counter()
     while True:
         fn()
@@ -43,7 +43,7 @@ def timed(fn: Callable[[], None], seconds: float) -> Tuple[int, float]:
 
 def raw_caller(url: str, route: str, body: dict) -> Callable[[], None]:
     p = urlsplit(url)
-    conn = http.client.HTTPConnection(p.hostname, p.port, timeout=30)
+    conn = http.client.HTTPConnection(p.hostname or "127.0.0.1", p.port, timeout=30)
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
 
     def call() -> None:
@@ -55,9 +55,10 @@ def raw_caller(url: str, route: str, body: dict) -> Callable[[], None]:
     return call
 
 
-def compare(name: str, a: Callable[[], None], b: Callable[[], None], pairs: int, seconds: float,
+def compare(name: str, a: Callable[[], object], b: Callable[[], object], pairs: int, seconds: float,
             bytes_per_call: int) -> None:
-    a(), b()  # warm both
+    a()  # warm both
+    b()
     ratios: List[float] = []
     ra: List[float] = []
     rb: List[float] = []

@@ -153,6 +153,15 @@ def test_out_of_protocol_streams(fake: str, lines, error, match) -> None:
             lw.wait_layer(1)
 
 
+def test_offsets_the_agent_did_not_ask_for(fake: str) -> None:
+    Fake.script["load"] = lambda h, b: h.json(200, final(2, [True, True]) | {"offsets": [0, SHM_BYTES]})
+    with AgentClient(fake, timeout=5) as c:
+        with pytest.raises(ProtocolError, match="other offsets than the ones asked for"):
+            c.load([1, 2], [0, BLOCK])
+        with pytest.raises(ProtocolError, match=r"offsets\[1\]: 65536 from the agent is not a block range"):
+            c.load([1, 2])
+
+
 def test_a_stream_cut_short(fake: str) -> None:
     Fake.script["load"] = lambda h, b: h.ndjson([{"layer": 0, "missing": []}], end=False)
     with AgentClient(fake, timeout=5) as c:

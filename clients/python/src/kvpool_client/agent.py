@@ -14,7 +14,7 @@ import mmap
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ._http import HttpTransport, describe, safe_text
 from .errors import (InvalidArgument, KvpoolError, LayerwiseLoadFailed, ProtocolError, TransportError)
@@ -354,7 +354,20 @@ class AgentClient:
         body: Dict[str, Any] = {"keys": ks}
         if offsets is not None:
             body["offsets"] = self._offsets(offsets, len(ks), "load")
-        return _loaded(self._post("/v1/load", body), len(ks), "/v1/load")
+        return self._where(_loaded(self._post("/v1/load", body), len(ks), "/v1/load"), body.get("offsets"))
+
+    def _where(self, r: Loaded, asked: Optional[List[int]]) -> Loaded:
+        """The offsets of an answer are where the caller will read: the ones asked for, or (the agent's choice)
+        block ranges of the segment."""
+        if asked is not None and r.offsets != asked:
+            raise ProtocolError("the agent answered other offsets than the ones asked for", status=200,
+                                route="/v1/load")
+        if asked is None:
+            for i, o in enumerate(r.offsets):
+                if o < 0 or o % OFFSET_ALIGNMENT or o > self._shm_size - self._block_bytes:
+                    raise ProtocolError(f"offsets[{i}]: {o} from the agent is not a block range of the segment",
+                                        status=200, route="/v1/load")
+        return r
 
     def load_layerwise(self, keys: IntSequence, offsets: Optional[IntSequence] = None) -> "LayerwiseLoad":
         """Starts a load that reports each layer as soon as layer i of every block is in place and verified.
@@ -376,7 +389,8 @@ class AgentClient:
             conn.close()
             raise ProtocolError(f"expected a layer-wise stream (application/x-ndjson), got '{safe_text(ctype.encode())}'"
                                 " (an agent without layer-wise loads?)", status=resp.status, route=route)
-        return LayerwiseLoad(self._http, conn, resp, len(ks), self._layers, route)
+        return LayerwiseLoad(self._http, conn, resp, len(ks), self._layers, route,
+                             lambda r: self._where(r, body.get("offsets")))
 
     def query(self, keys: IntSequence) -> List[List[str]]:
         """Per key, the tiers holding it (``gpu``, ``host``, ``nvme``, ``pool``); an empty list when none."""
@@ -461,8 +475,10 @@ class LayerwiseLoad:
     abandoned before its end; the connection is then closed rather than reused.
     """
 
-    def __init__(self, http: HttpTransport, conn: Any, resp: Any, n: int, layers: int, route: str) -> None:
+    def __init__(self, http: HttpTransport, conn: Any, resp: Any, n: int, layers: int, route: str,
+                 check: Callable[[Loaded], Loaded] = lambda r: r) -> None:
         self._http = http
+        self._check = check
         self._conn = conn
         self._resp = resp
         self._n = n
@@ -608,7 +624,7 @@ class LayerwiseLoad:
         if error is not None and not isinstance(error, str):
             error = safe_text(json.dumps(error).encode(), 500)
         try:
-            r = _loaded(doc, self._n, self._route, error)
+            r = self._check(_loaded(doc, self._n, self._route, error))
         except ProtocolError as e:
             raise self._fail(e) from None
         if error is None and len(self._per_layer) != self._layers:

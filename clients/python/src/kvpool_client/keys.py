@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import operator
-from typing import Any, Iterable, List, Sequence, Union
+from typing import Any, Iterable, List, Sequence, Union, cast
 
 from .errors import InvalidArgument
 
@@ -102,7 +102,7 @@ def int_list(values: IntSequence, what: str, *, allow_empty: bool = False) -> Li
     if not seq and not allow_empty:
         raise InvalidArgument(f"{what}: expected at least one value, got none")
     if all(type(v) is int for v in seq):  # the usual case, checked at C speed
-        return seq
+        return cast(List[int], seq)
     out: List[int] = []
     for i, v in enumerate(seq):
         if type(v) is int:
