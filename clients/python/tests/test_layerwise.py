@@ -160,6 +160,41 @@ def test_an_abandoned_stream_is_closed(lc: AgentClient) -> None:
     assert lc.load(ks, [lc.block_offset(52), lc.block_offset(53)]).found == [True, True]
 
 
+def test_a_layer_that_fails_its_check_is_a_miss_from_that_layer_on(lc: AgentClient, layered) -> None:
+    # (last of the module: it corrupts the agent's NVMe slot file)
+    agent, layout = layered
+    ks = keys(96)
+    src = []
+    for start in range(0, 96, 16):  # saved in steps: the first ones end up on NVMe only (the host tier holds 64)
+        src += fill(lc, 0, 16)
+        step = ks[start:start + 16]
+        assert lc.save(step, [lc.block_offset(i) for i in range(16)]) == [True] * 16
+        wait_until(lambda: all("nvme" in t for t in lc.query(step)), timeout=60, what="NVMe copies")
+    first = ks[:8]
+    wait_until(lambda: all(t == ["nvme"] for t in lc.query(first)), timeout=60, what="the first blocks on NVMe only")
+    slot_file = agent.home / "data" / "nvme0" / "kvpool-slots.dat"
+    slots = slot_file.stat().st_size // BLOCK
+    # layered: layer i of slot s is at region i (slots x L bytes), place s; contiguous: a block is one piece
+    bad_from = 2 if layout == "layered" else 0
+    start, length = (bad_from * slots * L, slots * L) if layout == "layered" else (0, slots * BLOCK)
+    with open(slot_file, "r+b") as f:
+        f.seek(start)
+        f.write(os.urandom(length))
+        f.flush()
+        os.fsync(f.fileno())
+    dst = [lc.block_offset(400 + i) for i in range(8)]
+    with lc.load_layerwise(first, dst) as lw:
+        for layer, missing in lw:
+            assert missing == ([] if layer < bad_from else list(range(8))), f"layer {layer}"
+            for j in range(8):
+                if j not in missing:  # the layers before the corrupted one are there, intact
+                    assert bytes(lc.layer_at(dst[j], layer)) == src[j][layer * L:(layer + 1) * L]
+        r = lw.result()
+    assert r.found == [False] * 8 and r.hits == 0 and r.tiers == [None] * 8  # misses, never the corrupted bytes
+    nvme = next(t for t in lc.status()["tiers"] if t["name"] == "nvme")
+    assert nvme["checksum_failures"] >= 8
+
+
 def test_layerwise_on_an_agent_with_one_layer(client: AgentClient, fresh_keys) -> None:
     ks = fresh_keys(2)
     src = [os.urandom(BLOCK) for _ in ks]
