@@ -185,6 +185,7 @@ class MetaPlane:
     def stop(self) -> None:
         self.child.stop()
         shutil.rmtree(self.home / "data", ignore_errors=True)
+        shutil.rmtree(self.storage_root, ignore_errors=True)  # the pool's slab files; the log stays
 
 
 class Agent:
