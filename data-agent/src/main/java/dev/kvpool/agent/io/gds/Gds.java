@@ -104,15 +104,18 @@ public final class Gds {
 
     /** The library and driver of the process, opened once; never closed (cuFile is per process, as its driver is). */
     static final class Holder {
-        private static Object state; // a Driver or the Unavailable that answers every call
+        /** Per library asked for: a Driver or the Unavailable that answers every later call. */
+        private static final java.util.Map<String, Object> STATE = new java.util.HashMap<>();
 
         static synchronized Driver open(String library) throws CuFile.Unavailable {
+            Object state = STATE.get(library);
             if (state == null) {
                 try {
                     state = real(library);
                 } catch (CuFile.Unavailable e) {
                     state = e;
                 }
+                STATE.put(library, state);
             }
             if (state instanceof CuFile.Unavailable u) {
                 throw u;
