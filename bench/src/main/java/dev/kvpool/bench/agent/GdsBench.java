@@ -37,8 +37,10 @@ public final class GdsBench {
     }
 
     public static void run(Map<String, String> opt) throws Exception {
-        if (GpuDevice.deviceCount() == 0) {
-            System.out.println("gds: no CUDA device here (JCuda natives, driver or GPU missing): nothing measured");
+        boolean dry = Boolean.parseBoolean(opt.getOrDefault("dry-run", "false"));
+        if (!dry && GpuDevice.deviceCount() == 0) {
+            System.out.println("gds: no CUDA device here (JCuda natives, driver or GPU missing): nothing measured"
+                    + " (--dry-run: host memory stands in for the GPU and a second bounce path for cuFile)");
             return;
         }
         long fileBytes = Long.parseLong(opt.getOrDefault("file-mib", "1024")) << 20;
@@ -49,23 +51,29 @@ public final class GdsBench {
         Path file = dir.resolve("gds-bench.dat");
         Gds.Driver driver = null;
         String why = null;
-        try {
-            driver = Gds.system(CuFile.configuredLibrary()).driver();
-        } catch (CuFile.Unavailable e) {
-            why = e.getMessage();
+        if (dry) {
+            driver = dryDriver(qd);
+        } else {
+            try {
+                driver = Gds.system(CuFile.configuredLibrary()).driver();
+            } catch (CuFile.Unavailable e) {
+                why = e.getMessage();
+            }
         }
-        boolean root = "root".equals(System.getProperty("user.name"));
+        // --drop-caches false: leave the page cache alone (a shared machine); O_DIRECT passes skip it anyway
+        boolean root = "root".equals(System.getProperty("user.name"))
+                && Boolean.parseBoolean(opt.getOrDefault("drop-caches", "true"));
         System.out.printf(Locale.ROOT, "gds: file %s (%d MiB), %s, batch %d, io_uring qd %d, page cache %s%n", file,
                 fileBytes >> 20, driver == null ? "cuFile unavailable: " + why
                         : "cuFile " + driver.version() + (driver.compat() ? " in compat mode (no nvidia-fs)" : " with nvidia-fs"),
-                maxBatch, qd, root ? "dropped before each pass" : "NOT dropped (not root)");
+                maxBatch, qd, root ? "dropped before each pass" : "NOT dropped (not root, or --drop-caches false)");
         List<String> rows = new ArrayList<>();
         boolean ok = true;
         try (Arena arena = Arena.ofShared()) {
             for (String b : opt.getOrDefault("blocks", "256K,2M").split(",")) {
                 int bs = b.endsWith("M") ? Integer.parseInt(b.substring(0, b.length() - 1)) << 20
                         : Integer.parseInt(b.substring(0, b.length() - 1)) << 10;
-                ok &= one(arena, driver, file, fileBytes, bs, rounds, maxBatch, qd, root, rows);
+                ok &= one(arena, driver, file, fileBytes, bs, rounds, maxBatch, qd, root, rows, dry);
             }
         } finally {
             Files.deleteIfExists(file);
@@ -86,8 +94,25 @@ public final class GdsBench {
         long[] run();
     }
 
+    /** The dry run's stand-in for cuFile: a second bounce path, so the bench's own logic runs without a GPU. */
+    static Gds.Driver dryDriver(int qd) {
+        return new Gds.Driver() {
+            public String version() {
+                return "dry-run";
+            }
+
+            public boolean compat() {
+                return true;
+            }
+
+            public GpuFileIo open(GpuMemory gpu, int maxBatch) {
+                return new BounceIo(gpu, IoUringBlockIo.bestAvailable(qd, true), 64L << 20);
+            }
+        };
+    }
+
     static boolean one(Arena arena, Gds.Driver driver, Path file, long fileBytes, int bs, int rounds, int maxBatch,
-                       int qd, boolean root, List<String> rows) throws IOException {
+                       int qd, boolean root, List<String> rows, boolean dry) throws IOException {
         int n = (int) (fileBytes / bs);
         long bytes = (long) n * bs;
         long[] offs = new long[n];
@@ -98,9 +123,11 @@ public final class GdsBench {
         MemorySegment host = arena.allocate(bytes, 4096); // the file's content, and the disk pass's buffer
         MemorySegment check = arena.allocate(bs, 4096);
         boolean good = true;
-        try (GpuDevice dev = new GpuDevice("gpu0", 0, n, bs); BlockFile df = disk.open(file, bytes)) {
-            GpuMemory mem = dev.memory();
-            GpuDevice.pin(host);
+        try (AutoCloseableDevice dev = dry ? () -> { } : new GpuDeviceHolder(new GpuDevice("gpu0", 0, n, bs));
+             BlockFile df = disk.open(file, bytes)) {
+            GpuMemory mem = dry ? GpuMemory.ofHost("host-as-gpu", arena.allocate(bytes, 4096))
+                    : ((GpuDeviceHolder) dev).d.memory();
+            mem.pin(host);
             Random r = new Random(bs);
             for (long o = 0; o < bytes; o += 8) {
                 host.set(ValueLayout.JAVA_LONG, o, r.nextLong());
@@ -199,7 +226,7 @@ public final class GdsBench {
                 if (gds != null) {
                     gds.close();
                 }
-                GpuDevice.unpin(host);
+                mem.unpin(host);
             }
         } finally {
             disk.close();
@@ -207,8 +234,24 @@ public final class GdsBench {
         return good;
     }
 
+    interface AutoCloseableDevice extends AutoCloseable {
+        @Override
+        void close();
+    }
+
+    record GpuDeviceHolder(GpuDevice d) implements AutoCloseableDevice {
+        @Override
+        public void close() {
+            d.close();
+        }
+    }
+
     static double median(List<Double> l) {
-        return AgentBench.median(l.stream().mapToDouble(Double::doubleValue).toArray());
+        double[] a = l.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+        if (a.length == 0) {
+            return Double.NaN;
+        }
+        return a.length % 2 == 1 ? a[a.length / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
     }
 
     static long[] diskPass(BlockIo disk, BlockFile f, boolean write, MemorySegment host, long[] offs, int bs) {
