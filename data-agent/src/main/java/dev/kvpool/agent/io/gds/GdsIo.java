@@ -29,6 +29,11 @@ public final class GdsIo implements GpuFileIo {
     private final Arena arena = Arena.ofShared();
     private final MemorySegment params, events;
     private MemorySegment batch; // guarded by this
+    /**
+     * Cookie of the next submission's first op (guarded by this): every op of the handle's life gets its own, so an
+     * event left over from an earlier submission can never be taken for one of the current.
+     */
+    private long nextCookie = 1;
     private volatile boolean batchBroken;
     private volatile boolean closed;
 
@@ -125,9 +130,11 @@ public final class GdsIo implements GpuFileIo {
         }
         for (int from = 0; from < res.length; from += maxBatch) {
             int n = Math.min(maxBatch, res.length - from);
+            long first = nextCookie;
+            nextCookie += n;
             for (int j = 0; j < n; j++) {
                 CuFile.param(params, j, write, f.handle(), gpu.address(), fileOffsets[from + j], gpuOffsets[from + j],
-                        len, j);
+                        len, first + j);
             }
             cu.batchSubmit(batch, n, params);
             boolean[] done = new boolean[n];
@@ -136,11 +143,13 @@ public final class GdsIo implements GpuFileIo {
             while (left > 0) {
                 int got = cu.batchStatus(batch, left, n, events, 1_000_000_000L);
                 for (int e = 0; e < got; e++) {
-                    int j = (int) CuFile.eventCookie(events, e);
+                    long j0 = CuFile.eventCookie(events, e) - first;
                     int st = CuFile.eventStatus(events, e);
-                    if (j < 0 || j >= n || done[j] || (st & (CuFile.STATUS_WAITING | CuFile.STATUS_PENDING)) != 0) {
-                        continue;
+                    if (j0 < 0 || j0 >= n || done[(int) j0]
+                            || (st & (CuFile.STATUS_WAITING | CuFile.STATUS_PENDING)) != 0) {
+                        continue; // not one of this submission's, already counted, or not finished
                     }
+                    int j = (int) j0;
                     long r = CuFile.eventRet(events, e);
                     res[from + j] = st == CuFile.STATUS_COMPLETE ? r : (r < 0 ? r : -EIO);
                     done[j] = true;
