@@ -17,9 +17,9 @@ GDS_DIR=${GDS_DIR:-/var/tmp/kvpool-gds}; mkdir -p "$GDS_DIR"
 # 2026-11-27). A minimal udev record for the disk (and its parent, for a partition) is written where none exists.
 # cufile.json: compat mode allowed (no nvidia-fs here), no poll mode, its log in /tmp (copied to $OUT).
 if [ "$(id -u)" = 0 ]; then
-  mm=$(stat -c '%Hd:%Ld' "$GDS_DIR"); recs=$mm
+  d=$(stat -c %d "$GDS_DIR"); mm=$(( (d >> 8) & 0xfff )):$(( (d & 0xff) | ((d >> 12) & 0xfff00) )); recs=$mm
   [ -e /sys/dev/block/$mm/partition ] && recs="$recs $(cat "$(readlink -f /sys/dev/block/$mm/..)/dev")"
-  fst=$(findmnt -n -o FSTYPE --target "$GDS_DIR" 2>/dev/null || echo ext4)
+  fst=$(findmnt -n -o FSTYPE --target "$GDS_DIR" 2>/dev/null); fst=${fst:-ext4}
   mkdir -p /run/udev/data
   for r in $recs; do
     n=$(basename "$(readlink -f /sys/dev/block/$r)")
