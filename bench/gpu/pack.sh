@@ -1,7 +1,7 @@
 #!/bin/bash
 # Packs what the GPU checks need into .gpu/ (git-ignored) for the device machine, which has no JDK and no network:
-# a jlink'd JRE, the agent/api/bench jars, the agent's test classes, JCuda (runtime natives only) and JUnit's
-# console launcher. Then: device run with carry [".gpu"] and command `bash .gpu/run.sh` (see docs/benchmarks.md).
+# a jlink'd JRE, the agent/api/bench jars, the agent's test classes, JCuda (runtime natives only), JUnit's
+# console launcher and libcufile (.gpu/native, from the nvidia-cufile wheel). Then: device run with carry [".gpu"] and command `bash .gpu/run.sh` (see docs/benchmarks.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
@@ -25,6 +25,14 @@ tmp=$(mktemp -d)
 (cd "$tmp" && unzip -q "$M"/org/jcuda/jcuda-natives/12.6.0/jcuda-natives-12.6.0-linux-x86_64.jar 'lib/libJCudaRuntime*' 'META-INF/MANIFEST.MF' \
   && zip -q -r "$OLDPWD/.gpu/lib/jcuda-natives-runtime-only.jar" .)
 cp -r data-agent/target/test-classes .gpu/agent-test-classes
+# libcufile (cuFile 1.15, CUDA 13) for the GDS checks, from the nvidia-cufile wheel of the local mirror: carried,
+# never fetched on the device machine; the agent loads it lazily (-Dkvpool.agent.gds.library, see run.sh)
+w=$(mktemp -d)
+pip download -q --no-deps nvidia-cufile -d "$w" >"$w/pip.log" 2>&1 || { cat "$w/pip.log"; exit 1; }
+mkdir -p .gpu/native
+(cd "$w" && unzip -q -o nvidia_cufile-*.whl 'nvidia/cu13/lib/libcufile*.so*') # libcufile.so.0 (+ its RDMA plug-in)
+cp "$w"/nvidia/cu13/lib/libcufile*.so* .gpu/native/
+rm -rf "$w"
 "$JAVA_HOME"/bin/jlink --add-modules java.base,java.logging,jdk.unsupported,java.management,jdk.management,java.net.http,java.xml,java.sql,java.naming \
   --strip-debug --no-header-files --no-man-pages --output "$tmp/jre"
 tar cJf .gpu/jre.tar.xz -C "$tmp" jre

@@ -77,16 +77,17 @@ class NativeImageMetadataTest {
         assertEquals(registered.size(), new HashSet<>(registered).size(), "duplicate foreign.downcalls entries");
         assertTrue(metadata().path("foreign").path("upcalls").isEmpty(), "the agent makes no upcalls");
 
-        Set<Downcall> declared = Libc.DOWNCALLS.stream()
+        Set<Downcall> declared = java.util.stream.Stream.concat(Libc.DOWNCALLS.stream(),
+                        dev.kvpool.agent.io.gds.CuFile.DOWNCALLS.stream())
                 .map(d -> new Downcall(d.descriptor(), d.firstVariadicArg(), d.captureErrno()))
                 .collect(Collectors.toSet());
         Set<Downcall> missing = new HashSet<>(declared);
         registered.forEach(missing::remove);
         Set<Downcall> stale = new HashSet<>(registered);
         declared.forEach(stale::remove);
-        assertTrue(missing.isEmpty(), () -> "downcalls of Libc.DOWNCALLS missing from " + METADATA
+        assertTrue(missing.isEmpty(), () -> "downcalls of Libc.DOWNCALLS or CuFile.DOWNCALLS missing from " + METADATA
                 + " (the native image would throw when binding them): " + missing);
-        assertTrue(stale.isEmpty(), () -> "foreign.downcalls entries that no Libc downcall uses: " + stale);
+        assertTrue(stale.isEmpty(), () -> "foreign.downcalls entries that no Libc or CuFile downcall uses: " + stale);
     }
 
     /** A downcall entry, read the way native-image reads it: C type names resolved through the canonical layouts. */

@@ -49,6 +49,9 @@ public interface AgentConfig {
 
     Gpu gpu();
 
+    /** {@code kvpool.agent.gds.*}: how the GPU tier reaches the NVMe slot files (README "GPUDirect Storage"). */
+    Gds gds();
+
     Pool pool();
 
     Events events();
@@ -121,6 +124,23 @@ public interface AgentConfig {
          */
         @WithDefault("true")
         boolean batchCopies();
+    }
+
+    interface Gds {
+        /** auto: cuFile where it works, else the bounce path; on: cuFile or the start fails; off: never cuFile. */
+        @WithDefault("auto")
+        String mode();
+
+        /** libcufile to load lazily: a path, or a soname for the loader's search (default libcufile.so.0). */
+        Optional<String> library();
+
+        /** Ops per cuFileBatchIOSubmit (1 to 1024; cuFile's own default is 128). */
+        @WithDefault("128")
+        int maxBatch();
+
+        /** Pinned host staging of the bounce path, MiB (both halves). */
+        @WithDefault("64")
+        long stagingMib();
     }
 
     interface Pool {

@@ -1,8 +1,10 @@
 package dev.kvpool.agent.api;
 
+import dev.kvpool.agent.io.gds.AutoGpuFileIo;
 import dev.kvpool.agent.pool.PooledTier;
 import dev.kvpool.agent.sched.DeviceWorker;
 import dev.kvpool.agent.store.BlockStore;
+import dev.kvpool.agent.store.GpuPromoter;
 import dev.kvpool.agent.tier.Tier;
 import jakarta.inject.Inject;
 import jakarta.ws.rs.BadRequestException;
@@ -144,6 +146,7 @@ public class AgentResource {
                 "engine_area", List.of(0, agent.shm().size() / 2)));
         m.put("nvme_io", agent.built().ioEngine());
         m.put("gpu", agent.built().gpu());
+        m.put("gds", gds(s));
         List<Map<String, Object>> tiers = new ArrayList<>();
         for (Tier t : s.tiers()) {
             Map<String, Object> tm = new LinkedHashMap<>();
@@ -192,6 +195,44 @@ public class AgentResource {
                     "spooled_bytes", agent.publisher().spooledBytes()));
         }
         return m;
+    }
+
+    /**
+     * The GPU tier's path to the NVMe slot files: mode gds (cuFile with nvidia-fs), compat (cuFile's own POSIX
+     * path), bounce (O_DIRECT into pinned host memory + a copy) or none (no GPU tier or no NVMe tier); why; cuFile's
+     * version; whether a transfer went through in full yet; bytes through cuFile; fallbacks. One entry per GPU in
+     * {@code devices} where there are several (the top level is the first's).
+     */
+    static Map<String, Object> gds(BlockStore s) {
+        Map<String, Object> g = new LinkedHashMap<>();
+        GpuPromoter p = s.gpuPromoter();
+        if (p == null || p.paths().isEmpty()) {
+            g.put("mode", "none");
+            g.put("reason", s.gpuPathNote());
+            return g;
+        }
+        List<Map<String, Object>> devs = new ArrayList<>();
+        for (AutoGpuFileIo io : p.paths()) {
+            Map<String, Object> d = new LinkedHashMap<>();
+            d.put("device", io.gpu().id());
+            d.put("mode", io.mode());
+            d.put("reason", io.reason());
+            d.put("version", io.version());
+            d.put("verified", io.verified());
+            d.put("read_bytes", io.gdsBytes(true));
+            d.put("write_bytes", io.gdsBytes(false));
+            d.put("fallbacks", io.fallbacks());
+            devs.add(d);
+        }
+        g.putAll(devs.get(0));
+        g.remove("device");
+        g.put("promoted_blocks", p.promoted());
+        g.put("promote_failures", p.failed());
+        g.put("promote_skipped", p.skipped());
+        if (devs.size() > 1) {
+            g.put("devices", devs);
+        }
+        return g;
     }
 
     private static long[] keys(BlocksRequest r, String route) {

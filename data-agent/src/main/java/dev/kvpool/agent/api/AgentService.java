@@ -9,6 +9,8 @@ import dev.kvpool.agent.pool.PooledTier;
 import dev.kvpool.agent.sched.DeviceWorker;
 import dev.kvpool.agent.store.AgentSetup;
 import dev.kvpool.agent.store.BlockStore;
+import dev.kvpool.agent.store.GdsSettings;
+import dev.kvpool.agent.store.GpuPromoter;
 import dev.kvpool.agent.tier.GlobalPoolTier;
 import dev.kvpool.agent.tier.GpuDevice;
 import dev.kvpool.agent.tier.Tier;
@@ -93,7 +95,13 @@ public class AgentService {
                     .maxBatchBytes(config.events().maxBatchBytes()).maxSpoolBytes(config.events().spoolMib() << 20);
             sink = publisher;
         }
-        built = AgentSetup.build(s, sink);
+        var g = config.gds();
+        if (g.stagingMib() < 1 || g.stagingMib() > 4096) {
+            throw new IllegalArgumentException("kvpool.agent.gds.staging-mib " + g.stagingMib() + ": 1 to 4096");
+        }
+        built = AgentSetup.build(s, sink, new GdsSettings(dev.kvpool.agent.io.gds.Gds.Mode.parse(g.mode()),
+                g.library().orElse(dev.kvpool.agent.io.gds.CuFile.configuredLibrary()), g.maxBatch(),
+                g.stagingMib() << 20));
         store = built.store();
         built.verifyGpuLoads(config.gpu().verify());
         built.gpuBatchCopies(config.gpu().batchCopies());
@@ -212,6 +220,21 @@ public class AgentService {
                 Gauge.builder("kvpool_agent_device_write_bytes_total", w, DeviceWorker::writeBytes).tag("device", dev).register(registry);
                 Gauge.builder("kvpool_agent_device_deferred_writes", w, DeviceWorker::pendingDeferredOps).tag("device", dev).register(registry);
             }
+        }
+        GpuPromoter gp = store.gpuPromoter();
+        if (gp != null) { // the NVMe → GPU path: bytes through cuFile, fallbacks to the bounce path
+            for (String dir : new String[] {"read", "write"}) {
+                boolean toGpu = dir.equals("read");
+                Gauge.builder("kvpool_agent_gds_bytes_total", gp,
+                                x -> x.paths().stream().mapToLong(io -> io.gdsBytes(toGpu)).sum())
+                        .tag("dir", dir).description("bytes moved through cuFile (read: NVMe → GPU)").register(registry);
+            }
+            Gauge.builder("kvpool_agent_gds_fallbacks_total", gp,
+                            x -> x.paths().stream().mapToLong(io -> io.fallbacks()).sum())
+                    .description("switches from cuFile to the bounce path (a refused registration or a failed first"
+                            + " transfer)").register(registry);
+            gauge("kvpool_agent_gpu_promoted_blocks_total", gp, GpuPromoter::promoted);
+            gauge("kvpool_agent_gpu_promote_failures_total", gp, GpuPromoter::failed);
         }
         if (publisher != null) {
             gauge("kvpool_agent_events_sent_batches_total", publisher, BlockEventPublisher::sentBatches);

@@ -419,6 +419,41 @@ public final class PooledTier implements Tier {
      */
     public CompletableFuture<boolean[]> put(long[] keys, MemorySegment[] src, boolean deferred, int[] knownCrcs,
                                             Long[] parents) {
+        boolean[] eligible = new boolean[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            eligible[i] = src[i].byteSize() == blockBytes; // wrong size: not stored
+        }
+        return place(keys, eligible, parents, (d, s, mine) -> {
+            MemorySegment[] b = new MemorySegment[mine.length];
+            for (int j = 0; j < b.length; j++) {
+                b[j] = src[mine[j]];
+            }
+            DeviceWorker w = workers.get(d);
+            return deferred ? w.writeDeferred(s, b) : w.writeNow(s, b);
+        }, placed -> knownCrcs != null ? knownCrcs : Checksums.crc32c(src, placed));
+    }
+
+    /**
+     * Moves bytes into slots this tier allocated, for {@link #putVia}: the ops of one device, {@code keyIndexes[j]}
+     * into slot {@code slots[j]}; per op whether every byte arrived.
+     */
+    public interface Fill {
+        CompletableFuture<boolean[]> fill(int device, long[] slots, int[] keyIndexes);
+    }
+
+    /**
+     * Stores blocks whose bytes another path moves straight into this tier's slots (NVMe → GPU through
+     * GPUDirect Storage), with their CRC32C as the source knows them: the bytes pass no CPU, so they are not
+     * checksummed here. As for {@link #put}: a block is in the index only once its fill went through in full.
+     */
+    public CompletableFuture<boolean[]> putVia(long[] keys, int[] crcs, Long[] parents, Fill fill) {
+        boolean[] eligible = new boolean[keys.length];
+        java.util.Arrays.fill(eligible, true);
+        return place(keys, eligible, parents, fill, placed -> crcs);
+    }
+
+    private CompletableFuture<boolean[]> place(long[] keys, boolean[] eligible, Long[] parents, Fill writer,
+                                               java.util.function.Function<boolean[], int[]> crcsOf) {
         int n = keys.length;
         boolean[] ok = new boolean[n];
         int[] dev = new int[n];
@@ -429,8 +464,8 @@ public final class PooledTier implements Tier {
         synchronized (this) {
             probeDue();
             for (int i = 0; i < n; i++) {
-                if (src[i].byteSize() != blockBytes) {
-                    continue; // wrong size: not stored
+                if (!eligible[i]) {
+                    continue;
                 }
                 int present = index.find(keys[i]);
                 if (present >= 0) {
@@ -469,27 +504,27 @@ public final class PooledTier implements Tier {
                 }
             }
             long[] s = new long[mine.size()];
-            MemorySegment[] b = new MemorySegment[mine.size()];
             for (int j = 0; j < s.length; j++) {
                 s[j] = slot[mine.get(j)];
-                b[j] = src[mine.get(j)];
             }
-            DeviceWorker w = workers.get(d);
             byDevice.add(mine);
             slotsOf.add(s);
-            writes.add(mine.isEmpty() ? null : deferred ? w.writeDeferred(s, b) : w.writeNow(s, b));
+            CompletableFuture<boolean[]> f = null;
+            if (!mine.isEmpty()) {
+                try {
+                    f = writer.fill(d, s, mine.stream().mapToInt(Integer::intValue).toArray());
+                } catch (RuntimeException e) { // the slots go back in the handler below, as for a failed write
+                    f = CompletableFuture.failedFuture(e);
+                }
+            }
+            writes.add(f);
         }
         // checksums while the devices write (src does not change until the write completes): off the critical path
-        int[] crc;
-        if (knownCrcs != null) {
-            crc = knownCrcs;
-        } else {
-            boolean[] placed = new boolean[n];
-            for (int i = 0; i < n; i++) {
-                placed[i] = dev[i] >= 0;
-            }
-            crc = Checksums.crc32c(src, placed);
+        boolean[] placed = new boolean[n];
+        for (int i = 0; i < n; i++) {
+            placed[i] = dev[i] >= 0;
         }
+        int[] crc = crcsOf.apply(placed);
         List<CompletableFuture<Void>> parts = new ArrayList<>();
         for (int d = 0; d < devices.size(); d++) {
             CompletableFuture<boolean[]> f = writes.get(d);
@@ -804,6 +839,29 @@ public final class PooledTier implements Tier {
                 handles[i] = new Pin(g, index.crc(g));
                 out[i] = m.asSlice(0, blockBytes);
             }
+        }
+        return out;
+    }
+
+    /** Where a block lies: the index of its device in {@link #devices}, the device's slot, the block's CRC32C. */
+    public record Located(int device, long slot, int crc) {
+    }
+
+    /**
+     * Pins blocks wherever they are (any device kind: the slot cannot be reused or evicted while pinned) and says
+     * where; null entries for keys absent. For moves that bypass this tier's workers (NVMe → GPU through
+     * GPUDirect Storage). Call {@link #release} when done.
+     */
+    public synchronized Located[] pinLocated(long[] keys, Object[] handles) {
+        Located[] out = new Located[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            int g = index.find(keys[i]);
+            if (g < 0) {
+                continue;
+            }
+            pins[g]++;
+            handles[i] = new Pin(g, index.crc(g));
+            out[i] = new Located(device(g), slotOf(g), index.crc(g));
         }
         return out;
     }

@@ -4,6 +4,7 @@ import dev.kvpool.agent.events.EventSink;
 import dev.kvpool.agent.io.BlockIo;
 import dev.kvpool.agent.io.FileChannelBlockIo;
 import dev.kvpool.agent.io.SpoolLog;
+import dev.kvpool.agent.io.gds.GpuMemory;
 import dev.kvpool.agent.io.uring.IoUring;
 import dev.kvpool.agent.io.uring.IoUringBlockIo;
 import dev.kvpool.agent.pool.BandwidthProbe;
@@ -210,6 +211,11 @@ public final class AgentSetup {
     }
 
     public static Built build(Settings s, EventSink events) {
+        return build(s, events, GdsSettings.fromSystemProperties());
+    }
+
+    /** As {@link #build(Settings, EventSink)}, with the GPU tier's path to the NVMe slot files as given. */
+    public static Built build(Settings s, EventSink events, GdsSettings gds) {
         s.validate();
         if (s.blockBytes() % BlockIo.ALIGN != 0) {
             throw new IllegalArgumentException("kvpool.agent.block-bytes must be a multiple of 4096: " + s.blockBytes());
@@ -257,6 +263,7 @@ public final class AgentSetup {
         PooledTier gpu = null;
         String gpuMode = "off";
         boolean cuda = false;
+        List<GpuMemory> gpuMemory = new ArrayList<>();
         if (s.gpuEnabled()) {
             int n = GpuDevice.deviceCount();
             List<Device> gs = new ArrayList<>();
@@ -268,12 +275,16 @@ public final class AgentSetup {
                     GpuDevice.pin(r.region());
                 }
                 for (int i = 0; i < n; i++) {
-                    gs.add(new GpuDevice("gpu" + i, i, slots, s.blockBytes()));
+                    GpuDevice g = new GpuDevice("gpu" + i, i, slots, s.blockBytes());
+                    gs.add(g);
+                    gpuMemory.add(g.memory());
                 }
                 gpuMode = n + " CUDA device(s) via JCuda";
                 cuda = true;
             } else {
-                gs.add(new MemoryDevice("gpu0-host", slots, s.blockBytes()));
+                MemoryDevice m = new MemoryDevice("gpu0-host", slots, s.blockBytes());
+                gs.add(m);
+                gpuMemory.add(GpuMemory.ofHost(m.id(), m.region()));
                 gpuMode = "no CUDA device: host-memory implementation";
             }
             LOG.info("GPU tier: " + gpuMode);
@@ -299,8 +310,21 @@ public final class AgentSetup {
         SpoolLog backlogLog = pool != null && nvme != null && s.nvmeKeep()
                 ? SpoolLog.open(s.nvmeDirs().get(0).resolve("pool-backlog"), SpoolLog.DEFAULT_SEGMENT_BYTES,
                 "global-pool backlog") : null;
-        return new Built(new BlockStore(s.blockBytes(), s.blockTokens(), gpu, host, nvme, pool, events, backlogLog),
-                engine, gpuMode, described, cuda);
+        BlockStore store = new BlockStore(s.blockBytes(), s.blockTokens(), gpu, host, nvme, pool, events, backlogLog);
+        // G3 → G1: NVMe hits go into GPU memory straight from the slot files (README "GPUDirect Storage")
+        if (gpu != null && nvme != null) {
+            try {
+                GpuPromoter p = new GpuPromoter(gpu, gpuMemory, nvme, gds, () -> blockIo(s.ioEngine(), s.queueDepth()));
+                store.attachGpuPromoter(p, null);
+            } catch (RuntimeException e) { // mode on and no cuFile: the start fails, saying why
+                store.close();
+                throw e;
+            }
+        } else {
+            store.attachGpuPromoter(null, gpu == null ? "the GPU tier is off (kvpool.agent.gpu.enabled)"
+                    : "no NVMe tier to promote from");
+        }
+        return new Built(store, engine, gpuMode, described, cuda);
     }
 
     private static PooledTier withWorkers(String name, String medium, Settings s, List<? extends Device> ds,

@@ -51,6 +51,9 @@ public final class BlockStore implements AutoCloseable {
     private final Thread backlogWriter;
     private final CompletableFuture<Void> keptAnnounced = new CompletableFuture<>();
     private volatile boolean closed;
+    /** NVMe hits into the GPU tier straight from the slot files (null: no GPU tier or no NVMe tier). */
+    private volatile GpuPromoter promoter;
+    private volatile String gpuPathNote = "the GPU tier is off";
 
     /** @param blockTokens tokens per block, the {@code block_size} of stored events */
     public BlockStore(int blockBytes, int blockTokens, Tier gpu, PooledTier host, PooledTier nvme, GlobalPoolTier pool,
@@ -130,6 +133,39 @@ public final class BlockStore implements AutoCloseable {
                 }
             });
         }
+    }
+
+    /**
+     * From now on NVMe hits of a load are also promoted into the GPU tier through {@code p} (in the background,
+     * after the load answered); {@code note} says why there is none where {@code p} is null.
+     */
+    void attachGpuPromoter(GpuPromoter p, String note) {
+        this.promoter = p;
+        this.gpuPathNote = note;
+    }
+
+    /** The NVMe → GPU promoter, or null ({@link #gpuPathNote} says why). */
+    public GpuPromoter gpuPromoter() {
+        return promoter;
+    }
+
+    public String gpuPathNote() {
+        return gpuPathNote;
+    }
+
+    /** NVMe hits into the GPU tier; their stored events (medium GPU) once they are there. */
+    private void promoteToGpu(long[] keys) {
+        GpuPromoter p = promoter;
+        if (p == null || gpu == null || keys.length == 0 || closed) {
+            return;
+        }
+        CompletableFuture<?> done = p.promote(keys).thenAccept(r -> {
+            if (r.keys().length > 0) {
+                publishStored(r.keys(), r.parents(), gpu.medium(), "gpu0");
+            }
+        });
+        background.add(done);
+        done.whenComplete((r, e) -> background.remove(done));
     }
 
     /** Done once the {@code stored} events of the blocks kept from before the restart are out (tests, status). */
@@ -490,6 +526,9 @@ public final class BlockStore implements AutoCloseable {
             long[] hits = select(k, hit, true);
             if (hits.length > 0) {
                 events.publish(BlockEvent.onboarded(hits, t.medium()));
+                if (t == nvme) { // the next load of this prefix is served from GPU memory
+                    promoteToGpu(hits);
+                }
             }
             if (!promote.isEmpty()) {
                 long[] pk = promote.stream().mapToLong(Long::longValue).toArray();
@@ -641,6 +680,11 @@ public final class BlockStore implements AutoCloseable {
         }
         awaitWriteBehind();
         closed = true;
+        GpuPromoter p = promoter;
+        if (p != null) { // before the tiers: its cuFile registrations go before the GPU memory does
+            awaitWriteBehind();
+            p.close();
+        }
         if (backlogWriter != null) {
             backlogWriter.interrupt();
             try {

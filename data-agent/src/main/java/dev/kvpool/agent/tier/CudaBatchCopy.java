@@ -41,7 +41,7 @@ final class CudaBatchCopy {
             if (cuda.find(Libc.CU_MEMCPY_BATCH_ASYNC_CALL.symbol()).isEmpty()) {
                 why = "the CUDA driver has no cuMemcpyBatchAsync_v2 (driver before CUDA 13.0)";
             } else {
-                fn = Libc.bind(cuda, Libc.CU_MEMCPY_BATCH_ASYNC_CALL);
+                fn = Libc.bind(Libc.CU_MEMCPY_BATCH_ASYNC_CALL, cuda);
             }
         } catch (Throwable t) { // no libcuda.so.1 here, or native access denied
             why = "cannot bind the CUDA driver: " + t;

@@ -201,6 +201,14 @@ public final class GpuDevice implements Device {
         return slotBytes;
     }
 
+    /**
+     * This device's whole allocation as {@link dev.kvpool.agent.io.gds.GpuMemory} (slot {@code s} at offset
+     * {@code s * slotBytes}), for the NVMe ↔ GPU path ({@link dev.kvpool.agent.io.gds.GpuFileIo}).
+     */
+    public dev.kvpool.agent.io.gds.GpuMemory memory() {
+        return new CudaMemory(id, ordinal, base, slots * slotBytes);
+    }
+
     /** Ops copied straight from or to pinned memory, and ops that went through the staging buffer. */
     public long[] opCounts() {
         return new long[] {directOps, stagedOps};

@@ -65,6 +65,10 @@ class AgentResourceTest {
                 }
             }
             assertTrue(nvmeKeeps, "the NVMe device reports what it kept at start-up");
+            // the GPU tier is off here: no NVMe → GPU path, and status says why
+            assertEquals("none", c.status().path("gds").path("mode").asText());
+            assertTrue(c.status().path("gds").path("reason").asText().contains("GPU tier is off"),
+                    c.status().path("gds").toString());
             assertTrue(c.remove(new long[] {11}, false)[0]);
             assertEquals(List.of(), c.query(new long[] {11}).get(0));
             assertFalse(c.load(new long[] {11}, new long[] {0}).found()[0]);

@@ -95,18 +95,24 @@ public final class Libc {
     private static final MethodHandle MUNMAP = bind(MUNMAP_CALL);
 
     private static MethodHandle bind(Downcall d) {
-        return bind(LIBC, d);
+        return bind(d, LIBC);
     }
 
     /**
-     * Binds a downcall of {@link #DOWNCALLS} from {@code library}; throws {@link java.util.NoSuchElementException}
-     * where the library has no such symbol.
+     * The one place that makes downcall handles: {@code d} from {@code library} (libc, or a library loaded lazily
+     * such as libcufile). {@code d} must be declared in {@link #DOWNCALLS} or
+     * {@link dev.kvpool.agent.io.gds.CuFile#DOWNCALLS}, the lists the native image's metadata holds.
+     *
+     * @throws java.util.NoSuchElementException when the library lacks the symbol
      */
-    public static MethodHandle bind(SymbolLookup library, Downcall d) {
-        if (!DOWNCALLS.contains(d)) { // a downcall outside the list would be missing from the native image
-            throw new IllegalStateException("downcall " + d.symbol() + " is not in Libc.DOWNCALLS");
+    public static MethodHandle bind(Downcall d, SymbolLookup library) {
+        if (!DOWNCALLS.contains(d) && !dev.kvpool.agent.io.gds.CuFile.DOWNCALLS.contains(d)) {
+            // a downcall outside the lists would be missing from the native image
+            throw new IllegalStateException("downcall " + d.symbol() + " is not in Libc.DOWNCALLS or CuFile.DOWNCALLS");
         }
-        return LINKER.downcallHandle(library.find(d.symbol()).orElseThrow(), d.descriptor(), d.options());
+        return LINKER.downcallHandle(library.find(d.symbol()).orElseThrow(
+                () -> new java.util.NoSuchElementException("symbol " + d.symbol() + " not found")), d.descriptor(),
+                d.options());
     }
 
     private Libc() {

@@ -1,0 +1,175 @@
+package dev.kvpool.agent.io.gds;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.function.Supplier;
+import java.util.logging.Logger;
+
+/**
+ * Whether the GPU ↔ NVMe path uses cuFile, decided once per GPU at start-up ({@link #choose}, pure: the
+ * environment comes in as an {@link Env}, real or faked), then watched for the first transfer by
+ * {@link AutoGpuFileIo}. {@code kvpool.agent.gds.mode}: {@code auto} (default) uses cuFile where it works and the
+ * bounce path otherwise; {@code on} insists (a start without cuFile fails, naming why); {@code off} never loads it.
+ */
+public final class Gds {
+    private static final Logger LOG = Logger.getLogger(Gds.class.getName());
+    public static final String MODE_PROPERTY = "kvpool.agent.gds.mode";
+    public static final String BATCH_PROPERTY = "kvpool.agent.gds.max-batch";
+    public static final int DEFAULT_MAX_BATCH = 128;
+
+    public enum Mode {
+        AUTO, ON, OFF;
+
+        /** auto, on or off (any case); anything else is refused naming the setting. */
+        public static Mode parse(String s) {
+            if (s == null || s.isBlank()) {
+                return AUTO;
+            }
+            return switch (s.strip().toLowerCase(Locale.ROOT)) {
+                case "auto" -> AUTO;
+                case "on", "true" -> ON;
+                case "off", "false" -> OFF;
+                default -> throw new IllegalArgumentException(MODE_PROPERTY + " '" + s + "': auto, on or off");
+            };
+        }
+    }
+
+    /** cuFile as opened in this process: what {@link #choose} needs of it. */
+    public interface Driver {
+        /** cuFileGetVersion, e.g. "1150". */
+        String version();
+
+        /** Whether cuFile runs in compat mode here (its own POSIX path, no nvidia-fs). */
+        boolean compat();
+
+        /** Registers the GPU allocation and returns the cuFile path over it; throws when registration fails. */
+        GpuFileIo open(GpuMemory gpu, int maxBatch);
+    }
+
+    /** Where cuFile comes from: loads the library and opens the driver, or says why not. */
+    public interface Env {
+        Driver driver() throws CuFile.Unavailable;
+    }
+
+    private Gds() {
+    }
+
+    /**
+     * The path for one GPU. Falls back to {@code bounce} (mode auto) when the GPU is a host-memory stand-in, the
+     * library is missing, the driver does not open or the buffer registration fails; in mode on each of those
+     * throws {@link IllegalStateException} with the reason.
+     */
+    public static AutoGpuFileIo choose(Mode mode, GpuMemory gpu, Env env, Supplier<GpuFileIo> bounce, int maxBatch) {
+        if (mode == Mode.OFF) {
+            return new AutoGpuFileIo(gpu, null, bounce, true, MODE_PROPERTY + "=off", null);
+        }
+        String why;
+        String version = null;
+        if (gpu.ordinal() < 0) {
+            why = "no CUDA device (the GPU tier is host memory)";
+        } else {
+            try {
+                Driver d = env.driver();
+                version = d.version();
+                try {
+                    GpuFileIo io = d.open(gpu, maxBatch);
+                    String what = d.compat()
+                            ? "cuFile " + version + " in compat mode (no nvidia-fs: cuFile's own POSIX path through"
+                            + " its pinned buffers, not DMA from NVMe)"
+                            : "cuFile " + version + " with nvidia-fs (GPUDirect Storage DMA)";
+                    LOG.info("GPU ↔ NVMe path on " + gpu.id() + ": " + what);
+                    return new AutoGpuFileIo(gpu, io, bounce, mode == Mode.AUTO, what, version);
+                } catch (RuntimeException e) {
+                    why = "cuFileBufRegister of " + gpu.id() + " (" + (gpu.bytes() >> 20) + " MiB) failed: "
+                            + e.getMessage();
+                }
+            } catch (CuFile.Unavailable e) {
+                why = e.getMessage();
+            }
+        }
+        if (mode == Mode.ON) {
+            throw new IllegalStateException(MODE_PROPERTY + "=on but GPUDirect Storage cannot be used: " + why);
+        }
+        LOG.warning("GPU ↔ NVMe path on " + gpu.id() + ": bounce (O_DIRECT into pinned host memory + copy), since "
+                + why);
+        return new AutoGpuFileIo(gpu, null, bounce, true, why, version);
+    }
+
+    /** The process's cuFile, loaded and opened on first use; the same answer (or reason) every time after. */
+    public static Env system(String library) {
+        return () -> Holder.open(library);
+    }
+
+    /** The library and driver of the process, opened once; never closed (cuFile is per process, as its driver is). */
+    static final class Holder {
+        /** Per library asked for: a Driver or the Unavailable that answers every later call. */
+        private static final java.util.Map<String, Object> STATE = new java.util.HashMap<>();
+
+        static synchronized Driver open(String library) throws CuFile.Unavailable {
+            Object state = STATE.get(library);
+            if (state == null) {
+                try {
+                    state = real(library);
+                } catch (CuFile.Unavailable e) {
+                    state = e;
+                }
+                STATE.put(library, state);
+            }
+            if (state instanceof CuFile.Unavailable u) {
+                throw u;
+            }
+            return (Driver) state;
+        }
+
+        private static Driver real(String library) throws CuFile.Unavailable {
+            CuFile cu = CuFile.load(library);
+            try {
+                cu.driverOpen();
+            } catch (RuntimeException e) {
+                throw new CuFile.Unavailable("cuFileDriverOpen failed: " + e.getMessage(), e);
+            }
+            String version;
+            try {
+                version = Integer.toString(cu.version());
+            } catch (RuntimeException e) {
+                version = "unknown (" + e.getMessage() + ")";
+            }
+            boolean compat = compat(cu);
+            String v = version;
+            return new Driver() {
+                @Override
+                public String version() {
+                    return v;
+                }
+
+                @Override
+                public boolean compat() {
+                    return compat;
+                }
+
+                @Override
+                public GpuFileIo open(GpuMemory gpu, int maxBatch) {
+                    return new GdsIo(cu, gpu, maxBatch, compat);
+                }
+            };
+        }
+
+        /**
+         * Compat mode: nvidia-fs is not loaded ({@code /proc/driver/nvidia-fs} absent) or the driver reports no
+         * nvidia-fs version. cuFile's PCI P2PDMA mode (no nvidia-fs either) cannot be told apart from compat this
+         * way and is reported as compat.
+         */
+        static boolean compat(CuFile cu) {
+            boolean nvfs = Files.exists(Path.of("/proc/driver/nvidia-fs"));
+            try {
+                MemorySegment props = cu.driverProperties();
+                int[] v = CuFile.nvfsVersion(props);
+                return !nvfs || v[0] == 0;
+            } catch (RuntimeException e) {
+                return !nvfs;
+            }
+        }
+    }
+}
