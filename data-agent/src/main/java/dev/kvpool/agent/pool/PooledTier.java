@@ -65,6 +65,12 @@ public final class PooledTier implements Tier {
     /** Per tier-wide slot: readers and write-behinds using it; dead = out of the index, released by the last pin. */
     private final int[] pins;
     private final boolean[] dead;
+    /**
+     * Per tier-wide slot: bytes that reached it without passing a CPU ({@link #putVia}: NVMe → GPU through cuFile),
+     * so the CRC they were stored with was never checked against them. Their first load verifies them whatever
+     * {@link #verifyLoads} says; after that they are as trusted as any other block of the tier.
+     */
+    private final boolean[] unchecked;
     private final AtomicLong checksumFailures = new AtomicLong(), evictions = new AtomicLong(),
             ioFailures = new AtomicLong();
     private volatile Consumer<long[]> evictListener = k -> { };
@@ -109,6 +115,7 @@ public final class PooledTier implements Tier {
         this.index = new SlotIndex(base[devices.size()]);
         this.pins = new int[base[devices.size()]];
         this.dead = new boolean[base[devices.size()]];
+        this.unchecked = new boolean[base[devices.size()]];
         long[][] keptSlots = new long[slots.length][]; // per device, oldest first
         for (int i = 0; i < slots.length; i++) {
             if (devices.get(i).slotBytes() < blockBytes) {
@@ -423,7 +430,7 @@ public final class PooledTier implements Tier {
         for (int i = 0; i < keys.length; i++) {
             eligible[i] = src[i].byteSize() == blockBytes; // wrong size: not stored
         }
-        return place(keys, eligible, parents, (d, s, mine) -> {
+        return place(keys, eligible, parents, false, (d, s, mine) -> {
             MemorySegment[] b = new MemorySegment[mine.length];
             for (int j = 0; j < b.length; j++) {
                 b[j] = src[mine[j]];
@@ -449,10 +456,11 @@ public final class PooledTier implements Tier {
     public CompletableFuture<boolean[]> putVia(long[] keys, int[] crcs, Long[] parents, Fill fill) {
         boolean[] eligible = new boolean[keys.length];
         java.util.Arrays.fill(eligible, true);
-        return place(keys, eligible, parents, fill, placed -> crcs);
+        return place(keys, eligible, parents, true, fill, placed -> crcs);
     }
 
-    private CompletableFuture<boolean[]> place(long[] keys, boolean[] eligible, Long[] parents, Fill writer,
+    private CompletableFuture<boolean[]> place(long[] keys, boolean[] eligible, Long[] parents, boolean viaFill,
+                                               Fill writer,
                                                java.util.function.Function<boolean[], int[]> crcsOf) {
         int n = keys.length;
         boolean[] ok = new boolean[n];
@@ -547,6 +555,7 @@ public final class PooledTier implements Tier {
                         boolean removed = inFlight.end(keys[i], myStamp);
                         if (good && !taken && failedAtMs[dd] == 0 && !removed) {
                             index.add(keys[i], base[dd] + (int) s[j], crc[i], parents == null ? null : parents[i]);
+                            unchecked[base[dd] + (int) s[j]] = viaFill;
                             if (tables[dd] != null) {
                                 tables[dd].set(s[j], keys[i], crc[i], ++stamp, parents == null ? null : parents[i]);
                             }
@@ -723,6 +732,8 @@ public final class PooledTier implements Tier {
         int[] gs = new int[n]; // tier-wide slot per key, -1 when not here
         int[] want = new int[n]; // their CRC32C, taken with the pin (the slot cannot change while pinned)
         java.util.Arrays.fill(gs, -1);
+        boolean[] check = new boolean[n];
+        boolean anyCheck = false;
         synchronized (this) {
             for (int i = 0; i < n; i++) {
                 int g = index.find(keys[i]);
@@ -731,11 +742,13 @@ public final class PooledTier implements Tier {
                     pins[g]++;
                     gs[i] = g;
                     want[i] = index.crc(g);
+                    check[i] = verifyLoads || unchecked[g];
+                    anyCheck |= check[i];
                 }
             }
         }
         boolean[] hit = new boolean[n];
-        boolean verify = verifyLoads;
+        boolean verify = anyCheck;
         List<CompletableFuture<Void>> parts = new ArrayList<>();
         for (int d = 0; d < devices.size(); d++) {
             List<Integer> all = new ArrayList<>();
@@ -754,13 +767,20 @@ public final class PooledTier implements Tier {
                 }
                 int dd = d;
                 java.util.function.BiFunction<boolean[], Throwable, Void> done = (res, err) -> {
-                    int[] crcs = err == null && verify ? Checksums.crc32c(b, res) : null;
+                    boolean[] which = new boolean[s.length];
+                    for (int j = 0; j < s.length; j++) {
+                        which[j] = err == null && res[j] && check[mine.get(j)];
+                    }
+                    int[] crcs = err == null && verify ? Checksums.crc32c(b, which) : null;
                     int failedOps = 0;
                     List<Long> dropped = new ArrayList<>();
                     for (int j = 0; j < s.length; j++) {
                         int i = mine.get(j);
                         boolean read = err == null && res[j];
-                        boolean good = read && (!verify || crcs[j] == want[i]);
+                        boolean good = read && (!check[i] || crcs[j] == want[i]);
+                        if (good && check[i] && unchecked[gs[i]]) {
+                            markChecked(keys[i], gs[i]);
+                        }
                         if (read && !good) {
                             checksumFailures.incrementAndGet();
                         } else if (!read) {
@@ -792,6 +812,13 @@ public final class PooledTier implements Tier {
             unpin(gs);
             return hit;
         });
+    }
+
+    /** A block that came in unchecked ({@link #putVia}) passed its first verified load. */
+    private synchronized void markChecked(long key, int g) {
+        if (index.find(key) == g) { // still this block (its slot is pinned by the load)
+            unchecked[g] = false;
+        }
     }
 
     /** Forgets a block that failed its read or checksum; false when it had gone already. */
