@@ -9,7 +9,8 @@ cd "$(dirname "$0")/../.."
 export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 SHARED=${KVPOOL_SHARED:-../shared}
 [ "${SKIP_BUILD:-0}" = 1 ] || ./mvnw -B -q -pl metadata-plane,bench -am install -DskipTests
-grep -qx "/.gpu/" .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo "/.gpu/" >> .git/info/exclude; }
+X=$(git rev-parse --git-common-dir)/info/exclude # a worktree shares the main checkout's
+grep -qx "/.gpu/" "$X" 2>/dev/null || { mkdir -p "$(dirname "$X")"; echo "/.gpu/" >> "$X"; }
 rm -rf .gpu && mkdir -p .gpu
 tmp=$(mktemp -d)
 # the plane as packaged; the bench runs on the plane's own libraries plus its jar

@@ -6,9 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 M=${MAVEN_REPO:-$HOME/.m2/repository}
-./mvnw -B -q -pl api,data-agent,bench -am install -DskipTests
+[ "${PACK_BUILD:-1}" = 0 ] || ./mvnw -B -q -pl api,data-agent,bench -am install -DskipTests
 ./mvnw -B -q dependency:get -Dartifact=org.junit.platform:junit-platform-console-standalone:1.13.4 >/dev/null
-grep -qx "/.gpu/" .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo "/.gpu/" >> .git/info/exclude; }
+X=$(git rev-parse --git-common-dir)/info/exclude # a worktree shares the main checkout's
+grep -qx "/.gpu/" "$X" 2>/dev/null || { mkdir -p "$(dirname "$X")"; echo "/.gpu/" >> "$X"; }
 rm -rf .gpu && mkdir -p .gpu/lib
 cp data-agent/target/kvpool-data-agent-*.jar api/target/kvpool-api-*.jar bench/target/kvpool-bench.jar .gpu/lib/
 # the agent's own logging API, at the version its packaged app uses
