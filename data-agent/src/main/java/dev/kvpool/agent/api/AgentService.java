@@ -80,6 +80,8 @@ public class AgentService {
                 config.sched().chunkOps(), config.sched().highWaterOps(), config.sched().guardMicros(),
                 config.nvme().keep(), config.pool().storageRoots().stream().map(Path::of).toList())
                 .validate(); // before anything is created from these names: the seq file below carries the agent id
+        dev.kvpool.agent.pool.Layout layout = dev.kvpool.agent.pool.Layout.of(config.layout(), config.layers(),
+                config.blockBytes());
 
         EventSink sink = EventSink.NONE;
         if (config.events().bootstrapServers().filter(x -> !x.isBlank()).isPresent()) {
@@ -93,7 +95,7 @@ public class AgentService {
                     .maxBatchBytes(config.events().maxBatchBytes()).maxSpoolBytes(config.events().spoolMib() << 20);
             sink = publisher;
         }
-        built = AgentSetup.build(s, sink);
+        built = AgentSetup.build(s, sink, layout);
         store = built.store();
         shm = new SharedMemory(Path.of(config.shm().path().orElse("/dev/shm/kvpool-agent-" + httpPort)),
                 config.shm().mib() << 20);

@@ -45,6 +45,16 @@ public final class PooledTier implements Tier {
     private final String name;
     private final String medium;
     private final int blockBytes;
+    private final Layout layout;
+    /** A CRC32C per layer is kept and checked (the layered layout of more than one layer). */
+    private final boolean perLayer;
+    private final int layerBytes;
+    /**
+     * Per device, where {@link #perLayer}: each slot's layers' CRC32C (int at (slot * layers + layer) * 4), in the
+     * device's slot table (mapped: no heap, and kept across restarts) or off-heap for devices without one.
+     */
+    private final MemorySegment[] layerCrcs;
+    private final java.lang.foreign.Arena crcArena = java.lang.foreign.Arena.ofShared();
     private final List<Device> devices;
     private final List<DeviceWorker> workers;
     private final SlotAllocator[] slots;
@@ -85,6 +95,20 @@ public final class PooledTier implements Tier {
      */
     public PooledTier(String name, String medium, int blockBytes, List<? extends Device> devices, double[] bandwidth,
                       List<DeviceWorker> workers) {
+        this(name, medium, blockBytes, devices, bandwidth, workers, Layout.CONTIGUOUS);
+    }
+
+    /**
+     * @param layout with {@link Layout#perLayer}, every block's layers are checksummed one by one, so a load can
+     *               deliver them layer by layer ({@link #getLayers}); a device that keeps a slot table must then keep
+     *               the layers' checksums in it (a layered {@link dev.kvpool.agent.tier.FileDevice})
+     */
+    public PooledTier(String name, String medium, int blockBytes, List<? extends Device> devices, double[] bandwidth,
+                      List<DeviceWorker> workers, Layout layout) {
+        this.layout = layout;
+        this.perLayer = layout.perLayer();
+        this.layerBytes = layout.layerBytes(blockBytes);
+        this.layerCrcs = new MemorySegment[devices.size()];
         this.name = name;
         this.medium = medium;
         this.blockBytes = blockBytes;
@@ -111,6 +135,19 @@ public final class PooledTier implements Tier {
                 throw new IllegalArgumentException("device " + devices.get(i).id() + " slots are smaller than a block");
             }
             tables[i] = devices.get(i).slotTable();
+            if (devices.get(i).layerMajor() && !perLayer) {
+                throw new IllegalArgumentException("device " + devices.get(i).id() + " is layered, tier " + name
+                        + " is not");
+            }
+            if (perLayer) {
+                MemorySegment kept = tables[i] == null ? null : tables[i].layerCrcs();
+                if (tables[i] != null && (kept == null || tables[i].layers() != layout.layers())) {
+                    throw new IllegalArgumentException("device " + devices.get(i).id() + ": its slot table keeps no"
+                            + " checksum per layer for " + layout.layers() + " layers");
+                }
+                layerCrcs[i] = kept != null ? kept
+                        : crcArena.allocate(devices.get(i).slotCount() * layout.layers() * 4L, 4);
+            }
             java.util.BitSet used = new java.util.BitSet();
             keptSlots[i] = new long[0];
             if (tables[i] != null) {
@@ -245,6 +282,10 @@ public final class PooledTier implements Tier {
 
     public List<Device> devices() {
         return devices;
+    }
+
+    public Layout layout() {
+        return layout;
     }
 
     public List<DeviceWorker> workers() {
@@ -441,21 +482,22 @@ public final class PooledTier implements Tier {
                 s[j] = slot[mine.get(j)];
                 b[j] = src[mine.get(j)];
             }
-            DeviceWorker w = workers.get(d);
             byDevice.add(mine);
             slotsOf.add(s);
-            writes.add(mine.isEmpty() ? null : deferred ? w.writeDeferred(s, b) : w.writeNow(s, b));
+            writes.add(mine.isEmpty() ? null : io(d, true, deferred, s, b));
         }
         // checksums while the devices write (src does not change until the write completes): off the critical path
         int[] crc;
-        if (knownCrcs != null) {
+        int[] lcrc = perLayer ? new int[n * layout.layers()] : null; // per layer: computed here in any case
+        if (knownCrcs != null && !perLayer) {
             crc = knownCrcs;
         } else {
             boolean[] placed = new boolean[n];
             for (int i = 0; i < n; i++) {
                 placed[i] = dev[i] >= 0;
             }
-            crc = Checksums.crc32c(src, placed);
+            crc = perLayer ? Checksums.layerCrc32c(keys, src, placed, layout.layers(), lcrc)
+                    : Checksums.crc32c(src, placed);
         }
         List<CompletableFuture<Void>> parts = new ArrayList<>();
         for (int d = 0; d < devices.size(); d++) {
@@ -478,6 +520,11 @@ public final class PooledTier implements Tier {
                         boolean taken = index.find(keys[i]) >= 0;
                         boolean removed = inFlight.end(keys[i], myStamp);
                         if (good && !taken && failedAtMs[dd] == 0 && !removed) {
+                            if (perLayer) { // before the record: a record that validates has its layers' checksums
+                                MemorySegment.copy(lcrc, i * layout.layers(), layerCrcs[dd],
+                                        java.lang.foreign.ValueLayout.JAVA_INT, s[j] * layout.layers() * 4L,
+                                        layout.layers());
+                            }
                             index.add(keys[i], base[dd] + (int) s[j], crc[i], parents == null ? null : parents[i]);
                             if (tables[dd] != null) {
                                 tables[dd].set(s[j], keys[i], crc[i], ++stamp, parents == null ? null : parents[i]);
@@ -499,6 +546,134 @@ public final class PooledTier implements Tier {
             }));
         }
         return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> ok);
+    }
+
+    /**
+     * Whole blocks to or from device {@code d} through its worker. A layered device takes one op per layer: they go
+     * layer by layer (layer 0 of every slot, then layer 1, ...), so neighbouring slots make runs on the disk; a
+     * block's outcome is whether all its layers moved.
+     */
+    private CompletableFuture<boolean[]> io(int d, boolean write, boolean deferred, long[] s, MemorySegment[] b) {
+        DeviceWorker w = workers.get(d);
+        if (!devices.get(d).layerMajor()) {
+            return !write ? w.read(s, b) : deferred ? w.writeDeferred(s, b) : w.writeNow(s, b);
+        }
+        int n = s.length, layers = layout.layers();
+        long[] at = new long[n * layers];
+        MemorySegment[] bufs = new MemorySegment[n * layers];
+        for (int l = 0; l < layers; l++) {
+            for (int j = 0; j < n; j++) {
+                at[l * n + j] = Device.layerAddress(s[j], l);
+                bufs[l * n + j] = b[j].asSlice((long) l * layerBytes, layerBytes);
+            }
+        }
+        CompletableFuture<boolean[]> f = !write ? w.read(at, bufs)
+                : deferred ? w.writeDeferred(at, bufs) : w.writeNow(at, bufs);
+        return f.thenApply(res -> {
+            boolean[] ok = new boolean[n];
+            java.util.Arrays.fill(ok, true);
+            for (int k = 0; k < res.length; k++) {
+                ok[k % n] &= res[k];
+            }
+            return ok;
+        });
+    }
+
+    /**
+     * A load delivered layer by layer: one future per layer, completed with per key whether layer l of its block is
+     * in {@code dst} (at l * layer bytes) and verified against that layer's CRC32C; false for keys not here, and
+     * for a layer whose read or check failed (the block is then dropped, as a whole-block load drops it). Every
+     * layer's reads are queued at once, in layer order on every device (layer 0 of all blocks first), so the devices
+     * stay busy while the futures complete about in that order; the caller waits on them in layer order. The last
+     * future completes after the blocks are unpinned. Where the tier keeps no per-layer checksums (contiguous), the
+     * whole blocks are loaded and verified first: every layer's future is the whole load's.
+     */
+    public List<CompletableFuture<boolean[]>> getLayers(long[] keys, MemorySegment[] dst) {
+        int layers = layout.layers();
+        if (!perLayer) {
+            CompletableFuture<boolean[]> whole = get(keys, dst);
+            return java.util.Collections.nCopies(layers, whole);
+        }
+        int n = keys.length;
+        int[] gs = new int[n];
+        int[] want = new int[n * layers]; // the layers' CRC32C, read with the pin held (the slot cannot change)
+        java.util.Arrays.fill(gs, -1);
+        synchronized (this) {
+            for (int i = 0; i < n; i++) {
+                int g = index.find(keys[i]);
+                if (g >= 0 && dst[i].byteSize() >= blockBytes) {
+                    index.touch(g);
+                    pins[g]++;
+                    gs[i] = g;
+                    MemorySegment.copy(layerCrcs[device(g)], java.lang.foreign.ValueLayout.JAVA_INT,
+                            slotOf(g) * layers * 4L, want, i * layers, layers);
+                }
+            }
+        }
+        List<List<Integer>> byDevice = new ArrayList<>();
+        for (int d = 0; d < devices.size(); d++) {
+            byDevice.add(new ArrayList<>());
+        }
+        for (int i = 0; i < n; i++) {
+            if (gs[i] >= 0) {
+                byDevice.get(device(gs[i])).add(i);
+            }
+        }
+        List<CompletableFuture<boolean[]>> out = new ArrayList<>(layers);
+        for (int l = 0; l < layers; l++) {
+            boolean[] ok = new boolean[n];
+            List<CompletableFuture<?>> parts = new ArrayList<>();
+            for (int d = 0; d < devices.size(); d++) {
+                List<Integer> mine = byDevice.get(d);
+                if (mine.isEmpty()) {
+                    continue;
+                }
+                long[] at = new long[mine.size()];
+                MemorySegment[] b = new MemorySegment[mine.size()];
+                for (int j = 0; j < at.length; j++) {
+                    int i = mine.get(j);
+                    at[j] = Device.layerAddress(slotOf(gs[i]), l);
+                    b[j] = dst[i].asSlice((long) l * layerBytes, layerBytes);
+                }
+                int dd = d, ll = l;
+                parts.add(workers.get(d).read(at, b).handleAsync((res, err) -> {
+                    int failedOps = 0;
+                    List<Long> dropped = new ArrayList<>();
+                    for (int j = 0; j < at.length; j++) {
+                        int i = mine.get(j);
+                        boolean read = err == null && res[j];
+                        boolean good = read && Checksums.layerCrc32c(keys[i], ll, b[j]) == want[i * layers + ll];
+                        if (read && !good) {
+                            checksumFailures.incrementAndGet();
+                        } else if (!read) {
+                            failedOps++;
+                        }
+                        if (!good && drop(keys[i], gs[i])) {
+                            dropped.add(keys[i]);
+                        }
+                        ok[i] = good;
+                    }
+                    if (failedOps == 0) {
+                        failStreak.set(dd, 0);
+                    } else {
+                        synchronized (this) {
+                            dropped.addAll(outcome(dd, failedOps, err != null ? err : "a read returned short"));
+                        }
+                    }
+                    if (!dropped.isEmpty()) {
+                        evictListener.accept(dropped.stream().mapToLong(Long::longValue).toArray());
+                    }
+                    return null;
+                }, VERIFY));
+            }
+            out.add(CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> ok));
+        }
+        CompletableFuture<boolean[]> last = out.get(layers - 1);
+        out.set(layers - 1, CompletableFuture.allOf(out.toArray(CompletableFuture[]::new)).handle((v, err) -> {
+            unpin(gs);
+            return last.join();
+        }));
+        return out;
     }
 
     /**
@@ -576,9 +751,8 @@ public final class PooledTier implements Tier {
             for (long o = 0; o < blockBytes; o += 8) {
                 out.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, o, now ^ (o * 0x9E3779B97F4A7C15L));
             }
-            DeviceWorker w = workers.get(d);
-            w.writeNow(new long[]{slot}, new MemorySegment[]{out})
-                    .thenCompose(wr -> wr[0] ? w.read(new long[]{slot}, new MemorySegment[]{in})
+            io(d, true, false, new long[]{slot}, new MemorySegment[]{out})
+                    .thenCompose(wr -> wr[0] ? io(dd, false, false, new long[]{slot}, new MemorySegment[]{in})
                             : CompletableFuture.completedFuture(new boolean[]{false}))
                     .handle((rd, err) -> {
                         boolean passed = err == null && rd[0] && in.mismatch(out) < 0;
@@ -648,8 +822,14 @@ public final class PooledTier implements Tier {
                 }
                 // checksums are verified off the device thread, so the device starts its next part at once
                 int dd = d;
-                parts.add(workers.get(d).read(s, b).handleAsync((res, err) -> {
-                    int[] crcs = err == null ? Checksums.crc32c(b, res) : null;
+                long[] ks = new long[s.length];
+                for (int j = 0; j < s.length; j++) {
+                    ks[j] = keys[mine.get(j)];
+                }
+                parts.add(io(d, false, false, s, b).handleAsync((res, err) -> {
+                    int[] crcs = err == null ? perLayer
+                            ? Checksums.layerCrc32c(ks, b, res, layout.layers(), new int[s.length * layout.layers()])
+                            : Checksums.crc32c(b, res) : null;
                     int failedOps = 0;
                     List<Long> dropped = new ArrayList<>();
                     for (int j = 0; j < s.length; j++) {
@@ -778,5 +958,6 @@ public final class PooledTier implements Tier {
         for (Device d : devices) {
             d.close();
         }
+        crcArena.close(); // after the workers: no verify reads it any more
     }
 }

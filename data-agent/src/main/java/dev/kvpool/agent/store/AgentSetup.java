@@ -8,6 +8,7 @@ import dev.kvpool.agent.io.uring.IoUring;
 import dev.kvpool.agent.io.uring.IoUringBlockIo;
 import dev.kvpool.agent.pool.BandwidthProbe;
 import dev.kvpool.agent.pool.Device;
+import dev.kvpool.agent.pool.Layout;
 import dev.kvpool.agent.pool.PooledTier;
 import dev.kvpool.agent.pool.ThrottledDevice;
 import dev.kvpool.agent.sched.DeviceWorker;
@@ -184,7 +185,17 @@ public final class AgentSetup {
     }
 
     public static Built build(Settings s, EventSink events) {
+        return build(s, events, Layout.CONTIGUOUS);
+    }
+
+    /**
+     * As {@link #build(Settings, EventSink)} with blocks of {@code layout.layers()} layers kept as {@code layout}
+     * says: layered, the host and NVMe tiers keep a CRC32C per layer (loads can go layer by layer) and each slot
+     * file is cut into a region per layer; the GPU tier keeps whole blocks either way.
+     */
+    public static Built build(Settings s, EventSink events, Layout layout) {
         s.validate();
+        Layout.of(layout.name(), layout.layers(), s.blockBytes()); // the same checks as the settings get
         if (s.blockBytes() % BlockIo.ALIGN != 0) {
             throw new IllegalArgumentException("kvpool.agent.block-bytes must be a multiple of 4096: " + s.blockBytes());
         }
@@ -196,7 +207,7 @@ public final class AgentSetup {
             regions.add(new MemoryDevice("host" + i, slotsPerRegion, s.blockBytes()));
         }
         double[] hostBw = probeAll(regions, s.probeBytes(), List.of());
-        PooledTier host = withWorkers("host", BlockEvent.CPU, s, regions, hostBw);
+        PooledTier host = withWorkers("host", BlockEvent.CPU, s, regions, hostBw, layout);
         for (int i = 0; i < regions.size(); i++) {
             described.add(String.format("host %s %.0f MB/s", regions.get(i).id(), hostBw[i] / 1e6));
         }
@@ -207,18 +218,21 @@ public final class AgentSetup {
             List<Device> disks = new ArrayList<>();
             List<MemorySegment> fixed = regions.stream().map(MemoryDevice::region).toList();
             for (int i = 0; i < s.nvmeDirs().size(); i++) {
-                BlockIo io = blockIo(s.ioEngine(), s.queueDepth());
+                // layered, a block is read and written as one op per layer: as many bytes in flight as whole
+                // blocks would have, in more, smaller ops
+                int qd = layout.perLayer() ? Math.min(1024, s.queueDepth() * layout.layers()) : s.queueDepth();
+                BlockIo io = blockIo(s.ioEngine(), qd);
                 io.registerBuffers(fixed); // write-behinds go straight from host slots: WRITE_FIXED
                 engine = io.name();
                 Device d = new FileDevice("nvme" + i, s.nvmeDirs().get(i), Math.max(1, s.nvmeDeviceBytes() / s.blockBytes()),
-                        s.blockBytes(), io, s.nvmeKeep() ? s.keySpace() : null);
+                        s.blockBytes(), io, s.nvmeKeep() ? s.keySpace() : null, layout.perLayer() ? layout.layers() : 1);
                 if (i < s.nvmeThrottleMBps().size() && s.nvmeThrottleMBps().get(i) > 0) {
                     d = new ThrottledDevice(d, s.nvmeThrottleMBps().get(i) * 1e6);
                 }
                 disks.add(d);
             }
             double[] bw = probeAll(disks, s.probeBytes(), s.nvmeBandwidthMBps());
-            nvme = withWorkers("nvme", BlockEvent.DISK, s, disks, bw);
+            nvme = withWorkers("nvme", BlockEvent.DISK, s, disks, bw, layout);
             for (int i = 0; i < disks.size(); i++) {
                 described.add(String.format("nvme %s %s %.0f MB/s", disks.get(i).id(), s.nvmeDirs().get(i), bw[i] / 1e6));
             }
@@ -249,7 +263,7 @@ public final class AgentSetup {
                 gpuMode = "no CUDA device: host-memory implementation";
             }
             LOG.info("GPU tier: " + gpuMode);
-            gpu = withWorkers("gpu", BlockEvent.GPU, s, gs, probeAll(gs, s.probeBytes(), List.of()));
+            gpu = withWorkers("gpu", BlockEvent.GPU, s, gs, probeAll(gs, s.probeBytes(), List.of()), Layout.CONTIGUOUS);
         }
         // G4: the global pool through the metadata plane
         GlobalPoolTier pool = null;
@@ -272,12 +286,12 @@ public final class AgentSetup {
     }
 
     private static PooledTier withWorkers(String name, String medium, Settings s, List<? extends Device> ds,
-                                          double[] bw) {
+                                          double[] bw, Layout layout) {
         List<DeviceWorker> ws = new ArrayList<>();
         for (Device d : ds) {
             ws.add(new DeviceWorker(d, s.chunkOps(), s.highWaterOps(), s.guardMicros() * 1000, 64));
         }
-        return new PooledTier(name, medium, s.blockBytes(), ds, bw, ws);
+        return new PooledTier(name, medium, s.blockBytes(), ds, bw, ws, layout);
     }
 
     /** Configured bandwidths (MB/s) where given, else a short probe of each device. */
