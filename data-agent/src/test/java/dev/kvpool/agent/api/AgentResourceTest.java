@@ -102,7 +102,7 @@ class AgentResourceTest {
         bodies.put("{\"keys\":\"x\"}", "keys: expected an array of integers, got the string \"x\"");
         bodies.put("{\"keys\":[1.5],\"offsets\":[0]}", "keys[0]: expected an integer, got 1.5");
         bodies.put("{\"keys\":[1,null],\"offsets\":[0,0]}", "keys[1]: must not be null");
-        bodies.put("{\"keys\":[1],\"ofsets\":[0]}", "ofsets: unknown field; known fields: global, keys, offsets, parent");
+        bodies.put("{\"keys\":[1],\"ofsets\":[0]}", "ofsets: unknown field; known fields: global, keys, layerwise, offsets, parent");
         bodies.put("{\"keys\":[1], ", "malformed JSON at line 1, column 14");
         for (var b : bodies.entrySet()) {
             r = h.send(HttpRequest.newBuilder(BASE.resolve("/v1/save")).header("Content-Type", "application/json")
