@@ -636,7 +636,10 @@ public final class PooledTier implements Tier {
                     b[j] = dst[i].asSlice((long) l * layerBytes, layerBytes);
                 }
                 int dd = d, ll = l;
-                parts.add(workers.get(d).read(at, b).handleAsync((res, err) -> {
+                // host memory: the layer is copied on the verifying thread, straight from the pinned slot, and
+                // checked while it is in the cache (no trip through the device's worker for a memcpy)
+                boolean host = devices.get(d).slotMemory(0) != null;
+                java.util.function.BiFunction<boolean[], Throwable, Void> check = (res, err) -> {
                     int failedOps = 0;
                     List<Long> dropped = new ArrayList<>();
                     for (int j = 0; j < at.length; j++) {
@@ -664,7 +667,9 @@ public final class PooledTier implements Tier {
                         evictListener.accept(dropped.stream().mapToLong(Long::longValue).toArray());
                     }
                     return null;
-                }, VERIFY));
+                };
+                parts.add(host ? CompletableFuture.supplyAsync(() -> copyLayer(dd, at, b, ll), VERIFY).handle(check)
+                        : workers.get(d).read(at, b).handleAsync(check, VERIFY)); // checked off the device's thread
             }
             out.add(CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> ok));
         }
@@ -674,6 +679,17 @@ public final class PooledTier implements Tier {
             return last.join();
         }));
         return out;
+    }
+
+    /** Layer {@code layer} of host-memory slots {@code at} into {@code b}: a copy per block, all succeed. */
+    private boolean[] copyLayer(int d, long[] at, MemorySegment[] b, int layer) {
+        Device dev = devices.get(d);
+        boolean[] ok = new boolean[at.length];
+        for (int j = 0; j < at.length; j++) {
+            b[j].copyFrom(dev.slotMemory(Device.slotOf(at[j])).asSlice((long) layer * layerBytes, layerBytes));
+            ok[j] = true;
+        }
+        return ok;
     }
 
     /**
