@@ -558,6 +558,20 @@ public final class PooledTier implements Tier {
         if (!devices.get(d).layerMajor()) {
             return !write ? w.read(s, b) : deferred ? w.writeDeferred(s, b) : w.writeNow(s, b);
         }
+        if (!write) {
+            List<CompletableFuture<boolean[]>> layers = readLayers(d, s, b);
+            return CompletableFuture.allOf(layers.toArray(CompletableFuture[]::new)).thenApply(v -> {
+                boolean[] ok = new boolean[s.length];
+                java.util.Arrays.fill(ok, true);
+                for (CompletableFuture<boolean[]> f : layers) {
+                    boolean[] r = f.join();
+                    for (int j = 0; j < ok.length; j++) {
+                        ok[j] &= r[j];
+                    }
+                }
+                return ok;
+            });
+        }
         int n = s.length, layers = layout.layers();
         long[] at = new long[n * layers];
         MemorySegment[] bufs = new MemorySegment[n * layers];
@@ -577,6 +591,81 @@ public final class PooledTier implements Tier {
             }
             return ok;
         });
+    }
+
+    /** Most bytes one read of a layer's run of neighbouring slots moves. */
+    static final long RUN_BYTES = 2L << 20;
+    /** Staging a load's layered reads may hold at once per device: the next layer's reads start as one is done. */
+    static final long STAGING_BYTES = 32L << 20;
+
+    /**
+     * Reads blocks at slots {@code s} of layered device {@code d} into {@code b} (whole-block buffers), layer by
+     * layer: layer l of a run of neighbouring slots is one stretch of the file, so it is one read (up to
+     * {@link #RUN_BYTES}) into a staging buffer, then copied to each block's place (O_DIRECT cannot scatter into
+     * the engine's buffers, and one 4 KiB op per block and layer costs a virtual disk its IOPS). Layers go in order;
+     * {@link #STAGING_BYTES} bounds how many are in flight. Per layer a future, completed on a checking thread once
+     * the layer's bytes are in {@code b}, with per block whether they were read in full.
+     */
+    private List<CompletableFuture<boolean[]>> readLayers(int d, long[] s, MemorySegment[] b) {
+        int n = s.length, layers = layout.layers();
+        Integer[] order = new Integer[n];
+        for (int j = 0; j < n; j++) {
+            order[j] = j;
+        }
+        java.util.Arrays.sort(order, java.util.Comparator.comparingLong(j -> s[j]));
+        int maxRun = (int) Math.max(1, RUN_BYTES / layerBytes);
+        List<int[]> runs = new ArrayList<>(); // [first position in order, length]
+        for (int k = 0; k < n; ) {
+            int len = 1;
+            while (k + len < n && len < maxRun && s[order[k + len]] == s[order[k + len - 1]] + 1) {
+                len++;
+            }
+            runs.add(new int[] {k, len});
+            k += len;
+        }
+        List<CompletableFuture<boolean[]>> out = new ArrayList<>(layers);
+        for (int l = 0; l < layers; l++) {
+            out.add(new CompletableFuture<>());
+        }
+        int window = (int) Math.max(2, Math.min(layers, STAGING_BYTES / Math.max(1, (long) n * layerBytes)));
+        java.util.function.IntConsumer[] start = new java.util.function.IntConsumer[1];
+        start[0] = l -> {
+            java.lang.foreign.Arena staging = java.lang.foreign.Arena.ofShared();
+            MemorySegment buf = staging.allocate((long) n * layerBytes, dev.kvpool.agent.io.BlockIo.ALIGN);
+            long[] at = new long[runs.size()];
+            MemorySegment[] bufs = new MemorySegment[runs.size()];
+            for (int r = 0; r < at.length; r++) {
+                int[] run = runs.get(r);
+                at[r] = Device.layerAddress(s[order[run[0]]], l);
+                bufs[r] = buf.asSlice((long) run[0] * layerBytes, (long) run[1] * layerBytes);
+            }
+            workers.get(d).read(at, bufs).whenCompleteAsync((res, err) -> {
+                boolean[] ok = new boolean[n];
+                try {
+                    for (int r = 0; r < at.length && err == null; r++) {
+                        int[] run = runs.get(r);
+                        for (int k = run[0]; k < run[0] + run[1]; k++) {
+                            int j = order[k];
+                            if (res[r]) {
+                                b[j].asSlice((long) l * layerBytes, layerBytes)
+                                        .copyFrom(buf.asSlice((long) k * layerBytes, layerBytes));
+                                ok[j] = true;
+                            }
+                        }
+                    }
+                } finally {
+                    staging.close();
+                }
+                if (l + window < layers) {
+                    start[0].accept(l + window);
+                }
+                out.get(l).complete(ok);
+            }, VERIFY);
+        };
+        for (int l = 0; l < Math.min(window, layers); l++) {
+            start[0].accept(l);
+        }
+        return out;
     }
 
     /**
@@ -618,6 +707,21 @@ public final class PooledTier implements Tier {
             if (gs[i] >= 0) {
                 byDevice.get(device(gs[i])).add(i);
             }
+        }
+        List<List<CompletableFuture<boolean[]>>> layeredReads = new ArrayList<>(); // per device, layered ones
+        for (int d = 0; d < devices.size(); d++) {
+            List<Integer> mine = byDevice.get(d);
+            if (!devices.get(d).layerMajor() || mine.isEmpty()) {
+                layeredReads.add(null);
+                continue;
+            }
+            long[] s = new long[mine.size()];
+            MemorySegment[] b = new MemorySegment[mine.size()];
+            for (int j = 0; j < s.length; j++) {
+                s[j] = slotOf(gs[mine.get(j)]);
+                b[j] = dst[mine.get(j)];
+            }
+            layeredReads.add(readLayers(d, s, b));
         }
         List<CompletableFuture<boolean[]>> out = new ArrayList<>(layers);
         for (int l = 0; l < layers; l++) {
@@ -669,6 +773,7 @@ public final class PooledTier implements Tier {
                     return null;
                 };
                 parts.add(host ? CompletableFuture.supplyAsync(() -> copyLayer(dd, at, b, ll), VERIFY).handle(check)
+                        : layeredReads.get(d) != null ? layeredReads.get(d).get(l).handle(check) // on a checking thread
                         : workers.get(d).read(at, b).handleAsync(check, VERIFY)); // checked off the device's thread
             }
             out.add(CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> ok));

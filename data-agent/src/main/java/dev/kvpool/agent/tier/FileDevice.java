@@ -116,8 +116,10 @@ public final class FileDevice implements Device {
     long offset(long address, long len) {
         long slot = Device.slotOf(address);
         int layer = Device.layerOf(address);
-        boolean bad = slot >= slots || layer >= 0
-                && (layers > 1 ? layer >= layers || len != layerBytes : (layer + 1) * len > slotBytes);
+        // layered: one layer of a run of neighbouring slots (len a multiple of the layer) is one stretch of the file
+        boolean bad = slot >= slots || layer >= 0 && (layers > 1
+                ? layer >= layers || len % layerBytes != 0 || len == 0 || slot + len / layerBytes > slots
+                : (layer + 1) * len > slotBytes);
         if (bad) {
             throw new IllegalArgumentException("no such place on device " + id + ": slot " + slot + " layer " + layer);
         }

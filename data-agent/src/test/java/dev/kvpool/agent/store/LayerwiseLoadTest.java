@@ -63,9 +63,13 @@ class LayerwiseLoadTest {
             super(inner);
         }
 
+        /**
+         * Host slots stay the write-behind's source; while the gate is armed they are not offered, so host layers
+         * go through this device's reads (a direct copy could not be held back).
+         */
         @Override
-        public MemorySegment slotMemory(long slot) { // host slots stay the write-behind's source
-            return inner.slotMemory(slot);
+        public MemorySegment slotMemory(long slot) {
+            return gate == null ? inner.slotMemory(slot) : null;
         }
 
         @Override
