@@ -67,8 +67,14 @@ public final class Checksums {
         HostParallel.forEach(blocks.length, total, i -> {
             if (which == null || which[i]) {
                 long lb = blocks[i].byteSize() / layers;
+                CRC32C c = new CRC32C(); // one per block, not per layer: 64 layers of 4 KiB are many small calls
+                java.nio.ByteBuffer head = java.nio.ByteBuffer.allocate(12).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                java.nio.ByteBuffer bytes = blocks[i].asByteBuffer();
                 for (int l = 0; l < layers; l++) {
-                    out[i * layers + l] = layerCrc32c(keys[i], l, blocks[i].asSlice(l * lb, lb));
+                    c.reset();
+                    c.update(head.clear().putLong(keys[i]).putInt(l).flip());
+                    c.update(bytes.limit((int) ((l + 1) * lb)).position((int) (l * lb)));
+                    out[i * layers + l] = (int) c.getValue();
                 }
                 block[i] = ofLayers(out, i * layers, layers);
             }
