@@ -641,18 +641,49 @@ public final class PooledTier implements Tier {
                 at[r] = Device.layerAddress(s[order[run[0]]], l);
                 bufs[r] = buf.asSlice((long) run[0] * layerBytes, (long) run[1] * layerBytes);
             }
-            workers.get(d).read(at, bufs).whenCompleteAsync((res, err) -> {
+            workers.get(d).read(at, bufs).handle((res, err) -> {
+                boolean[] read = new boolean[n]; // per position in slot order
+                for (int r = 0; r < at.length && err == null; r++) {
+                    int[] run = runs.get(r);
+                    java.util.Arrays.fill(read, run[0], run[0] + run[1], res[r]);
+                }
+                return read;
+            }).thenCompose(read -> {
+                // a run that failed (one bad sector fails the whole read) is read again slot by slot, so one bad
+                // block's layer costs that block alone
+                List<Integer> again = new ArrayList<>();
+                for (int[] run : runs) {
+                    if (run[1] > 1 && !read[run[0]]) {
+                        for (int k = run[0]; k < run[0] + run[1]; k++) {
+                            again.add(k);
+                        }
+                    }
+                }
+                if (again.isEmpty()) {
+                    return CompletableFuture.completedFuture(read);
+                }
+                long[] at2 = new long[again.size()];
+                MemorySegment[] bufs2 = new MemorySegment[again.size()];
+                for (int i = 0; i < at2.length; i++) {
+                    int k = again.get(i);
+                    at2[i] = Device.layerAddress(s[order[k]], l);
+                    bufs2[i] = buf.asSlice((long) k * layerBytes, layerBytes);
+                }
+                return workers.get(d).read(at2, bufs2).handle((res2, err2) -> {
+                    for (int i = 0; i < at2.length; i++) {
+                        read[again.get(i)] = err2 == null && res2[i];
+                    }
+                    return read;
+                });
+            }).whenCompleteAsync((read, err) -> {
                 boolean[] ok = new boolean[n];
                 try {
-                    for (int r = 0; r < at.length && err == null; r++) {
-                        int[] run = runs.get(r);
-                        for (int k = run[0]; k < run[0] + run[1]; k++) {
-                            int j = order[k];
-                            if (res[r]) {
-                                b[j].asSlice((long) l * layerBytes, layerBytes)
-                                        .copyFrom(buf.asSlice((long) k * layerBytes, layerBytes));
-                                ok[j] = true;
-                            }
+                    for (int k = 0; k < n && err == null; k++) {
+                        int j = order[k];
+                        if (read[k]) {
+                            b[j].asSlice((long) l * layerBytes, layerBytes)
+                                    .copyFrom(buf.asSlice((long) k * layerBytes, layerBytes));
+                            ok[j] = true;
                         }
                     }
                 } finally {

@@ -217,6 +217,61 @@ class LayerwiseLoadTest {
         }
     }
 
+    /** A disk with one unreadable layer of one slot: every read covering it fails whole, as O_DIRECT reads do. */
+    static final class BadSector extends ForwardingDevice {
+        final long slot;
+        final int layer;
+
+        BadSector(Device inner, long slot, int layer) {
+            super(inner);
+            this.slot = slot;
+            this.layer = layer;
+        }
+
+        @Override
+        public boolean[] io(boolean write, long[] slots, MemorySegment[] bufs) {
+            boolean[] ok = new boolean[slots.length];
+            for (int i = 0; i < slots.length; i++) {
+                long from = Device.slotOf(slots[i]);
+                boolean covers = !write && Device.layerOf(slots[i]) == layer && from <= slot
+                        && slot < from + bufs[i].byteSize() / LAYER;
+                ok[i] = !covers && inner.io(write, new long[] {slots[i]}, new MemorySegment[] {bufs[i]})[0];
+            }
+            return ok;
+        }
+    }
+
+    @Test
+    void anUnreadableLayerCostsItsBlockAloneNotTheRunReadWithIt() {
+        int n = 4;
+        try (Arena a = Arena.ofShared()) {
+            FileDevice file = new FileDevice("nvme0", dir, SLOTS, BLOCK, io(), null, LAYERS);
+            PooledTier host = tier("host", BlockEvent.CPU, new MemoryDevice("h0", SLOTS, BLOCK), LAYERED, 64);
+            PooledTier nvme = tier("nvme", BlockEvent.DISK, new BadSector(file, 2, 5), LAYERED, 64);
+            try (BlockStore store = new BlockStore(BLOCK, 16, null, host, nvme, null, EventSink.NONE)) {
+                long[] keys = TestBlocks.keys(20, n);
+                MemorySegment[] src = TestBlocks.random(a, n, BLOCK, 13);
+                store.save(keys, src, null);
+                store.awaitWriteBehind();
+                for (long k : keys) {
+                    host.remove(k);
+                }
+                MemorySegment[] dst = TestBlocks.empty(a, n, BLOCK);
+                List<int[]> missing = new ArrayList<>();
+                BlockStore.LoadResult res = store.loadLayerwise(keys, dst, (l, m) -> missing.add(m));
+                for (int l = 0; l < LAYERS; l++) { // slots 0..3 are read as one run per layer; layer 5 of slot 2 fails
+                    assertArrayEquals(l < 5 ? new int[0] : new int[] {2}, missing.get(l), "layer " + l);
+                }
+                assertArrayEquals(new boolean[] {true, true, false, true}, res.found());
+                for (int i : new int[] {0, 1, 3}) {
+                    assertEquals(-1, dst[i].mismatch(src[i]));
+                }
+                assertEquals(1, nvme.ioFailures(), "one block's layer failed, not the run's four");
+                assertEquals(0, nvme.checksumFailures());
+            }
+        }
+    }
+
     @Test
     void aWholeBlockLoadChecksEveryLayerToo() throws Exception {
         try (Arena a = Arena.ofShared()) {
