@@ -593,12 +593,14 @@ public final class PooledTier implements Tier {
         });
     }
 
-    /** Most bytes one read of a layer's run of neighbouring slots moves. */
-    static final long RUN_BYTES = 2L << 20;
-    /** Staging a load's layered reads may hold at once per device (at least two layers): the next layer's reads start
-     * as one is done. Small, so that layer 0 is not sharing the disk with many later layers: 8 MiB in flight keeps a
-     * disk busy (fio's 8 x 256 KiB is 2 MiB). */
-    static final long STAGING_BYTES = 8L << 20;
+    /** Most bytes one read of a layer's run of neighbouring slots moves: the contiguous layout's op for 256 KiB. */
+    static final long RUN_BYTES = 256L << 10;
+    /**
+     * Staging a load's layered reads may hold at once per device (at least two layers): the next layer's reads start
+     * as one is done. Small, so that layer 0 does not share the disk with many later layers; 16 MiB in flight keeps
+     * a disk busy (fio's 8 x 256 KiB is 2 MiB).
+     */
+    static final long STAGING_BYTES = 16L << 20;
 
     /**
      * Reads blocks at slots {@code s} of layered device {@code d} into {@code b} (whole-block buffers), layer by
