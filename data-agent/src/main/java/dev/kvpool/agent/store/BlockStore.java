@@ -549,10 +549,6 @@ public final class BlockStore implements AutoCloseable {
      */
     public LoadResult loadLayerwise(long[] keys, MemorySegment[] dst, LayerListener listener) {
         int n = keys.length, layers = layers();
-        List<Tier> whole = new ArrayList<>();
-        if (gpu != null) {
-            whole.add(gpu);
-        }
         List<List<Integer>> by = new ArrayList<>(); // per tier of loadOrder: the keys it serves
         for (int t = 0; t < loadOrder.size(); t++) {
             by.add(new ArrayList<>());

@@ -137,6 +137,23 @@ class AgentResourceTest {
     }
 
     @Test
+    void aLayerwiseLoadOfOneLayerIsOneLineThenTheResult() throws Exception {
+        try (AgentClient c = new AgentClient(BASE, Duration.ofSeconds(10))) {
+            assertEquals(1, c.status().path("layers").asInt());
+            assertEquals("contiguous", c.status().path("layout").asText());
+            MemorySegment.copy(new byte[] {1, 2, 3}, 0, c.block(0), ValueLayout.JAVA_BYTE, 0, 3);
+            assertTrue(c.save(new long[] {31}, new long[] {0})[0]);
+        }
+        HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(BASE.resolve("/v1/load"))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(
+                        "{\"keys\":[31,32],\"offsets\":[65536,131072],\"layerwise\":true}")).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode(), r.body());
+        assertEquals(List.of("{\"layer\":0,\"missing\":[1]}", "{\"done\":true,\"found\":[true,false],"
+                + "\"offsets\":[65536,131072],\"tiers\":[\"host\",null],\"hits\":1}"), r.body().lines().toList());
+    }
+
+    @Test
     void metricsAreExported() throws Exception {
         HttpClient c = HttpClient.newHttpClient();
         HttpResponse<String> r = c.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:16389/q/metrics")).build(),
