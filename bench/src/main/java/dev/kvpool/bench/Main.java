@@ -91,6 +91,8 @@ public final class Main {
                                [--writes recorded|misses] (as recorded, or each query writing what it missed)
                       agent    [disk|pool|events|all] (data agent vs fio / summed bandwidth / Kafka's producer tool;
                                see data-agent/README.md)
+                      agent layerwise [--blocks 1024] [--layers 64] [--bs 256,2048] [--pairs 5] (time to the first
+                               layer and to the whole load vs whole-block loads)
                       gpu      [--blocks 256K,2M] [--batch-mib 256] [--rounds 7] (GPU tier vs PyTorch's copies and
                                one contiguous copy; needs a CUDA device)
                       gds      [--blocks 256K,2M] [--file-mib 1024] [--rounds 5] [--dir /var/tmp/kvpool-gds] [--batch 128]

@@ -89,7 +89,154 @@ public final class AgentClient implements AutoCloseable {
         if (offsets != null) {
             b.putPOJO("offsets", offsets);
         }
-        JsonNode r = post("/v1/load", b);
+        return loaded(post("/v1/load", b));
+    }
+
+    /**
+     * Starts a layer-wise load ({@code "layerwise": true}) to the given offsets (or, with null, to offsets the agent
+     * picks): returns once the agent accepted it (a refused request throws here, with the agent's message); the
+     * handle's {@link LayerwiseLoad#awaitLayer} blocks until a layer is in place.
+     */
+    public LayerwiseLoad loadLayerwise(long[] keys, long[] offsets) {
+        ObjectNode b = body(keys);
+        if (offsets != null) {
+            b.putPOJO("offsets", offsets);
+        }
+        b.put("layerwise", true);
+        try {
+            HttpRequest req = HttpRequest.newBuilder(base.resolve("/v1/load")).timeout(timeout)
+                    .header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofByteArray(M.writeValueAsBytes(b))).build();
+            HttpResponse<java.io.InputStream> r = http.send(req, HttpResponse.BodyHandlers.ofInputStream());
+            if (r.statusCode() != 200) {
+                try (java.io.InputStream in = r.body()) {
+                    throw new IllegalArgumentException("/v1/load answered " + r.statusCode() + ": "
+                            + new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+                }
+            }
+            return new LayerwiseLoad(r.body(), timeout);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new UncheckedIOException(new InterruptedIOException("/v1/load interrupted"));
+        } catch (IOException e) {
+            throw new UncheckedIOException(base.resolve("/v1/load") + " failed: "
+                    + dev.kvpool.api.client.KvcmHttpClient.describe(e), e);
+        }
+    }
+
+    /**
+     * A layer-wise load in progress: the agent's lines are read as they come (on a thread of its own), and
+     * {@link #awaitLayer} returns as soon as the agent said that layer is in place. No polling: the agent writes a
+     * line when the layer is there.
+     */
+    public static final class LayerwiseLoad implements AutoCloseable {
+        private final java.io.InputStream body;
+        private final Duration timeout;
+        private final List<int[]> layers = new ArrayList<>();
+        private Loaded result;
+        private String failure;
+
+        LayerwiseLoad(java.io.InputStream body, Duration timeout) {
+            this.body = body;
+            this.timeout = timeout;
+            Thread.ofVirtual().name("kvpool-layerwise").start(this::read);
+        }
+
+        private void read() {
+            String end = "the agent closed the stream before the last line";
+            try (var in = new java.io.BufferedReader(new java.io.InputStreamReader(body,
+                    java.nio.charset.StandardCharsets.UTF_8))) {
+                for (String line; (line = in.readLine()) != null; ) {
+                    JsonNode n = M.readTree(line);
+                    if (n.path("done").asBoolean(false)) {
+                        if (n.has("error")) {
+                            end = "the layer-wise load failed: " + n.path("error").asText();
+                        } else {
+                            synchronized (this) {
+                                result = loaded(n);
+                                notifyAll();
+                            }
+                            return;
+                        }
+                        break;
+                    }
+                    JsonNode m = n.path("missing");
+                    int[] missing = new int[m.size()];
+                    for (int i = 0; i < missing.length; i++) {
+                        missing[i] = m.get(i).asInt();
+                    }
+                    synchronized (this) {
+                        if (n.path("layer").asInt(-1) != layers.size()) {
+                            end = "the agent sent layer " + n.path("layer") + " where " + layers.size() + " was due";
+                            break;
+                        }
+                        layers.add(missing);
+                        notifyAll();
+                    }
+                }
+            } catch (IOException | RuntimeException e) {
+                end = "reading the layer-wise load's answer failed: " + e;
+            }
+            synchronized (this) {
+                failure = end;
+                notifyAll();
+            }
+        }
+
+        /**
+         * Waits until layer {@code layer} of every block not listed is in its buffer, verified; returns the indexes
+         * (into the load's keys) of the blocks that are not (cumulative: a block that failed at layer k is listed
+         * from k on). Throws when the load failed before that layer, or no line came for the client's timeout.
+         */
+        public synchronized int[] awaitLayer(int layer) throws InterruptedException {
+            long end = System.nanoTime() + timeout.toNanos();
+            while (layers.size() <= layer && failure == null && result == null) {
+                long left = end - System.nanoTime();
+                if (left <= 0) {
+                    throw new IllegalStateException("layer " + layer + ": no word from the agent for " + timeout);
+                }
+                java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(this, left);
+            }
+            if (layers.size() > layer) {
+                return layers.get(layer).clone();
+            }
+            throw new IllegalStateException(failure != null ? failure
+                    : "layer " + layer + ": the load has " + layers.size() + " layers");
+        }
+
+        /** Layers announced so far. */
+        public synchronized int layersDone() {
+            return layers.size();
+        }
+
+        /** Waits for the last line: the load's outcome, as {@link AgentClient#load} returns it. */
+        public synchronized Loaded result() throws InterruptedException {
+            long end = System.nanoTime() + timeout.toNanos();
+            while (result == null && failure == null) {
+                long left = end - System.nanoTime();
+                if (left <= 0) {
+                    throw new IllegalStateException("no word from the agent for " + timeout);
+                }
+                java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(this, left);
+            }
+            if (result == null) {
+                throw new IllegalStateException(failure);
+            }
+            return result;
+        }
+
+        /** Stops reading (the agent finishes the load regardless). */
+        @Override
+        public void close() {
+            try {
+                body.close();
+            } catch (IOException ignored) {
+                // nothing to save: the stream is given up
+            }
+        }
+    }
+
+    private static Loaded loaded(JsonNode r) {
         JsonNode o = r.path("offsets");
         long[] offs = new long[o.size()];
         for (int i = 0; i < offs.length; i++) {

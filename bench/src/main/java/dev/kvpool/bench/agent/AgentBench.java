@@ -92,6 +92,11 @@ public final class AgentBench {
                 }
             }
         }
+        if (what.equals("layerwise")) {
+            // not part of "all": its own table (time to the first layer and to the whole load)
+            LayerwiseBench.run(opt, dir, pairs);
+            return;
+        }
         if (what.equals("footprint")) {
             // not part of "all": a diagnosis of a virtual disk, not a target
             footprint(dir, Integer.parseInt(opt.getOrDefault("bs", "256")) << 10, qd,

@@ -40,6 +40,18 @@ public interface AgentConfig {
     @WithDefault("16")
     int blockTokens();
 
+    /** Layers per block (block-bytes must be divisible by it); layer i is bytes [i*L, (i+1)*L) of a block. */
+    @WithDefault("1")
+    int layers();
+
+    /**
+     * contiguous | layered: layered keeps each layer of a block addressable and checksummed on its own (NVMe slot
+     * files cut into a region per layer), so a load can deliver layer by layer; needs the layer size to be a
+     * multiple of 4096.
+     */
+    @WithDefault("contiguous")
+    String layout();
+
     @WithDefault("data/agent")
     String dataDir();
 

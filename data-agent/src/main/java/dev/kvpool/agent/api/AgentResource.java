@@ -34,6 +34,7 @@ import java.util.Map;
 @Produces(MediaType.APPLICATION_JSON)
 @Consumes(MediaType.APPLICATION_JSON)
 public class AgentResource {
+    private static final org.jboss.logging.Logger LOG = org.jboss.logging.Logger.getLogger(AgentResource.class);
     @Inject
     AgentService agent;
 
@@ -45,8 +46,12 @@ public class AgentResource {
     public static final int MAX_KEYS_PER_CALL = 1 << 16;
 
     /** save / load / query / remove bodies. */
-    public record BlocksRequest(long[] keys, long[] offsets, Long parent, Boolean global) {
+    public record BlocksRequest(long[] keys, long[] offsets, Long parent, Boolean global, Boolean layerwise) {
     }
+
+    /** The media type of a layer-wise load's answer: one JSON object per line, each flushed as it happens. */
+    public static final String NDJSON = "application/x-ndjson";
+    private static final com.fasterxml.jackson.databind.ObjectMapper LINES = new com.fasterxml.jackson.databind.ObjectMapper();
 
     public record SaveResponse(boolean[] stored, int count, String tier) {
     }
@@ -68,6 +73,7 @@ public class AgentResource {
     public SaveResponse save(BlocksRequest r) {
         long[] keys = keys(r, "save");
         refuse(r.global(), "global", "save");
+        refuse(r.layerwise(), "layerwise", "save");
         if (r.offsets() == null || r.offsets().length != keys.length) {
             throw new BadRequestException("offsets: save needs one shared-memory offset per key (" + keys.length
                     + " keys, " + (r.offsets() == null ? "no offsets" : r.offsets().length + " offsets") + ")");
@@ -85,9 +91,16 @@ public class AgentResource {
         return new SaveResponse(ok, n, s.host().name());
     }
 
+    /**
+     * Loads blocks into the shared segment. With {@code "layerwise": true} the answer streams (NDJSON): a line
+     * {@code {"layer":i,"missing":[...]}} once layer i of every block not listed is in place and verified, in layer
+     * order, then {@code {"done":true, ...}} with the fields of a normal load's answer. Checked the same way either
+     * way, before anything is streamed.
+     */
     @POST
     @Path("/load")
-    public LoadResponse load(BlocksRequest r) {
+    @Produces({MediaType.APPLICATION_JSON, NDJSON})
+    public Response load(BlocksRequest r) {
         long[] keys = keys(r, "load");
         refuse(r.parent(), "parent", "load");
         refuse(r.global(), "global", "load");
@@ -107,8 +120,60 @@ public class AgentResource {
         for (int i = 0; i < keys.length; i++) {
             dst[i] = slice(offsets[i], s.blockBytes(), "offsets[" + i + "]");
         }
+        if (Boolean.TRUE.equals(r.layerwise())) {
+            long[] offs = offsets;
+            return Response.ok((jakarta.ws.rs.core.StreamingOutput) out -> streamLayers(s, keys, dst, offs, out),
+                    NDJSON).build();
+        }
         BlockStore.LoadResult res = s.load(keys, dst);
-        return new LoadResponse(res.found(), offsets, res.tier(), res.hits());
+        return Response.ok(new LoadResponse(res.found(), offsets, res.tier(), res.hits()), MediaType.APPLICATION_JSON)
+                .build();
+    }
+
+    /** The lines of a layer-wise load; a client gone midway ends them (the load itself still completes). */
+    private static void streamLayers(BlockStore s, long[] keys, MemorySegment[] dst, long[] offsets,
+                                     java.io.OutputStream out) throws java.io.IOException {
+        Map<String, Object> last = new LinkedHashMap<>();
+        try {
+            BlockStore.LoadResult res = s.loadLayerwise(keys, dst, (layer, missing) -> {
+                Map<String, Object> line = new LinkedHashMap<>();
+                line.put("layer", layer);
+                line.put("missing", missing);
+                writeLine(out, line);
+            });
+            last.put("done", true);
+            last.put("found", res.found());
+            last.put("offsets", offsets);
+            last.put("tiers", res.tier());
+            last.put("hits", res.hits());
+        } catch (java.io.UncheckedIOException e) {
+            LOG.debugf("layer-wise load: the client went away: %s", e.getMessage());
+            return;
+        } catch (RuntimeException e) {
+            LOG.error("layer-wise load failed", e);
+            last.put("done", true);
+            last.put("error", e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage()));
+            last.put("found", new boolean[keys.length]);
+            last.put("offsets", offsets);
+            last.put("tiers", new String[keys.length]);
+            last.put("hits", 0);
+        }
+        try {
+            writeLine(out, last);
+        } catch (java.io.UncheckedIOException e) {
+            LOG.debugf("layer-wise load: the client went away before the last line: %s", e.getMessage());
+        }
+    }
+
+    private static void writeLine(java.io.OutputStream out, Map<String, Object> line) {
+        try {
+            byte[] b = LINES.writeValueAsBytes(line);
+            out.write(b);
+            out.write('\n');
+            out.flush(); // a line is a promise the engine acts on: out now, not when a buffer fills
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     @POST
@@ -118,6 +183,7 @@ public class AgentResource {
         refuse(r.offsets(), "offsets", "query");
         refuse(r.parent(), "parent", "query");
         refuse(r.global(), "global", "query");
+        refuse(r.layerwise(), "layerwise", "query");
         List<List<String>> where = agent.store().query(keys);
         List<QueryEntry> out = new ArrayList<>(keys.length);
         for (int i = 0; i < keys.length; i++) {
@@ -132,6 +198,7 @@ public class AgentResource {
         long[] keys = keys(r, "remove");
         refuse(r.offsets(), "offsets", "remove");
         refuse(r.parent(), "parent", "remove");
+        refuse(r.layerwise(), "layerwise", "remove");
         return new RemoveResponse(agent.store().remove(keys, Boolean.TRUE.equals(r.global())));
     }
 
@@ -142,6 +209,9 @@ public class AgentResource {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("agent", agent.agentId());
         m.put("block_bytes", s.blockBytes());
+        m.put("layout", s.host().layout().name());
+        m.put("layers", s.layers());
+        m.put("layer_bytes", s.blockBytes() / s.layers());
         m.put("shm", Map.of("path", agent.shm().path().toString(), "bytes", agent.shm().size(),
                 "engine_area", List.of(0, agent.shm().size() / 2)));
         m.put("nvme_io", agent.built().ioEngine());

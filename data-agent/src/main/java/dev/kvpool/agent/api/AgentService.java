@@ -82,6 +82,8 @@ public class AgentService {
                 config.sched().chunkOps(), config.sched().highWaterOps(), config.sched().guardMicros(),
                 config.nvme().keep(), config.pool().storageRoots().stream().map(Path::of).toList())
                 .validate(); // before anything is created from these names: the seq file below carries the agent id
+        dev.kvpool.agent.pool.Layout layout = dev.kvpool.agent.pool.Layout.of(config.layout(), config.layers(),
+                config.blockBytes());
 
         EventSink sink = EventSink.NONE;
         if (config.events().bootstrapServers().filter(x -> !x.isBlank()).isPresent()) {
@@ -99,7 +101,7 @@ public class AgentService {
         if (g.stagingMib() < 1 || g.stagingMib() > 4096) {
             throw new IllegalArgumentException("kvpool.agent.gds.staging-mib " + g.stagingMib() + ": 1 to 4096");
         }
-        built = AgentSetup.build(s, sink, new GdsSettings(dev.kvpool.agent.io.gds.Gds.Mode.parse(g.mode()),
+        built = AgentSetup.build(s, sink, layout, new GdsSettings(dev.kvpool.agent.io.gds.Gds.Mode.parse(g.mode()),
                 g.library().orElse(dev.kvpool.agent.io.gds.CuFile.configuredLibrary()), g.maxBatch(),
                 g.stagingMib() << 20));
         store = built.store();

@@ -4,7 +4,8 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * One device of a tier: a memory region, a preallocated file on one disk, one GPU. It holds fixed-size slots;
- * blocks are addressed by slot number only (no per-block files, no filesystem metadata on the hot path). Exactly
+ * blocks are addressed by slot number only (no per-block files, no filesystem metadata on the hot path), or one layer
+ * of a slot by {@link #layerAddress}. Exactly
  * one {@link dev.kvpool.agent.sched.DeviceWorker} calls {@link #io}, so an implementation needs no locking.
  */
 public interface Device extends AutoCloseable {
@@ -56,6 +57,32 @@ public interface Device extends AutoCloseable {
     /** Bytes of the slot, for direct (zero-copy) access where the device is host memory; null otherwise. */
     default MemorySegment slotMemory(long slot) {
         return null;
+    }
+
+    /**
+     * Whether this device keeps a slot's layers apart (the layered layout on disk): a whole-slot op then goes as one
+     * op per layer ({@link #layerAddress}); a pipeline takes layer addresses only.
+     */
+    default boolean layerMajor() {
+        return false;
+    }
+
+    /**
+     * The address of one layer of a slot, where an op names a slot: {@code bufs[i].byteSize()} is then the layer's
+     * bytes. Whole-slot addresses are plain slot numbers (below 2^32), so they mean what they always did.
+     */
+    static long layerAddress(long slot, int layer) {
+        return ((long) (layer + 1) << 32) | slot;
+    }
+
+    /** The slot of an address. */
+    static long slotOf(long address) {
+        return address & 0xFFFF_FFFFL;
+    }
+
+    /** The layer of an address, or -1 for the whole slot. */
+    static int layerOf(long address) {
+        return (int) (address >>> 32) - 1;
     }
 
     @Override

@@ -34,6 +34,11 @@ public abstract class ForwardingDevice implements Device {
     }
 
     @Override
+    public boolean layerMajor() {
+        return inner.layerMajor();
+    }
+
+    @Override
     public boolean[] io(boolean write, long[] slots, MemorySegment[] bufs) {
         return inner.io(write, slots, bufs);
     }

@@ -45,6 +45,16 @@ public final class PooledTier implements Tier {
     private final String name;
     private final String medium;
     private final int blockBytes;
+    private final Layout layout;
+    /** A CRC32C per layer is kept and checked (the layered layout of more than one layer). */
+    private final boolean perLayer;
+    private final int layerBytes;
+    /**
+     * Per device, where {@link #perLayer}: each slot's layers' CRC32C (int at (slot * layers + layer) * 4), in the
+     * device's slot table (mapped: no heap, and kept across restarts) or off-heap for devices without one.
+     */
+    private final MemorySegment[] layerCrcs;
+    private final java.lang.foreign.Arena crcArena = java.lang.foreign.Arena.ofShared();
     private final List<Device> devices;
     private final List<DeviceWorker> workers;
     private final SlotAllocator[] slots;
@@ -95,6 +105,20 @@ public final class PooledTier implements Tier {
      */
     public PooledTier(String name, String medium, int blockBytes, List<? extends Device> devices, double[] bandwidth,
                       List<DeviceWorker> workers) {
+        this(name, medium, blockBytes, devices, bandwidth, workers, Layout.CONTIGUOUS);
+    }
+
+    /**
+     * @param layout with {@link Layout#perLayer}, every block's layers are checksummed one by one, so a load can
+     *               deliver them layer by layer ({@link #getLayers}); a device that keeps a slot table must then keep
+     *               the layers' checksums in it (a layered {@link dev.kvpool.agent.tier.FileDevice})
+     */
+    public PooledTier(String name, String medium, int blockBytes, List<? extends Device> devices, double[] bandwidth,
+                      List<DeviceWorker> workers, Layout layout) {
+        this.layout = layout;
+        this.perLayer = layout.perLayer();
+        this.layerBytes = layout.layerBytes(blockBytes);
+        this.layerCrcs = new MemorySegment[devices.size()];
         this.name = name;
         this.medium = medium;
         this.blockBytes = blockBytes;
@@ -122,6 +146,19 @@ public final class PooledTier implements Tier {
                 throw new IllegalArgumentException("device " + devices.get(i).id() + " slots are smaller than a block");
             }
             tables[i] = devices.get(i).slotTable();
+            if (devices.get(i).layerMajor() && !perLayer) {
+                throw new IllegalArgumentException("device " + devices.get(i).id() + " is layered, tier " + name
+                        + " is not");
+            }
+            if (perLayer) {
+                MemorySegment kept = tables[i] == null ? null : tables[i].layerCrcs();
+                if (tables[i] != null && (kept == null || tables[i].layers() != layout.layers())) {
+                    throw new IllegalArgumentException("device " + devices.get(i).id() + ": its slot table keeps no"
+                            + " checksum per layer for " + layout.layers() + " layers");
+                }
+                layerCrcs[i] = kept != null ? kept
+                        : crcArena.allocate(devices.get(i).slotCount() * layout.layers() * 4L, 4);
+            }
             java.util.BitSet used = new java.util.BitSet();
             keptSlots[i] = new long[0];
             if (tables[i] != null) {
@@ -256,6 +293,10 @@ public final class PooledTier implements Tier {
 
     public List<Device> devices() {
         return devices;
+    }
+
+    public Layout layout() {
+        return layout;
     }
 
     public List<DeviceWorker> workers() {
@@ -430,14 +471,16 @@ public final class PooledTier implements Tier {
         for (int i = 0; i < keys.length; i++) {
             eligible[i] = src[i].byteSize() == blockBytes; // wrong size: not stored
         }
+        int[] lcrc = perLayer ? new int[keys.length * layout.layers()] : null; // per layer: computed in any case
         return place(keys, eligible, parents, false, (d, s, mine) -> {
             MemorySegment[] b = new MemorySegment[mine.length];
             for (int j = 0; j < b.length; j++) {
                 b[j] = src[mine[j]];
             }
-            DeviceWorker w = workers.get(d);
-            return deferred ? w.writeDeferred(s, b) : w.writeNow(s, b);
-        }, placed -> knownCrcs != null ? knownCrcs : Checksums.crc32c(src, placed));
+            return io(d, true, deferred, s, b);
+        }, placed -> knownCrcs != null && !perLayer ? knownCrcs
+                : perLayer ? Checksums.layerCrc32c(keys, src, placed, layout.layers(), lcrc)
+                : Checksums.crc32c(src, placed), lcrc);
     }
 
     /**
@@ -456,12 +499,15 @@ public final class PooledTier implements Tier {
     public CompletableFuture<boolean[]> putVia(long[] keys, int[] crcs, Long[] parents, Fill fill) {
         boolean[] eligible = new boolean[keys.length];
         java.util.Arrays.fill(eligible, true);
-        return place(keys, eligible, parents, true, fill, placed -> crcs);
+        if (perLayer) { // its layers' checksums would have to come with the bytes: not a path this tier takes
+            return CompletableFuture.completedFuture(new boolean[keys.length]);
+        }
+        return place(keys, eligible, parents, true, fill, placed -> crcs, null);
     }
 
     private CompletableFuture<boolean[]> place(long[] keys, boolean[] eligible, Long[] parents, boolean viaFill,
                                                Fill writer,
-                                               java.util.function.Function<boolean[], int[]> crcsOf) {
+                                               java.util.function.Function<boolean[], int[]> crcsOf, int[] lcrc) {
         int n = keys.length;
         boolean[] ok = new boolean[n];
         int[] dev = new int[n];
@@ -554,6 +600,11 @@ public final class PooledTier implements Tier {
                         boolean taken = index.find(keys[i]) >= 0;
                         boolean removed = inFlight.end(keys[i], myStamp);
                         if (good && !taken && failedAtMs[dd] == 0 && !removed) {
+                            if (perLayer) { // before the record: a record that validates has its layers' checksums
+                                MemorySegment.copy(lcrc, i * layout.layers(), layerCrcs[dd],
+                                        java.lang.foreign.ValueLayout.JAVA_INT, s[j] * layout.layers() * 4L,
+                                        layout.layers());
+                            }
                             index.add(keys[i], base[dd] + (int) s[j], crc[i], parents == null ? null : parents[i]);
                             unchecked[base[dd] + (int) s[j]] = viaFill;
                             if (tables[dd] != null) {
@@ -612,6 +663,290 @@ public final class PooledTier implements Tier {
             dev[i] = d;
             slot[i] = taken[d][k++];
         }
+    }
+
+    /**
+     * Whole blocks to or from device {@code d} through its worker. A layered device takes one op per layer: they go
+     * layer by layer (layer 0 of every slot, then layer 1, ...), so neighbouring slots make runs on the disk; a
+     * block's outcome is whether all its layers moved.
+     */
+    private CompletableFuture<boolean[]> io(int d, boolean write, boolean deferred, long[] s, MemorySegment[] b) {
+        DeviceWorker w = workers.get(d);
+        if (!devices.get(d).layerMajor()) {
+            return !write ? w.read(s, b) : deferred ? w.writeDeferred(s, b) : w.writeNow(s, b);
+        }
+        if (!write) {
+            List<CompletableFuture<boolean[]>> layers = readLayers(d, s, b);
+            return CompletableFuture.allOf(layers.toArray(CompletableFuture[]::new)).thenApply(v -> {
+                boolean[] ok = new boolean[s.length];
+                java.util.Arrays.fill(ok, true);
+                for (CompletableFuture<boolean[]> f : layers) {
+                    boolean[] r = f.join();
+                    for (int j = 0; j < ok.length; j++) {
+                        ok[j] &= r[j];
+                    }
+                }
+                return ok;
+            });
+        }
+        int n = s.length, layers = layout.layers();
+        long[] at = new long[n * layers];
+        MemorySegment[] bufs = new MemorySegment[n * layers];
+        for (int l = 0; l < layers; l++) {
+            for (int j = 0; j < n; j++) {
+                at[l * n + j] = Device.layerAddress(s[j], l);
+                bufs[l * n + j] = b[j].asSlice((long) l * layerBytes, layerBytes);
+            }
+        }
+        CompletableFuture<boolean[]> f = !write ? w.read(at, bufs)
+                : deferred ? w.writeDeferred(at, bufs) : w.writeNow(at, bufs);
+        return f.thenApply(res -> {
+            boolean[] ok = new boolean[n];
+            java.util.Arrays.fill(ok, true);
+            for (int k = 0; k < res.length; k++) {
+                ok[k % n] &= res[k];
+            }
+            return ok;
+        });
+    }
+
+    /** Most bytes one read of a layer's run of neighbouring slots moves: the contiguous layout's op for 256 KiB. */
+    static final long RUN_BYTES = 256L << 10;
+    /**
+     * Staging a load's layered reads may hold at once per device (at least two layers): the next layer's reads start
+     * as one is done. Small, so that layer 0 does not share the disk with many later layers; 16 MiB in flight keeps
+     * a disk busy (fio's 8 x 256 KiB is 2 MiB).
+     */
+    static final long STAGING_BYTES = 16L << 20;
+
+    /**
+     * Reads blocks at slots {@code s} of layered device {@code d} into {@code b} (whole-block buffers), layer by
+     * layer: layer l of a run of neighbouring slots is one stretch of the file, so it is one read (up to
+     * {@link #RUN_BYTES}) into a staging buffer, then copied to each block's place (O_DIRECT cannot scatter into
+     * the engine's buffers, and one 4 KiB op per block and layer costs a virtual disk its IOPS). Layers go in order;
+     * {@link #STAGING_BYTES} bounds how many are in flight. Per layer a future, completed on a checking thread once
+     * the layer's bytes are in {@code b}, with per block whether they were read in full.
+     */
+    private List<CompletableFuture<boolean[]>> readLayers(int d, long[] s, MemorySegment[] b) {
+        int n = s.length, layers = layout.layers();
+        Integer[] order = new Integer[n];
+        for (int j = 0; j < n; j++) {
+            order[j] = j;
+        }
+        java.util.Arrays.sort(order, java.util.Comparator.comparingLong(j -> s[j]));
+        int maxRun = (int) Math.max(1, RUN_BYTES / layerBytes);
+        List<int[]> runs = new ArrayList<>(); // [first position in order, length]
+        for (int k = 0; k < n; ) {
+            int len = 1;
+            while (k + len < n && len < maxRun && s[order[k + len]] == s[order[k + len - 1]] + 1) {
+                len++;
+            }
+            runs.add(new int[] {k, len});
+            k += len;
+        }
+        List<CompletableFuture<boolean[]>> out = new ArrayList<>(layers);
+        for (int l = 0; l < layers; l++) {
+            out.add(new CompletableFuture<>());
+        }
+        int window = (int) Math.max(2, Math.min(layers, STAGING_BYTES / Math.max(1, (long) n * layerBytes)));
+        java.util.function.IntConsumer[] start = new java.util.function.IntConsumer[1];
+        start[0] = l -> {
+            java.lang.foreign.Arena staging = java.lang.foreign.Arena.ofShared();
+            MemorySegment buf = staging.allocate((long) n * layerBytes, dev.kvpool.agent.io.BlockIo.ALIGN);
+            long[] at = new long[runs.size()];
+            MemorySegment[] bufs = new MemorySegment[runs.size()];
+            for (int r = 0; r < at.length; r++) {
+                int[] run = runs.get(r);
+                at[r] = Device.layerAddress(s[order[run[0]]], l);
+                bufs[r] = buf.asSlice((long) run[0] * layerBytes, (long) run[1] * layerBytes);
+            }
+            workers.get(d).read(at, bufs).handle((res, err) -> {
+                boolean[] read = new boolean[n]; // per position in slot order
+                for (int r = 0; r < at.length && err == null; r++) {
+                    int[] run = runs.get(r);
+                    java.util.Arrays.fill(read, run[0], run[0] + run[1], res[r]);
+                }
+                return read;
+            }).thenCompose(read -> {
+                // a run that failed (one bad sector fails the whole read) is read again slot by slot, so one bad
+                // block's layer costs that block alone
+                List<Integer> again = new ArrayList<>();
+                for (int[] run : runs) {
+                    if (run[1] > 1 && !read[run[0]]) {
+                        for (int k = run[0]; k < run[0] + run[1]; k++) {
+                            again.add(k);
+                        }
+                    }
+                }
+                if (again.isEmpty()) {
+                    return CompletableFuture.completedFuture(read);
+                }
+                long[] at2 = new long[again.size()];
+                MemorySegment[] bufs2 = new MemorySegment[again.size()];
+                for (int i = 0; i < at2.length; i++) {
+                    int k = again.get(i);
+                    at2[i] = Device.layerAddress(s[order[k]], l);
+                    bufs2[i] = buf.asSlice((long) k * layerBytes, layerBytes);
+                }
+                return workers.get(d).read(at2, bufs2).handle((res2, err2) -> {
+                    for (int i = 0; i < at2.length; i++) {
+                        read[again.get(i)] = err2 == null && res2[i];
+                    }
+                    return read;
+                });
+            }).whenCompleteAsync((read, err) -> {
+                boolean[] ok = new boolean[n];
+                try {
+                    for (int k = 0; k < n && err == null; k++) {
+                        int j = order[k];
+                        if (read[k]) {
+                            b[j].asSlice((long) l * layerBytes, layerBytes)
+                                    .copyFrom(buf.asSlice((long) k * layerBytes, layerBytes));
+                            ok[j] = true;
+                        }
+                    }
+                } finally {
+                    staging.close();
+                }
+                if (l + window < layers) {
+                    start[0].accept(l + window);
+                }
+                out.get(l).complete(ok);
+            }, VERIFY);
+        };
+        for (int l = 0; l < Math.min(window, layers); l++) {
+            start[0].accept(l);
+        }
+        return out;
+    }
+
+    /**
+     * A load delivered layer by layer: one future per layer, completed with per key whether layer l of its block is
+     * in {@code dst} (at l * layer bytes) and verified against that layer's CRC32C; false for keys not here, and
+     * for a layer whose read or check failed (the block is then dropped, as a whole-block load drops it). Every
+     * layer's reads are queued at once, in layer order on every device (layer 0 of all blocks first), so the devices
+     * stay busy while the futures complete about in that order; the caller waits on them in layer order. The last
+     * future completes after the blocks are unpinned. Where the tier keeps no per-layer checksums (contiguous), the
+     * whole blocks are loaded and verified first: every layer's future is the whole load's.
+     */
+    public List<CompletableFuture<boolean[]>> getLayers(long[] keys, MemorySegment[] dst) {
+        int layers = layout.layers();
+        if (!perLayer) {
+            CompletableFuture<boolean[]> whole = get(keys, dst);
+            return java.util.Collections.nCopies(layers, whole);
+        }
+        int n = keys.length;
+        int[] gs = new int[n];
+        int[] want = new int[n * layers]; // the layers' CRC32C, read with the pin held (the slot cannot change)
+        java.util.Arrays.fill(gs, -1);
+        synchronized (this) {
+            for (int i = 0; i < n; i++) {
+                int g = index.find(keys[i]);
+                if (g >= 0 && dst[i].byteSize() >= blockBytes) {
+                    index.touch(g);
+                    pins[g]++;
+                    gs[i] = g;
+                    MemorySegment.copy(layerCrcs[device(g)], java.lang.foreign.ValueLayout.JAVA_INT,
+                            slotOf(g) * layers * 4L, want, i * layers, layers);
+                }
+            }
+        }
+        List<List<Integer>> byDevice = new ArrayList<>();
+        for (int d = 0; d < devices.size(); d++) {
+            byDevice.add(new ArrayList<>());
+        }
+        for (int i = 0; i < n; i++) {
+            if (gs[i] >= 0) {
+                byDevice.get(device(gs[i])).add(i);
+            }
+        }
+        List<List<CompletableFuture<boolean[]>>> layeredReads = new ArrayList<>(); // per device, layered ones
+        for (int d = 0; d < devices.size(); d++) {
+            List<Integer> mine = byDevice.get(d);
+            if (!devices.get(d).layerMajor() || mine.isEmpty()) {
+                layeredReads.add(null);
+                continue;
+            }
+            long[] s = new long[mine.size()];
+            MemorySegment[] b = new MemorySegment[mine.size()];
+            for (int j = 0; j < s.length; j++) {
+                s[j] = slotOf(gs[mine.get(j)]);
+                b[j] = dst[mine.get(j)];
+            }
+            layeredReads.add(readLayers(d, s, b));
+        }
+        List<CompletableFuture<boolean[]>> out = new ArrayList<>(layers);
+        for (int l = 0; l < layers; l++) {
+            boolean[] ok = new boolean[n];
+            List<CompletableFuture<?>> parts = new ArrayList<>();
+            for (int d = 0; d < devices.size(); d++) {
+                List<Integer> mine = byDevice.get(d);
+                if (mine.isEmpty()) {
+                    continue;
+                }
+                long[] at = new long[mine.size()];
+                MemorySegment[] b = new MemorySegment[mine.size()];
+                for (int j = 0; j < at.length; j++) {
+                    int i = mine.get(j);
+                    at[j] = Device.layerAddress(slotOf(gs[i]), l);
+                    b[j] = dst[i].asSlice((long) l * layerBytes, layerBytes);
+                }
+                int dd = d, ll = l;
+                // host memory: the layer is copied on the verifying thread, straight from the pinned slot, and
+                // checked while it is in the cache (no trip through the device's worker for a memcpy)
+                boolean host = devices.get(d).slotMemory(0) != null;
+                java.util.function.BiFunction<boolean[], Throwable, Void> check = (res, err) -> {
+                    int failedOps = 0;
+                    List<Long> dropped = new ArrayList<>();
+                    for (int j = 0; j < at.length; j++) {
+                        int i = mine.get(j);
+                        boolean read = err == null && res[j];
+                        boolean good = read && Checksums.layerCrc32c(keys[i], ll, b[j]) == want[i * layers + ll];
+                        if (read && !good) {
+                            checksumFailures.incrementAndGet();
+                        } else if (!read) {
+                            failedOps++;
+                        }
+                        if (!good && drop(keys[i], gs[i])) {
+                            dropped.add(keys[i]);
+                        }
+                        ok[i] = good;
+                    }
+                    if (failedOps == 0) {
+                        failStreak.set(dd, 0);
+                    } else {
+                        synchronized (this) {
+                            dropped.addAll(outcome(dd, failedOps, err != null ? err : "a read returned short"));
+                        }
+                    }
+                    if (!dropped.isEmpty()) {
+                        evictListener.accept(dropped.stream().mapToLong(Long::longValue).toArray());
+                    }
+                    return null;
+                };
+                parts.add(host ? CompletableFuture.supplyAsync(() -> copyLayer(dd, at, b, ll), VERIFY).handle(check)
+                        : layeredReads.get(d) != null ? layeredReads.get(d).get(l).handle(check) // on a checking thread
+                        : workers.get(d).read(at, b).handleAsync(check, VERIFY)); // checked off the device's thread
+            }
+            out.add(CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> ok));
+        }
+        CompletableFuture<boolean[]> last = out.get(layers - 1);
+        out.set(layers - 1, CompletableFuture.allOf(out.toArray(CompletableFuture[]::new)).handle((v, err) -> {
+            unpin(gs);
+            return last.join();
+        }));
+        return out;
+    }
+
+    /** Layer {@code layer} of host-memory slots {@code at} into {@code b}: a copy per block, all succeed. */
+    private boolean[] copyLayer(int d, long[] at, MemorySegment[] b, int layer) {
+        Device dev = devices.get(d);
+        boolean[] ok = new boolean[at.length];
+        for (int j = 0; j < at.length; j++) {
+            b[j].copyFrom(dev.slotMemory(Device.slotOf(at[j])).asSlice((long) layer * layerBytes, layerBytes));
+            ok[j] = true;
+        }
+        return ok;
     }
 
     /**
@@ -689,9 +1024,8 @@ public final class PooledTier implements Tier {
             for (long o = 0; o < blockBytes; o += 8) {
                 out.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, o, now ^ (o * 0x9E3779B97F4A7C15L));
             }
-            DeviceWorker w = workers.get(d);
-            w.writeNow(new long[]{slot}, new MemorySegment[]{out})
-                    .thenCompose(wr -> wr[0] ? w.read(new long[]{slot}, new MemorySegment[]{in})
+            io(d, true, false, new long[]{slot}, new MemorySegment[]{out})
+                    .thenCompose(wr -> wr[0] ? io(dd, false, false, new long[]{slot}, new MemorySegment[]{in})
                             : CompletableFuture.completedFuture(new boolean[]{false}))
                     .handle((rd, err) -> {
                         boolean passed = err == null && rd[0] && in.mismatch(out) < 0;
@@ -766,12 +1100,18 @@ public final class PooledTier implements Tier {
                     b[j] = dst[mine.get(j)].asSlice(0, blockBytes);
                 }
                 int dd = d;
+                long[] ks = new long[s.length];
+                for (int j = 0; j < s.length; j++) {
+                    ks[j] = keys[mine.get(j)];
+                }
                 java.util.function.BiFunction<boolean[], Throwable, Void> done = (res, err) -> {
                     boolean[] which = new boolean[s.length];
                     for (int j = 0; j < s.length; j++) {
                         which[j] = err == null && res[j] && check[mine.get(j)];
                     }
-                    int[] crcs = err == null && verify ? Checksums.crc32c(b, which) : null;
+                    int[] crcs = err == null && verify ? perLayer
+                            ? Checksums.layerCrc32c(ks, b, which, layout.layers(), new int[s.length * layout.layers()])
+                            : Checksums.crc32c(b, which) : null;
                     int failedOps = 0;
                     List<Long> dropped = new ArrayList<>();
                     for (int j = 0; j < s.length; j++) {
@@ -803,7 +1143,7 @@ public final class PooledTier implements Tier {
                     }
                     return null;
                 };
-                CompletableFuture<boolean[]> read = workers.get(d).read(s, b);
+                CompletableFuture<boolean[]> read = io(d, false, false, s, b);
                 // checksums are verified off the device thread, so the device starts its next part at once
                 parts.add(verify ? read.handleAsync(done, VERIFY) : read.handle(done));
             }
@@ -936,5 +1276,6 @@ public final class PooledTier implements Tier {
         for (Device d : devices) {
             d.close();
         }
+        crcArena.close(); // after the workers: no verify reads it any more
     }
 }

@@ -29,6 +29,11 @@ import java.util.List;
  * <p>The header names what the keys mean ({@code identity}: instance, spec, model, block geometry): a table written
  * for another instance or block size is discarded, because the same key would then name different bytes. The file
  * is locked while open, so two agents cannot share a directory.
+ *
+ * <p>In the layered layout the header also names the layer count (a table of version 1 without it was written
+ * contiguous: 1), and a CRC32C per layer of each slot follows the records ({@link #layerCrcs}): written before the
+ * record's check, so a record that validates has its layers' checksums. A table written for another layer count or
+ * slot count (the layered file's regions move with either) is discarded.
  */
 public final class SlotTable implements AutoCloseable {
     private static final org.jboss.logging.Logger LOG = org.jboss.logging.Logger.getLogger(SlotTable.class);
@@ -39,7 +44,7 @@ public final class SlotTable implements AutoCloseable {
     private static final int MAX_IDENTITY = HEADER - 64;
     // header fields
     private static final long H_MAGIC = 0, H_VERSION = 8, H_SLOT_BYTES = 12, H_SLOTS = 16, H_CLEAN = 24, H_ID_LEN = 28,
-            H_ID = 64;
+            H_LAYERS = 32, H_ID = 64;
     // record fields
     private static final long R_KEY = 0, R_SEQ = 8, R_CRC = 16, R_CHECK = 20, R_PARENT = 24;
     /** In the seq word: the record has a parent (the block hash before it), for the events of a restart. */
@@ -61,11 +66,13 @@ public final class SlotTable implements AutoCloseable {
     private final Arena arena;
     private final MemorySegment map;
     private final long slots;
+    private final int layers;
     private long[] recovered; // slots of the blocks found at open, oldest first
     private final String opened;
 
     private SlotTable(Path path, FileChannel channel, FileLock lock, Arena arena, MemorySegment map, long slots,
-                      long[] recovered, String opened) {
+                      int layers, long[] recovered, String opened) {
+        this.layers = layers;
         this.path = path;
         this.channel = channel;
         this.lock = lock;
@@ -92,6 +99,15 @@ public final class SlotTable implements AutoCloseable {
      * hand) starts empty, since no recorded block's bytes exist any more.
      */
     public static SlotTable open(Path path, long slots, int slotBytes, String identity, boolean bytesKept)
+            throws IOException {
+        return open(path, slots, slotBytes, identity, bytesKept, 1);
+    }
+
+    /**
+     * As {@link #open(Path, long, int, String, boolean)} for a device of {@code layers} regions (1: contiguous; more:
+     * layered, with a CRC32C per layer of each slot).
+     */
+    public static SlotTable open(Path path, long slots, int slotBytes, String identity, boolean bytesKept, int layers)
             throws IOException {
         byte[] id = identity.getBytes(StandardCharsets.UTF_8);
         if (id.length > MAX_IDENTITY) {
@@ -123,6 +139,12 @@ public final class SlotTable implements AutoCloseable {
                             + ": started empty";
                 } else if (!had.equals(identity)) {
                     opened = "written for '" + had + "', now '" + identity + "': started empty";
+                } else if (Math.max(1, h.getInt((int) H_LAYERS)) != layers) {
+                    opened = "written for " + layout(Math.max(1, h.getInt((int) H_LAYERS))) + ", now " + layout(layers)
+                            + ": started empty";
+                } else if (layers > 1 && h.getLong((int) H_SLOTS) != slots) {
+                    opened = "written for " + h.getLong((int) H_SLOTS) + " slots, now " + slots + " (the layered"
+                            + " layout's regions moved): started empty";
                 } else if (!bytesKept) {
                     opened = "its slot file is new (deleted?): started empty";
                 } else {
@@ -135,7 +157,7 @@ public final class SlotTable implements AutoCloseable {
             if (oldSlots == 0) {
                 ch.truncate(0); // nothing kept: no record of another layout survives
             }
-            long size = HEADER + slots * RECORD;
+            long size = HEADER + slots * RECORD + (layers > 1 ? slots * layers * 4L : 0);
             if (ch.size() > size) {
                 ch.truncate(size);
             } else if (ch.size() < size) {
@@ -149,6 +171,7 @@ public final class SlotTable implements AutoCloseable {
             map.set(ValueLayout.JAVA_LONG, H_SLOTS, slots);
             map.set(ValueLayout.JAVA_INT, H_CLEAN, 0); // in use: set back to 1 by a clean close
             map.set(ValueLayout.JAVA_INT, H_ID_LEN, id.length);
+            map.set(ValueLayout.JAVA_INT, H_LAYERS, layers);
             MemorySegment.copy(id, 0, map, ValueLayout.JAVA_BYTE, H_ID, id.length);
             long[] found = scan(map, Math.min(slots, oldSlots));
             if (opened == null) {
@@ -156,7 +179,7 @@ public final class SlotTable implements AutoCloseable {
                         : "crash or kill (every record checked)") + (oldSlots > slots ? "; slots beyond " + slots
                         + " dropped" : "");
             }
-            return new SlotTable(path, ch, lock, arena, map, slots, found, opened);
+            return new SlotTable(path, ch, lock, arena, map, slots, layers, found, opened);
         } catch (IOException | RuntimeException e) {
             lock.release();
             ch.close();
@@ -233,6 +256,22 @@ public final class SlotTable implements AutoCloseable {
             v2 = t;
         }
         return values;
+    }
+
+    private static String layout(int layers) {
+        return layers == 1 ? "the contiguous layout" : "the layered layout of " + layers + " layers";
+    }
+
+    /**
+     * The CRC32C of each layer of each slot (int at {@code (slot * layers + layer) * 4}), mapped, where the table is
+     * layered; null otherwise. Write a block's entries before {@link #set}ting its record.
+     */
+    public MemorySegment layerCrcs() {
+        return layers == 1 ? null : map.asSlice(HEADER + slots * RECORD, slots * layers * 4L);
+    }
+
+    public int layers() {
+        return layers;
     }
 
     /** Never 0, so a zeroed record is empty; mixes the slot in, so a record copied to another slot is invalid. */

@@ -9,6 +9,7 @@ import dev.kvpool.agent.io.uring.IoUring;
 import dev.kvpool.agent.io.uring.IoUringBlockIo;
 import dev.kvpool.agent.pool.BandwidthProbe;
 import dev.kvpool.agent.pool.Device;
+import dev.kvpool.agent.pool.Layout;
 import dev.kvpool.agent.pool.PooledTier;
 import dev.kvpool.agent.pool.ThrottledDevice;
 import dev.kvpool.agent.sched.DeviceWorker;
@@ -211,12 +212,28 @@ public final class AgentSetup {
     }
 
     public static Built build(Settings s, EventSink events) {
-        return build(s, events, GdsSettings.fromSystemProperties());
+        return build(s, events, Layout.CONTIGUOUS, GdsSettings.fromSystemProperties());
     }
 
     /** As {@link #build(Settings, EventSink)}, with the GPU tier's path to the NVMe slot files as given. */
     public static Built build(Settings s, EventSink events, GdsSettings gds) {
+        return build(s, events, Layout.CONTIGUOUS, gds);
+    }
+
+    /** As {@link #build(Settings, EventSink, Layout, GdsSettings)} with the GDS settings of the system properties. */
+    public static Built build(Settings s, EventSink events, Layout layout) {
+        return build(s, events, layout, GdsSettings.fromSystemProperties());
+    }
+
+    /**
+     * As {@link #build(Settings, EventSink)} with blocks of {@code layout.layers()} layers kept as {@code layout}
+     * says (layered: the host and NVMe tiers keep a CRC32C per layer, so loads can go layer by layer, and each slot
+     * file is cut into a region per layer; the GPU tier keeps whole blocks either way), and the GPU tier's path to
+     * the NVMe slot files as {@code gds} says.
+     */
+    public static Built build(Settings s, EventSink events, Layout layout, GdsSettings gds) {
         s.validate();
+        Layout.of(layout.name(), layout.layers(), s.blockBytes()); // the same checks as the settings get
         if (s.blockBytes() % BlockIo.ALIGN != 0) {
             throw new IllegalArgumentException("kvpool.agent.block-bytes must be a multiple of 4096: " + s.blockBytes());
         }
@@ -228,7 +245,7 @@ public final class AgentSetup {
             regions.add(new MemoryDevice("host" + i, slotsPerRegion, s.blockBytes()));
         }
         double[] hostBw = probeAll(regions, s.probeBytes(), List.of());
-        PooledTier host = withWorkers("host", BlockEvent.CPU, s, regions, hostBw);
+        PooledTier host = withWorkers("host", BlockEvent.CPU, s, regions, hostBw, layout);
         // a save's blocks in one stretch per region: the write-behind into the GPU tier copies them as a few runs
         host.placeBatchesInRuns(true);
         for (int i = 0; i < regions.size(); i++) {
@@ -241,18 +258,21 @@ public final class AgentSetup {
             List<Device> disks = new ArrayList<>();
             List<MemorySegment> fixed = regions.stream().map(MemoryDevice::region).toList();
             for (int i = 0; i < s.nvmeDirs().size(); i++) {
-                BlockIo io = blockIo(s.ioEngine(), s.queueDepth());
+                // layered, a block is read and written as one op per layer: as many bytes in flight as whole
+                // blocks would have, in more, smaller ops
+                int qd = layout.perLayer() ? Math.min(1024, s.queueDepth() * layout.layers()) : s.queueDepth();
+                BlockIo io = blockIo(s.ioEngine(), qd);
                 io.registerBuffers(fixed); // write-behinds go straight from host slots: WRITE_FIXED
                 engine = io.name();
                 Device d = new FileDevice("nvme" + i, s.nvmeDirs().get(i), Math.max(1, s.nvmeDeviceBytes() / s.blockBytes()),
-                        s.blockBytes(), io, s.nvmeKeep() ? s.keySpace() : null);
+                        s.blockBytes(), io, s.nvmeKeep() ? s.keySpace() : null, layout.perLayer() ? layout.layers() : 1);
                 if (i < s.nvmeThrottleMBps().size() && s.nvmeThrottleMBps().get(i) > 0) {
                     d = new ThrottledDevice(d, s.nvmeThrottleMBps().get(i) * 1e6);
                 }
                 disks.add(d);
             }
             double[] bw = probeAll(disks, s.probeBytes(), s.nvmeBandwidthMBps());
-            nvme = withWorkers("nvme", BlockEvent.DISK, s, disks, bw);
+            nvme = withWorkers("nvme", BlockEvent.DISK, s, disks, bw, layout);
             for (int i = 0; i < disks.size(); i++) {
                 described.add(String.format("nvme %s %s %.0f MB/s", disks.get(i).id(), s.nvmeDirs().get(i), bw[i] / 1e6));
             }
@@ -288,9 +308,10 @@ public final class AgentSetup {
                 gpuMode = "no CUDA device: host-memory implementation";
             }
             LOG.info("GPU tier: " + gpuMode);
-            gpu = withWorkers("gpu", BlockEvent.GPU, s, gs, probeAll(gs, s.probeBytes(), List.of()));
-            // filled only by write-behind from the host pool (CRC32C taken at save, passed along): a load does not
-            // checksum every block again unless kvpool.agent.gpu.verify says so (Built.verifyGpuLoads)
+            gpu = withWorkers("gpu", BlockEvent.GPU, s, gs, probeAll(gs, s.probeBytes(), List.of()), Layout.CONTIGUOUS);
+            // filled only by write-behind from the host pool (CRC32C taken at save, passed along) and by cuFile
+            // promotions (checked on their first load): a load does not checksum every block again unless
+            // kvpool.agent.gpu.verify says so (Built.verifyGpuLoads)
             gpu.verifyLoads(false);
             gpu.placeBatchesInRuns(true); // several GPUs: each one's share of a load is one run in the engine's buffer
         }
@@ -328,12 +349,12 @@ public final class AgentSetup {
     }
 
     private static PooledTier withWorkers(String name, String medium, Settings s, List<? extends Device> ds,
-                                          double[] bw) {
+                                          double[] bw, Layout layout) {
         List<DeviceWorker> ws = new ArrayList<>();
         for (Device d : ds) {
             ws.add(new DeviceWorker(d, s.chunkOps(), s.highWaterOps(), s.guardMicros() * 1000, 64));
         }
-        return new PooledTier(name, medium, s.blockBytes(), ds, bw, ws);
+        return new PooledTier(name, medium, s.blockBytes(), ds, bw, ws, layout);
     }
 
     /** Configured bandwidths (MB/s) where given, else a short probe of each device. */

@@ -511,41 +511,13 @@ public final class BlockStore implements AutoCloseable {
             } catch (RuntimeException e) {
                 continue; // a tier that fails is a miss, the next tier may have it
             }
-            List<Long> promote = new ArrayList<>();
-            List<MemorySegment> promoteSrc = new ArrayList<>();
             for (int j = 0; j < k.length; j++) {
                 if (hit[j]) {
                     found[miss.get(j)] = true;
                     where[miss.get(j)] = t.name();
-                    if (t != host && t != gpu) {
-                        promote.add(k[j]);
-                        promoteSrc.add(d[j].asSlice(0, blockBytes));
-                    }
                 }
             }
-            long[] hits = select(k, hit, true);
-            if (hits.length > 0) {
-                events.publish(BlockEvent.onboarded(hits, t.medium()));
-                if (t == nvme) { // the next load of this prefix is served from GPU memory
-                    promoteToGpu(hits);
-                }
-            }
-            if (!promote.isEmpty()) {
-                long[] pk = promote.stream().mapToLong(Long::longValue).toArray();
-                // parents as the serving tier knows them (the NVMe tier from the save; the global pool not at all)
-                Long[] pp = t instanceof PooledTier pt ? pt.parents(pk) : new Long[pk.length];
-                boolean[] pok = host.put(pk, promoteSrc.toArray(MemorySegment[]::new), false, null, pp).join();
-                long[] stored = select(pk, pok, true);
-                if (stored.length > 0) {
-                    Long[] sp = new Long[stored.length];
-                    for (int i = 0, j = 0; i < pk.length; i++) {
-                        if (pok[i]) {
-                            sp[j++] = pp[i];
-                        }
-                    }
-                    publishStored(stored, sp, host.medium(), "host");
-                }
-            }
+            served(t, k, d, hit);
         }
         int h = 0;
         for (boolean b : found) {
@@ -553,6 +525,170 @@ public final class BlockStore implements AutoCloseable {
         }
         loadedHits.addAndGet(h);
         loadedMisses.addAndGet(keys.length - h);
+        return new LoadResult(found, where);
+    }
+
+    /**
+     * What a load found in tier {@code t}: {@code onboarded} events, and the blocks found below the host pool
+     * promoted into it (their bytes read from {@code d}, where the load put them).
+     */
+    private void served(Tier t, long[] k, MemorySegment[] d, boolean[] hit) {
+        List<Long> promote = new ArrayList<>();
+        List<MemorySegment> promoteSrc = new ArrayList<>();
+        for (int j = 0; j < k.length; j++) {
+            if (hit[j] && t != host && t != gpu) {
+                promote.add(k[j]);
+                promoteSrc.add(d[j].asSlice(0, blockBytes));
+            }
+        }
+        long[] hits = select(k, hit, true);
+        if (hits.length > 0) {
+            events.publish(BlockEvent.onboarded(hits, t.medium()));
+            if (t == nvme) { // the next load of this prefix is served from GPU memory
+                promoteToGpu(hits);
+            }
+        }
+        if (!promote.isEmpty()) {
+            long[] pk = promote.stream().mapToLong(Long::longValue).toArray();
+            // parents as the serving tier knows them (the NVMe tier from the save; the global pool not at all)
+            Long[] pp = t instanceof PooledTier pt ? pt.parents(pk) : new Long[pk.length];
+            boolean[] pok = host.put(pk, promoteSrc.toArray(MemorySegment[]::new), false, null, pp).join();
+            long[] stored = select(pk, pok, true);
+            if (stored.length > 0) {
+                Long[] sp = new Long[stored.length];
+                for (int i = 0, j = 0; i < pk.length; i++) {
+                    if (pok[i]) {
+                        sp[j++] = pp[i];
+                    }
+                }
+                publishStored(stored, sp, host.medium(), "host");
+            }
+        }
+    }
+
+    /** Told of each layer of a layer-wise load once it is in place, in layer order. */
+    public interface LayerListener {
+        /**
+         * Layer {@code layer} of every block not in {@code missing} (indexes into the load's keys, ascending,
+         * cumulative) is in its buffer and verified.
+         */
+        void layer(int layer, int[] missing);
+    }
+
+    /** Layers per block (1 unless {@code kvpool.agent.layers} says otherwise). */
+    public int layers() {
+        return host.layout().layers();
+    }
+
+    /**
+     * Loads blocks as {@link #load} does, telling {@code listener} of each layer as soon as it is in {@code dst} for
+     * every block found and verified, in layer order. Each block is served by the first tier that holds it: host
+     * and NVMe blocks layer by layer at once, reads queued in layer order on every device (and verified per layer
+     * where the layout is layered; contiguous: whole blocks, every layer told once they are in); GPU-tier and
+     * global-pool blocks whole, before layer 0 is told. A block whose layer fails its read or check is missing from
+     * that layer on (and dropped from its tier), never reported with wrong bytes; a block that leaves its tier between
+     * the look-up and the read is missing from layer 0 (no other tier is asked). Promotion into the host pool and
+     * the events come after the last layer, before this returns. A listener that throws gets no more layers; the
+     * load still completes (no read is left writing into {@code dst}), then the exception is thrown.
+     */
+    public LoadResult loadLayerwise(long[] keys, MemorySegment[] dst, LayerListener listener) {
+        int n = keys.length, layers = layers();
+        List<List<Integer>> by = new ArrayList<>(); // per tier of loadOrder: the keys it serves
+        for (int t = 0; t < loadOrder.size(); t++) {
+            by.add(new ArrayList<>());
+        }
+        for (int i = 0; i < n; i++) {
+            for (int t = 0; t < loadOrder.size(); t++) {
+                Tier tier = loadOrder.get(t);
+                if (tier == pool || tier.contains(keys[i])) { // the pool is asked for whatever no local tier has
+                    by.get(t).add(i);
+                    break;
+                }
+            }
+        }
+        List<long[]> tk = new ArrayList<>();
+        List<MemorySegment[]> td = new ArrayList<>();
+        List<List<CompletableFuture<boolean[]>>> perLayer = new ArrayList<>();
+        for (int t = 0; t < loadOrder.size(); t++) {
+            List<Integer> idx = by.get(t);
+            long[] k = new long[idx.size()];
+            MemorySegment[] d = new MemorySegment[idx.size()];
+            for (int j = 0; j < k.length; j++) {
+                k[j] = keys[idx.get(j)];
+                d[j] = dst[idx.get(j)];
+            }
+            tk.add(k);
+            td.add(d);
+            Tier tier = loadOrder.get(t);
+            List<CompletableFuture<boolean[]>> f;
+            if (k.length == 0) {
+                f = java.util.Collections.nCopies(layers, CompletableFuture.completedFuture(new boolean[0]));
+            } else if (tier instanceof PooledTier p && (tier == host || tier == nvme)) {
+                f = p.getLayers(k, d);
+            } else { // whole blocks, all in before layer 0 is told
+                CompletableFuture<boolean[]> all = tier.get(k, d);
+                f = java.util.Collections.nCopies(layers, all);
+            }
+            perLayer.add(f);
+        }
+        boolean[] bad = new boolean[n]; // not served, or a layer failed: missing from then on
+        boolean[] served = new boolean[n];
+        for (List<Integer> idx : by) {
+            for (int i : idx) {
+                served[i] = true;
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            bad[i] = !served[i];
+        }
+        RuntimeException failed = null;
+        for (int l = 0; l < layers; l++) {
+            for (int t = 0; t < loadOrder.size(); t++) {
+                boolean[] ok;
+                try {
+                    ok = perLayer.get(t).get(l).join();
+                } catch (RuntimeException e) {
+                    ok = new boolean[tk.get(t).length]; // a tier that fails is a miss
+                }
+                List<Integer> idx = by.get(t);
+                for (int j = 0; j < idx.size(); j++) {
+                    if (!ok[j]) {
+                        bad[idx.get(j)] = true;
+                    }
+                }
+            }
+            if (failed == null) {
+                try {
+                    listener.layer(l, java.util.stream.IntStream.range(0, n).filter(i -> bad[i]).toArray());
+                } catch (RuntimeException e) {
+                    failed = e; // the rest is still waited for: no read may land in dst after this returns
+                }
+            }
+        }
+        boolean[] found = new boolean[n];
+        String[] where = new String[n];
+        for (int t = 0; t < loadOrder.size(); t++) {
+            List<Integer> idx = by.get(t);
+            boolean[] hit = new boolean[idx.size()];
+            for (int j = 0; j < idx.size(); j++) {
+                int i = idx.get(j);
+                hit[j] = !bad[i];
+                found[i] = hit[j];
+                where[i] = hit[j] ? loadOrder.get(t).name() : null;
+            }
+            if (failed == null && idx.size() > 0) {
+                served(loadOrder.get(t), tk.get(t), td.get(t), hit);
+            }
+        }
+        if (failed != null) {
+            throw failed;
+        }
+        int h = 0;
+        for (boolean b : found) {
+            h += b ? 1 : 0;
+        }
+        loadedHits.addAndGet(h);
+        loadedMisses.addAndGet(n - h);
         return new LoadResult(found, where);
     }
 

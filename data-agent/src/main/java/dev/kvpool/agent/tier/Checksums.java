@@ -40,4 +40,56 @@ public final class Checksums {
         });
         return out;
     }
+
+    /**
+     * CRC32C of a block's key and layer number (8 + 4 bytes, little-endian) followed by the layer's bytes: as
+     * {@link #crc32c(long, MemorySegment)}, a layer's bytes that belong to another block or another layer fail it.
+     */
+    public static int layerCrc32c(long key, int layer, MemorySegment s) {
+        CRC32C c = new CRC32C();
+        c.update(java.nio.ByteBuffer.allocate(12).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(key).putInt(layer)
+                .flip());
+        c.update(s.asByteBuffer());
+        return (int) c.getValue();
+    }
+
+    /**
+     * The per-layer CRC32C of blocks where {@code which} is null or true, into {@code out[i * layers + l]}, and per
+     * block the check the index keeps for it: CRC32C over its layers' values (so a whole-block load verifies every
+     * layer at the cost of one pass over the bytes).
+     */
+    public static int[] layerCrc32c(long[] keys, MemorySegment[] blocks, boolean[] which, int layers, int[] out) {
+        int[] block = new int[blocks.length];
+        long total = 0;
+        for (int i = 0; i < blocks.length; i++) {
+            total += which == null || which[i] ? blocks[i].byteSize() : 0;
+        }
+        HostParallel.forEach(blocks.length, total, i -> {
+            if (which == null || which[i]) {
+                long lb = blocks[i].byteSize() / layers;
+                CRC32C c = new CRC32C(); // one per block, not per layer: 64 layers of 4 KiB are many small calls
+                java.nio.ByteBuffer head = java.nio.ByteBuffer.allocate(12).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                java.nio.ByteBuffer bytes = blocks[i].asByteBuffer();
+                for (int l = 0; l < layers; l++) {
+                    c.reset();
+                    c.update(head.clear().putLong(keys[i]).putInt(l).flip());
+                    c.update(bytes.limit((int) ((l + 1) * lb)).position((int) (l * lb)));
+                    out[i * layers + l] = (int) c.getValue();
+                }
+                block[i] = ofLayers(out, i * layers, layers);
+            }
+        });
+        return block;
+    }
+
+    /** A block's check from its layers' CRC32C values {@code crcs[from .. from + layers)}. */
+    public static int ofLayers(int[] crcs, int from, int layers) {
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(layers * 4).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        for (int l = 0; l < layers; l++) {
+            b.putInt(crcs[from + l]);
+        }
+        CRC32C c = new CRC32C();
+        c.update(b.flip());
+        return (int) c.getValue();
+    }
 }

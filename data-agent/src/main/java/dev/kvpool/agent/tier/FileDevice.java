@@ -15,7 +15,8 @@ import java.util.List;
  * One NVMe "device": a single large preallocated file (in a directory on that disk) managed as slot ranges, read
  * and written with O_DIRECT through its own {@link BlockIo} (its own io_uring). No file per block. With an identity,
  * a {@link SlotTable} beside the file ({@code kvpool-slots.idx}) records what each slot holds, so the blocks outlive
- * the agent process.
+ * the agent process. In the layered layout ({@link dev.kvpool.agent.pool.Layout}) the file is cut into one region
+ * per layer, and the slot table keeps a CRC32C per layer beside each record.
  */
 public final class FileDevice implements Device {
     private final String id;
@@ -24,6 +25,8 @@ public final class FileDevice implements Device {
     private final int slotBytes;
     private final long slots;
     private final SlotTable table;
+    private final int layers;
+    private final int layerBytes;
     private Pipeline pipeline;
 
     /** A device whose blocks last as long as the process (no slot table). */
@@ -36,6 +39,21 @@ public final class FileDevice implements Device {
      *                 recorded under the same identity are kept across restarts; null keeps nothing
      */
     public FileDevice(String id, Path dir, long slots, int slotBytes, BlockIo io, String identity) {
+        this(id, dir, slots, slotBytes, io, identity, 1);
+    }
+
+    /**
+     * @param layers 1: a slot is one piece of the file (contiguous); more: the file is cut into {@code layers}
+     *               regions of {@code slots} layers each, layer i of slot s at region i, place s (layered), so a
+     *               read of layer i of neighbouring slots is one run of the disk
+     */
+    public FileDevice(String id, Path dir, long slots, int slotBytes, BlockIo io, String identity, int layers) {
+        if (layers < 1 || slotBytes % layers != 0 || (slotBytes / layers) % BlockIo.ALIGN != 0) {
+            throw new IllegalArgumentException("layers of " + slotBytes + "-byte slots must be multiples of 4 KiB: "
+                    + layers + " layers");
+        }
+        this.layers = layers;
+        this.layerBytes = slotBytes / layers;
         if (slotBytes % BlockIo.ALIGN != 0) {
             throw new IllegalArgumentException("slot size must be a multiple of 4 KiB: " + slotBytes);
         }
@@ -46,7 +64,7 @@ public final class FileDevice implements Device {
         try {
             // the table first: its lock keeps a second agent off this directory before any byte is touched
             this.table = identity == null ? null : SlotTable.open(dir.resolve("kvpool-slots.idx"), slots, slotBytes,
-                    identity, java.nio.file.Files.exists(dir.resolve("kvpool-slots.dat")));
+                    identity, java.nio.file.Files.exists(dir.resolve("kvpool-slots.dat")), layers);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot open the slot table of device " + id + " in " + dir + ": "
                     + e.getMessage(), e);
@@ -90,15 +108,51 @@ public final class FileDevice implements Device {
     }
 
     @Override
+    public boolean layerMajor() {
+        return layers > 1;
+    }
+
+    /** Where an op's bytes start in the file: a whole slot, or one layer of it (see {@link Device#layerAddress}). */
+    long offset(long address, long len) {
+        long slot = Device.slotOf(address);
+        int layer = Device.layerOf(address);
+        // layered: one layer of a run of neighbouring slots (len a multiple of the layer) is one stretch of the file
+        boolean bad = slot >= slots || layer >= 0 && (layers > 1
+                ? layer >= layers || len % layerBytes != 0 || len == 0 || slot + len / layerBytes > slots
+                : (layer + 1) * len > slotBytes);
+        if (bad) {
+            throw new IllegalArgumentException("no such place on device " + id + ": slot " + slot + " layer " + layer);
+        }
+        if (layer < 0) {
+            return slot * slotBytes;
+        }
+        return layers > 1 ? ((long) layer * slots + slot) * layerBytes : slot * slotBytes + layer * len;
+    }
+
+    @Override
     public boolean[] io(boolean write, long[] slotNos, MemorySegment[] bufs) {
         List<BlockIo.Op> ops = new ArrayList<>(slotNos.length);
+        int[] opsOf = new int[slotNos.length];
         for (int i = 0; i < slotNos.length; i++) {
-            ops.add(new BlockIo.Op(write, slotNos[i] * slotBytes, bufs[i]));
+            if (layers > 1 && Device.layerOf(slotNos[i]) < 0) { // a whole slot of the layered layout: every layer
+                for (int l = 0; l < layers; l++) {
+                    ops.add(new BlockIo.Op(write, offset(Device.layerAddress(slotNos[i], l), layerBytes),
+                            bufs[i].asSlice((long) l * layerBytes, layerBytes)));
+                }
+                opsOf[i] = layers;
+            } else {
+                ops.add(new BlockIo.Op(write, offset(slotNos[i], bufs[i].byteSize()), bufs[i]));
+                opsOf[i] = 1;
+            }
         }
         int[] res = io.execute(file, ops);
-        boolean[] ok = new boolean[res.length];
-        for (int i = 0; i < res.length; i++) {
-            ok[i] = res[i] == bufs[i].byteSize();
+        boolean[] ok = new boolean[slotNos.length];
+        for (int i = 0, k = 0; i < slotNos.length; i++) {
+            boolean all = true;
+            for (int j = 0; j < opsOf[i]; j++, k++) {
+                all &= res[k] == ops.get(k).buf().byteSize();
+            }
+            ok[i] = all;
         }
         return ok;
     }
@@ -123,7 +177,10 @@ public final class FileDevice implements Device {
 
                 @Override
                 public boolean offer(boolean write, long slot, MemorySegment buf, long tag) {
-                    return p.offer(new BlockIo.Op(write, slot * slotBytes, buf), tag);
+                    if (layers > 1 && Device.layerOf(slot) < 0) { // the tier sends one op per layer here
+                        throw new IllegalArgumentException("device " + id + " is layered: a pipeline op is one layer");
+                    }
+                    return p.offer(new BlockIo.Op(write, offset(slot, buf.byteSize()), buf), tag);
                 }
 
                 @Override

@@ -5,7 +5,10 @@ import dev.kvpool.agent.pool.Device;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
-/** A host memory region: off-heap, 4 KiB-aligned, cut into fixed-size slots. */
+/**
+ * A host memory region: off-heap, 4 KiB-aligned, cut into fixed-size slots. A slot's layer i is at slot + i * L
+ * in every layout (see {@link dev.kvpool.agent.pool.Layout}).
+ */
 public final class MemoryDevice implements Device {
     private final String id;
     private final Arena arena = Arena.ofShared();
@@ -52,10 +55,12 @@ public final class MemoryDevice implements Device {
         boolean[] ok = new boolean[slotNos.length];
         for (int i = 0; i < slotNos.length; i++) {
             long len = bufs[i].byteSize();
-            if (len > slotBytes) {
+            int layer = Device.layerOf(slotNos[i]); // a block stays in one piece here: layer i is at i * len
+            long within = layer < 0 ? 0 : layer * len;
+            if (within + len > slotBytes) {
                 continue;
             }
-            MemorySegment slot = region.asSlice(slotNos[i] * slotBytes, len);
+            MemorySegment slot = region.asSlice(Device.slotOf(slotNos[i]) * slotBytes + within, len);
             if (write) {
                 slot.copyFrom(bufs[i]);
             } else {

@@ -106,7 +106,7 @@ class AgentResourceTest {
         bodies.put("{\"keys\":\"x\"}", "keys: expected an array of integers, got the string \"x\"");
         bodies.put("{\"keys\":[1.5],\"offsets\":[0]}", "keys[0]: expected an integer, got 1.5");
         bodies.put("{\"keys\":[1,null],\"offsets\":[0,0]}", "keys[1]: must not be null");
-        bodies.put("{\"keys\":[1],\"ofsets\":[0]}", "ofsets: unknown field; known fields: global, keys, offsets, parent");
+        bodies.put("{\"keys\":[1],\"ofsets\":[0]}", "ofsets: unknown field; known fields: global, keys, layerwise, offsets, parent");
         bodies.put("{\"keys\":[1], ", "malformed JSON at line 1, column 14");
         for (var b : bodies.entrySet()) {
             r = h.send(HttpRequest.newBuilder(BASE.resolve("/v1/save")).header("Content-Type", "application/json")
@@ -138,6 +138,23 @@ class AgentResourceTest {
                 s.connect(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), port), 2000);
             }
         }
+    }
+
+    @Test
+    void aLayerwiseLoadOfOneLayerIsOneLineThenTheResult() throws Exception {
+        try (AgentClient c = new AgentClient(BASE, Duration.ofSeconds(10))) {
+            assertEquals(1, c.status().path("layers").asInt());
+            assertEquals("contiguous", c.status().path("layout").asText());
+            MemorySegment.copy(new byte[] {1, 2, 3}, 0, c.block(0), ValueLayout.JAVA_BYTE, 0, 3);
+            assertTrue(c.save(new long[] {31}, new long[] {0})[0]);
+        }
+        HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(BASE.resolve("/v1/load"))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(
+                        "{\"keys\":[31,32],\"offsets\":[65536,131072],\"layerwise\":true}")).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode(), r.body());
+        assertEquals(List.of("{\"layer\":0,\"missing\":[1]}", "{\"done\":true,\"found\":[true,false],"
+                + "\"offsets\":[65536,131072],\"tiers\":[\"host\",null],\"hits\":1}"), r.body().lines().toList());
     }
 
     @Test
