@@ -58,9 +58,9 @@ public class AgentHealth {
                             + "; its requests cannot complete");
                 } else if (h.stalledNanos() > limit) {
                     problems.add(String.format("%s: no progress on due work for %.1f s (%d request(s) on the device,"
-                                    + " %d queued read(s), %d queued write(s); kvpool.agent.health.stall-after=%s)", dev,
-                            h.stalledNanos() / 1e9, h.onDevice(), h.queuedReads(), h.queuedWrites(),
-                            config.health().stallAfter()));
+                                    + " %d queued read(s), %d queued write(s); limit %.1f s,"
+                                    + " kvpool.agent.health.stall-after)", dev, h.stalledNanos() / 1e9, h.onDevice(),
+                            h.queuedReads(), h.queuedWrites(), limit / 1e9));
                 }
             }
         }

@@ -44,7 +44,7 @@ class WedgedWorkerHealthTest {
         assertEquals("DOWN", live.body().path("status").asText());
         String reason = live.data().path("reason").asText();
         assertTrue(reason.startsWith("nvme device nvme0: no progress on due work for "), reason);
-        assertTrue(reason.contains("1 request(s) on the device") && reason.contains("stall-after=PT1S"), reason);
+        assertTrue(reason.contains("1 request(s) on the device") && reason.contains("limit 1.0 s, kvpool.agent.health.stall-after"), reason);
         assertEquals("none", live.data().path("failed_devices").asText()); // slow, not failed
         Health.Answer ready = Health.get("/ready");
         assertEquals(503, ready.status(), ready.toString());
