@@ -58,8 +58,19 @@ public class AgentService {
     /** How far start-up got (the startup health check's data), then "started". */
     private volatile String phase = "not started";
     private volatile long startedInMs = -1;
+    private boolean stopped;
 
     void start(@Observes StartupEvent ev) {
+        try {
+            doStart();
+        } catch (RuntimeException | Error e) {
+            stop(null); // what was opened is closed: locks released, a segment created here removed
+            phase = "failed: " + e;
+            throw e;
+        }
+    }
+
+    private void doStart() {
         long t0 = System.nanoTime();
         if (!loopback(config.httpHost())) {
             LOG.warning("engine API on " + config.httpHost() + ":" + httpPort + ", beyond this host, without"
@@ -162,6 +173,12 @@ public class AgentService {
     }
 
     void stop(@Observes ShutdownEvent ev) {
+        synchronized (this) {
+            if (stopped) { // a failed start stopped already; Quarkus may stop again
+                return;
+            }
+            stopped = true;
+        }
         phase = "stopping";
         if (heartbeat != null) {
             heartbeat.close();
