@@ -34,6 +34,9 @@ public final class AgentClient implements AutoCloseable {
     private final Arena arena = Arena.ofShared();
     private final MemorySegment shm;
     private final int blockBytes;
+    private final Path shmPath;
+    /** The mapped file's identity (device, inode): a new agent's segment at the same path is another file. */
+    private final Object shmKey;
 
     /** Connects to an agent, reads its status and maps its shared segment. */
     public AgentClient(URI base, Duration timeout) {
@@ -43,8 +46,10 @@ public final class AgentClient implements AutoCloseable {
         JsonNode st = get("/v1/status");
         this.blockBytes = st.path("block_bytes").asInt();
         Path path = Path.of(st.path("shm").path("path").asText());
+        this.shmPath = path;
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             this.shm = ch.map(FileChannel.MapMode.READ_WRITE, 0, ch.size(), arena);
+            this.shmKey = fileKey(path);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot map the agent's shared segment " + path, e);
         }
@@ -75,6 +80,7 @@ public final class AgentClient implements AutoCloseable {
     }
 
     public boolean[] save(long[] keys, long[] offsets, Long parent) {
+        checkSegment();
         ObjectNode b = body(keys);
         b.putPOJO("offsets", offsets);
         if (parent != null) {
@@ -85,6 +91,7 @@ public final class AgentClient implements AutoCloseable {
 
     /** Loads blocks to the given offsets (or, with null, to offsets the agent picks in its half). */
     public Loaded load(long[] keys, long[] offsets) {
+        checkSegment();
         ObjectNode b = body(keys);
         if (offsets != null) {
             b.putPOJO("offsets", offsets);
@@ -265,6 +272,30 @@ public final class AgentClient implements AutoCloseable {
         ObjectNode b = body(keys);
         b.put("global", global);
         return bools(post("/v1/remove", b).path("removed"));
+    }
+
+    /**
+     * An agent that stopped cleanly removed its segment file; one started since created a new one at the same path.
+     * The pages mapped here are then no longer the agent's: a save would store the new file's bytes under the
+     * engine's keys, a load would land where the engine does not look. One stat per save or load, next to an HTTP
+     * round trip, says so before the request goes out.
+     */
+    private void checkSegment() {
+        Object now;
+        try {
+            now = fileKey(shmPath);
+        } catch (IOException e) {
+            now = null;
+        }
+        if (now == null || !now.equals(shmKey)) {
+            throw new IllegalStateException("the agent's shared segment " + shmPath + " was "
+                    + (now == null ? "removed" : "replaced") + " since this client mapped it (the agent stopped or"
+                    + " restarted): create a new AgentClient");
+        }
+    }
+
+    private static Object fileKey(Path p) throws IOException {
+        return java.nio.file.Files.readAttributes(p, java.nio.file.attribute.BasicFileAttributes.class).fileKey();
     }
 
     public JsonNode status() {

@@ -74,6 +74,8 @@ public interface AgentConfig {
 
     ControlPlane controlPlane();
 
+    Health health();
+
     interface Host {
         @WithDefault("2")
         int regions();
@@ -254,5 +256,15 @@ public interface AgentConfig {
         /** Connect and request timeout of one heartbeat. */
         @WithDefault("5s")
         Duration timeout();
+    }
+
+    /** {@code /q/health} on the management interface (data-agent/README.md, "Health"). */
+    interface Health {
+        /**
+         * Due work on a device (queued reads or first-tier writes, ops on the device) that sees no progress for this
+         * long makes the agent's liveness DOWN: a wedged device worker, not a slow one.
+         */
+        @WithDefault("30s")
+        Duration stallAfter();
     }
 }

@@ -4,6 +4,7 @@ import dev.kvpool.agent.events.BlockEventPublisher;
 import dev.kvpool.agent.events.EventSink;
 import dev.kvpool.agent.events.SeqFile;
 import dev.kvpool.agent.heartbeat.HeartbeatReporter;
+import dev.kvpool.agent.io.DirLock;
 import dev.kvpool.agent.io.SpoolLog;
 import dev.kvpool.agent.pool.PooledTier;
 import dev.kvpool.agent.sched.DeviceWorker;
@@ -55,8 +56,23 @@ public class AgentService {
     private AgentSetup.Built built;
     private String agentId;
     private HeartbeatReporter heartbeat;
+    private DirLock dataLock;
+    /** How far start-up got (the startup health check's data), then "started". */
+    private volatile String phase = "not started";
+    private volatile long startedInMs = -1;
+    private boolean stopped;
 
     void start(@Observes StartupEvent ev) {
+        try {
+            doStart();
+        } catch (RuntimeException | Error e) {
+            stop(null); // what was opened is closed: locks released, a segment created here removed
+            phase = "failed: " + e;
+            throw e;
+        }
+    }
+
+    private void doStart() {
         long t0 = System.nanoTime();
         if (!loopback(config.httpHost())) {
             LOG.warning("engine API on " + config.httpHost() + ":" + httpPort + ", beyond this host, without"
@@ -66,6 +82,9 @@ public class AgentService {
         }
         agentId = agentId(config.id().orElse(null), hostName());
         Path data = Path.of(config.dataDir());
+        phase = "locking the data directory";
+        dataLock = DirLock.acquire(data, "kvpool.agent.data-dir"); // before any file in it is opened or written
+        phase = "opening the tiers (device probes, the NVMe kept-block index)";
         List<Path> dirs = new ArrayList<>();
         if (config.nvme().enabled()) {
             for (String d : config.nvme().dirs().orElse(List.of(data.resolve("nvme0").toString()))) {
@@ -107,11 +126,14 @@ public class AgentService {
         store = built.store();
         built.verifyGpuLoads(config.gpu().verify());
         built.gpuBatchCopies(config.gpu().batchCopies());
+        phase = "mapping the shared segment";
         shm = new SharedMemory(Path.of(config.shm().path().orElse("/dev/shm/kvpool-agent-" + httpPort)),
                 config.shm().mib() << 20);
         built.pinForGpu(shm.segment()); // engine buffers: GPU-tier copies DMA straight from/to them
         metrics();
         heartbeat = heartbeat(java.time.Instant.now());
+        startedInMs = (System.nanoTime() - t0) / 1_000_000;
+        phase = "started";
         LOG.info(String.format("KVPool data agent %s ready in %d ms: engine API http://%s:%d, metrics %s/q/metrics,"
                         + " shared memory %s (%d MiB), block %d KiB, tiers %s, NVMe I/O %s, GPU %s, events %s", agentId,
                 (System.nanoTime() - t0) / 1_000_000, config.httpHost(), httpPort, config.metricsHost() + ":" + config.metricsPort(), shm.path(), shm.size() >> 20, config.blockBytes() / 1024, store, built.ioEngine(), built.gpu(),
@@ -163,6 +185,13 @@ public class AgentService {
     }
 
     void stop(@Observes ShutdownEvent ev) {
+        synchronized (this) {
+            if (stopped) { // a failed start stopped already; Quarkus may stop again
+                return;
+            }
+            stopped = true;
+        }
+        phase = "stopping";
         if (heartbeat != null) {
             heartbeat.close();
         }
@@ -176,8 +205,12 @@ public class AgentService {
             if (built != null && built.cuda()) {
                 GpuDevice.unpin(shm.segment());
             }
-            shm.close();
+            shm.close(); // unmapped and removed: a clean stop leaves nothing in /dev/shm
         }
+        if (dataLock != null) {
+            dataLock.close();
+        }
+        phase = "stopped";
     }
 
     private void metrics() {
@@ -294,5 +327,15 @@ public class AgentService {
 
     public String agentId() {
         return agentId;
+    }
+
+    /** What start-up is doing, "started" once the engine API can serve, "stopped" after a stop. */
+    public String phase() {
+        return phase;
+    }
+
+    /** Start-up time in ms, -1 until started. */
+    public long startedInMs() {
+        return startedInMs;
     }
 }

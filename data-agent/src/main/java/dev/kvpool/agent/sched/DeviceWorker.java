@@ -63,6 +63,13 @@ public final class DeviceWorker implements AutoCloseable {
     private final AtomicLong readOps = new AtomicLong(), writeOps = new AtomicLong(), readBytes = new AtomicLong(),
             writeBytes = new AtomicLong(), forcedDrains = new AtomicLong();
     private int deferredOps;
+    /**
+     * When work last completed on this device, or became due on an idle one (nanoTime): due work that sees no
+     * progress for long is a wedged worker (liveness), however busy the rest of the agent is.
+     */
+    private volatile long progressAt = System.nanoTime();
+    /** What ended the worker thread while it was meant to run (null while it runs, or after a close). */
+    private volatile Throwable died;
 
     /** A request admitted to a pipelined device: ops offered so far, ops not yet completed. */
     private static final class Active {
@@ -92,8 +99,15 @@ public final class DeviceWorker implements AutoCloseable {
         this.maxBatchOps = Math.max(1, maxBatchOps);
         this.idle = new IdleWindowEstimator(guardNanos);
         Device.Pipeline p = device.pipeline();
-        this.thread = Thread.ofPlatform().daemon().name("kvpool-dev-" + device.id())
-                .start(p == null ? this::loop : () -> stream(p));
+        Runnable body = p == null ? this::loop : () -> stream(p);
+        this.thread = Thread.ofPlatform().daemon().name("kvpool-dev-" + device.id()).start(() -> {
+            try {
+                body.run();
+            } catch (Throwable t) {
+                died = t; // the device's requests would wait forever: liveness says so, naming this
+                throw t;
+            }
+        });
     }
 
     public DeviceWorker(Device device) {
@@ -132,9 +146,13 @@ public final class DeviceWorker implements AutoCloseable {
             if (q == reads && reads.isEmpty()) {
                 idle.readArrived(System.nanoTime());
             }
+            boolean wasDue = due();
             q.add(r);
             if (q == deferred) {
                 deferredOps += r.slots.length;
+            }
+            if (!wasDue && due()) {
+                progressAt = System.nanoTime(); // an idle device: the wait for progress starts now
             }
             work.signal();
         } finally {
@@ -301,6 +319,9 @@ public final class DeviceWorker implements AutoCloseable {
                     });
                     free = freeBox[0];
                     inFlight -= n;
+                    if (n > 0) {
+                        progressAt = System.nanoTime();
+                    }
                 }
             } catch (Throwable t) {
                 // the ring failed: every admitted request fails; nothing more can be known of its ops
@@ -362,6 +383,7 @@ public final class DeviceWorker implements AutoCloseable {
     /** Completes finished streamed requests: counters, observer, idle estimate, then their futures. */
     private void complete(List<Active> finished, boolean deviceEmpty) {
         long t1 = System.nanoTime();
+        progressAt = t1;
         Observer o = observer;
         lock.lock();
         try {
@@ -461,6 +483,7 @@ public final class DeviceWorker implements AutoCloseable {
             active.decrementAndGet();
         }
         long t1 = System.nanoTime();
+        progressAt = t1;
         Observer o = observer;
         if (o != null) {
             o.executing(write, n, t0, t1);
@@ -491,6 +514,32 @@ public final class DeviceWorker implements AutoCloseable {
             } else {
                 r.done.complete(mine);
             }
+        }
+    }
+
+    /**
+     * Work this device owes now (lock held): queued reads or first-tier writes, requests on the device, deferred
+     * writes past the high water. Deferred writes below it wait for an idle window by design, not for a stuck device.
+     */
+    private boolean due() {
+        return !reads.isEmpty() || !urgent.isEmpty() || active.get() > 0 || deferredOps >= highWater;
+    }
+
+    /** The worker's state for health checks: whether it runs, and how long due work has gone without progress. */
+    public record Health(boolean alive, Throwable died, long stalledNanos, int queuedReads, int queuedWrites,
+                         int onDevice) {
+    }
+
+    public Health health() {
+        long now = System.nanoTime();
+        lock.lock();
+        try {
+            boolean due = due();
+            long stalled = due ? Math.max(0, now - progressAt) : 0;
+            return new Health(!running || (thread.isAlive() && died == null), died, stalled, reads.size(),
+                    urgent.size() + deferred.size(), active.get());
+        } finally {
+            lock.unlock();
         }
     }
 
