@@ -16,7 +16,8 @@ from typing import Callable, Dict, Iterator, List
 
 import pytest
 
-from kvpool_client import (AgentClient, LayerwiseLoadFailed, ProtocolError, ServerError, TransportError)
+from kvpool_client import (AgentClient, KvpoolError, LayerwiseLoadFailed, ProtocolError, ServerError,
+                           TransportError)
 
 SHM_BYTES = 64 * 1024
 BLOCK = 8192
@@ -241,3 +242,25 @@ def test_a_status_that_is_not_an_agents(fake: str, tmp_path: Path) -> None:
                                                       "shm": {"path": Fake.shm, "bytes": SHM_BYTES}})
     with pytest.raises(ProtocolError, match="does not divide"):
         AgentClient(fake, timeout=5)
+
+
+def test_a_segment_removed_or_replaced_under_the_client_is_refused_before_any_call(fake: str) -> None:
+    # a clean stop removes the segment; the next agent creates another file at the same path: bytes moved through
+    # the old mapping would not be the agent's, so save and load refuse (the agent is never asked)
+    Fake.script["save"] = lambda h, b: h.json(200, {"stored": [True], "count": 1, "tier": "host"})
+    Fake.script["load"] = lambda h, b: h.json(200, final(1, [True]))
+    with AgentClient(fake, timeout=5) as c:
+        assert c.save([1], [0]) == [True]
+        shm = Path(Fake.shm)
+        shm.unlink()
+        asked = len(Fake.requests)
+        with pytest.raises(KvpoolError, match="was removed since this client mapped it"):
+            c.save([1], [0])
+        shm.write_bytes(b"\0" * SHM_BYTES)  # a new agent's file at the same path
+        with pytest.raises(KvpoolError, match="was replaced since this client mapped it"):
+            c.load([1], [0])
+        with pytest.raises(KvpoolError, match="was replaced"):
+            c.load_layerwise([1], [0])
+        assert len(Fake.requests) == asked
+    with AgentClient(fake, timeout=5) as c2:  # a new client maps the new file
+        assert c2.load([1], [0]).found == [True]

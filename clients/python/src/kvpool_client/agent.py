@@ -175,10 +175,25 @@ class AgentClient:
             if actual != self._shm_size:
                 raise KvpoolError(f"the shared segment {self._shm_path} has {actual} bytes, the agent reports "
                                   f"{self._shm_size}: is it another agent's file?")
+            st = os.fstat(fd)
+            self._shm_id: Tuple[int, int] = (st.st_dev, st.st_ino)
             self._mm = mmap.mmap(fd, self._shm_size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
         finally:
             os.close(fd)
         self._mv = memoryview(self._mm)
+
+    def _check_segment(self) -> None:
+        """The file at the segment's path must still be the one mapped: a clean stop removes it, and a new agent
+        creates another one there, so bytes moved through a stale mapping would be the wrong ones (one stat)."""
+        try:
+            st = os.stat(self._shm_path)
+            now: Optional[Tuple[int, int]] = (st.st_dev, st.st_ino)
+        except OSError:
+            now = None
+        if now != self._shm_id:
+            raise KvpoolError(f"the agent's shared segment {self._shm_path} was "
+                              f"{'removed' if now is None else 'replaced'} since this client mapped it (the agent "
+                              "stopped or restarted): create a new AgentClient")
 
     # -- what the agent is ----------------------------------------------------------------------------------------
 
@@ -339,6 +354,7 @@ class AgentClient:
         body: Dict[str, Any] = {"keys": ks, "offsets": self._offsets(offsets, len(ks), "save")}
         if parent is not None:
             body["parent"] = check_int64(parent, "parent")
+        self._check_segment()
         doc = self._post("/v1/save", body)
         return _bools(doc, "stored", len(ks), "/v1/save")
 
@@ -354,6 +370,7 @@ class AgentClient:
         body: Dict[str, Any] = {"keys": ks}
         if offsets is not None:
             body["offsets"] = self._offsets(offsets, len(ks), "load")
+        self._check_segment()
         return self._where(_loaded(self._post("/v1/load", body), len(ks), "/v1/load"), body.get("offsets"))
 
     def _where(self, r: Loaded, asked: Optional[List[int]]) -> Loaded:
@@ -382,6 +399,7 @@ class AgentClient:
             body["offsets"] = self._offsets(offsets, len(ks), "load")
         body["layerwise"] = True
         route = "/v1/load"
+        self._check_segment()
         raw = json.dumps(body, separators=(",", ":")).encode()
         conn, resp = self._http.stream("POST", route, raw, {"Accept": "application/x-ndjson, application/json"})
         ctype = (resp.headers.get("Content-Type") or "").split(";")[0].strip().lower()
