@@ -370,6 +370,15 @@ public final class CuFile implements CuFileApi {
                 + ", max_batch_io_timeout_msecs " + i.applyAsLong("max_batch_io_timeout_msecs");
     }
 
+    /** max_device_cache_size / per_buffer_cache_size: how many bounce buffers cuFile keeps per GPU; 0 if unknown. */
+    public static int bounceBuffers(MemorySegment props) {
+        long cache = Integer.toUnsignedLong(props.get(ValueLayout.JAVA_INT_UNALIGNED,
+                offset(DRV_PROPS, "max_device_cache_size")));
+        long per = Integer.toUnsignedLong(props.get(ValueLayout.JAVA_INT_UNALIGNED,
+                offset(DRV_PROPS, "per_buffer_cache_size")));
+        return per == 0 ? 0 : (int) Math.min(Integer.MAX_VALUE, cache / per);
+    }
+
     public static int maxBatchIoSize(MemorySegment props) {
         return props.get(ValueLayout.JAVA_INT_UNALIGNED, offset(DRV_PROPS, "max_batch_io_size"));
     }

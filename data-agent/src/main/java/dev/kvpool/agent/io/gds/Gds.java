@@ -159,6 +159,14 @@ public final class Gds {
                 lim = "cuFileDriverGetProperties failed: " + e.getMessage();
             }
             String limits = lim;
+            // cuFile 1.15 compat mode gives each op of a batch a bounce buffer: keep a submission to half of them
+            int bounceBuffers;
+            try {
+                bounceBuffers = CuFile.bounceBuffers(cu.driverProperties());
+            } catch (RuntimeException e) {
+                bounceBuffers = 0;
+            }
+            int opCap = bounceBuffers > 1 ? bounceBuffers / 2 : Integer.MAX_VALUE;
             long timeoutNanos = Math.max(1, Long.getLong(TIMEOUT_PROPERTY, DEFAULT_TIMEOUT_MS)) * 1_000_000L;
             long batchBytes = Math.max(4096, Long.getLong(BATCH_BYTES_PROPERTY, DEFAULT_MAX_BATCH_BYTES));
             return new Driver() {
@@ -179,7 +187,12 @@ public final class Gds {
 
                 @Override
                 public GpuFileIo open(GpuMemory gpu, int maxBatch) {
-                    return new GdsIo(cu, gpu, maxBatch, compat, timeoutNanos, batchBytes);
+                    int ops = Math.min(maxBatch, opCap);
+                    if (ops < maxBatch) {
+                        LOG.info("cuFile batches on " + gpu.id() + ": " + ops + " ops at most (half of cuFile's "
+                                + (2 * ops) + " bounce buffers), not " + maxBatch);
+                    }
+                    return new GdsIo(cu, gpu, ops, compat, timeoutNanos, batchBytes);
                 }
             };
         }

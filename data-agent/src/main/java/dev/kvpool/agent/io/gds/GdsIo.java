@@ -37,6 +37,8 @@ import java.util.logging.Logger;
 public final class GdsIo implements GpuFileIo {
     private static final Logger LOG = Logger.getLogger(GdsIo.class.getName());
 
+    static final long POLL_NANOS = 1_000_000L;
+
     private final CuFileApi cu;
     private final GpuMemory gpu;
     private final int maxBatch;
@@ -236,8 +238,9 @@ public final class GdsIo implements GpuFileIo {
             int left = n;
             long t0 = System.nanoTime(), deadline = t0 + timeoutNanos, pause = 20_000;
             while (left > 0) {
-                // min_nr 0, no wait inside cuFile: whether cuFile honours its timeout argument does not matter here
-                int got = cu.batchStatus(batch, 0, n, events, 0);
+                // min_nr 0: cuFile has nothing to wait for, so whether it honours its timeout argument does not
+                // matter; the 1 ms (not 0) is in case a zero timespec were read as "no timeout"
+                int got = cu.batchStatus(batch, 0, n, events, POLL_NANOS);
                 int before = left;
                 for (int e = 0; e < got; e++) {
                     long j0 = CuFile.eventCookie(events, e) - first;
