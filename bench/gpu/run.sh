@@ -38,7 +38,7 @@ ls -la /proc/driver/nvidia-fs 2>&1 | head -2
 # --------------------------------------------------------------------------------------------------------------------
 JOPT="--enable-native-access=ALL-UNNAMED -Xmx8g -Djava.io.tmpdir=/tmp -Dkvpool.agent.gds.library=$PWD/.gpu/native/libcufile.so.0 -Dkvpool.test.gds.dir=$GDS_DIR"
 GDS_TESTS=""
-[ "${SKIP_GDS_TEST:-0}" != 1 ] && GDS_TESTS="--select-class dev.kvpool.agent.io.gds.CuFileLibraryTest --select-class dev.kvpool.agent.io.gds.GdsIoTest --select-class dev.kvpool.agent.io.gds.GdsFallbackTest --select-class dev.kvpool.agent.io.gds.CuFileLayoutTest --select-class dev.kvpool.agent.store.GpuPromotionTest"
+[ "${SKIP_GDS_TEST:-0}" != 1 ] && GDS_TESTS="--select-class dev.kvpool.agent.io.gds.CuFileLibraryTest --select-class dev.kvpool.agent.io.gds.GdsIoTest --select-class dev.kvpool.agent.io.gds.GdsFallbackTest --select-class dev.kvpool.agent.io.gds.GdsDeadlineTest --select-class dev.kvpool.agent.io.gds.CuFileLayoutTest --select-class dev.kvpool.agent.store.GpuPromotionTest"
 # the tests' temporary directories (slot files) on the disk the udev record covers, not a tmpfs
 mkdir -p "$GDS_DIR/tmp"
 $J $JOPT -Djava.io.tmpdir="$GDS_DIR/tmp" -cp "$CP" org.junit.platform.console.ConsoleLauncher execute --disable-banner --disable-ansi-colors --details=tree \

@@ -194,7 +194,14 @@ public final class GdsIo implements GpuFileIo {
                 batchBroken = true;
                 LOG.warning("cuFile batch I/O failed (" + e.getMessage() + "): ops go one by one from now on");
                 lock.lock();
-                try {
+                try { // ops of the failed batch may be in flight: cancel them before the handle goes
+                    if (batch != null) {
+                        try {
+                            cu.batchCancel(batch);
+                        } catch (RuntimeException c) {
+                            LOG.fine("cuFileBatchIOCancel: " + c);
+                        }
+                    }
                     destroyBatch();
                 } finally {
                     lock.unlock();
