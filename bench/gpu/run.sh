@@ -1,8 +1,8 @@
 #!/bin/bash
 # GPU checks for the data agent on the device machine: JUnit GPU tests (GPU tier, GDS) + the gpu and gds benches,
 # with a carried JRE and libcufile. Switches: SKIP_BENCH=1 (no bench), SKIP_GPU_BENCH=1, SKIP_GDS_BENCH=1,
-# SKIP_GDS_TEST=1, EXTRA_TESTS, BENCH_ARGS (bench gpu), GDS_BENCH_ARGS (bench gds), GDS_DIR (slot files of the GDS
-# test and bench; on the machine's disk, not a tmpfs).
+# SKIP_GDS_TEST=1, EXTRA_TESTS, BENCH_ARGS (bench gpu), GDS_BENCH_ARGS (bench gds), GDS_BENCH_TIMEOUT (s, 300),
+# GDS_DIR (slot files of the GDS test and bench; on the machine's disk, not a tmpfs).
 set -o pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 nvidia-smi -L 2>&1; uname -r; nproc
@@ -38,7 +38,7 @@ ls -la /proc/driver/nvidia-fs 2>&1 | head -2
 # --------------------------------------------------------------------------------------------------------------------
 JOPT="--enable-native-access=ALL-UNNAMED -Xmx8g -Djava.io.tmpdir=/tmp -Dkvpool.agent.gds.library=$PWD/.gpu/native/libcufile.so.0 -Dkvpool.test.gds.dir=$GDS_DIR"
 GDS_TESTS=""
-[ "${SKIP_GDS_TEST:-0}" != 1 ] && GDS_TESTS="--select-class dev.kvpool.agent.io.gds.CuFileLibraryTest --select-class dev.kvpool.agent.io.gds.GdsIoTest --select-class dev.kvpool.agent.io.gds.GdsFallbackTest --select-class dev.kvpool.agent.io.gds.CuFileLayoutTest --select-class dev.kvpool.agent.store.GpuPromotionTest"
+[ "${SKIP_GDS_TEST:-0}" != 1 ] && GDS_TESTS="--select-class dev.kvpool.agent.io.gds.CuFileLibraryTest --select-class dev.kvpool.agent.io.gds.GdsIoTest --select-class dev.kvpool.agent.io.gds.GdsFallbackTest --select-class dev.kvpool.agent.io.gds.GdsDeadlineTest --select-class dev.kvpool.agent.io.gds.CuFileLayoutTest --select-class dev.kvpool.agent.store.GpuPromotionTest"
 # the tests' temporary directories (slot files) on the disk the udev record covers, not a tmpfs
 mkdir -p "$GDS_DIR/tmp"
 $J $JOPT -Djava.io.tmpdir="$GDS_DIR/tmp" -cp "$CP" org.junit.platform.console.ConsoleLauncher execute --disable-banner --disable-ansi-colors --details=tree \
@@ -49,7 +49,10 @@ if [ "${SKIP_BENCH:-0}" != 1 ] && [ "${SKIP_GPU_BENCH:-0}" != 1 ]; then
   echo "bench exit: $?"
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ] && [ "${SKIP_GDS_BENCH:-0}" != 1 ]; then
-  $J $JOPT -cp "$CP" dev.kvpool.bench.Main gds --dir "$GDS_DIR" ${GDS_BENCH_ARGS:---file-mib 512 --rounds 3} 2>&1 | tee $OUT/gds-bench.txt
-  echo "gds bench exit: $?"
+  # each stage of the bench has its own deadline (--pass-timeout-s, 60) and prints its stack when it passes it; this
+  # outer one (GDS_BENCH_TIMEOUT s) is the backstop: SIGQUIT makes the JVM print every thread's stack, KILL 10 s later
+  timeout -k 10 -s QUIT "${GDS_BENCH_TIMEOUT:-300}" $J $JOPT -cp "$CP" dev.kvpool.bench.Main gds --dir "$GDS_DIR" \
+    ${GDS_BENCH_ARGS:---file-mib 256 --rounds 2} 2>&1 | tee $OUT/gds-bench.txt
+  echo "gds bench exit: ${PIPESTATUS[0]}"
 fi
 cp /tmp/cufile.log $OUT/ 2>/dev/null || true

@@ -21,6 +21,13 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * NVMe ↔ GPU through cuFile ({@link GdsIo}: GPUDirect Storage, or cuFile's compat mode where nvidia-fs is absent)
@@ -49,31 +56,41 @@ public final class GdsBench {
         int qd = Integer.parseInt(opt.getOrDefault("qd", "16"));
         Path dir = Files.createDirectories(Path.of(opt.getOrDefault("dir", "/var/tmp/kvpool-gds")));
         Path file = dir.resolve("gds-bench.dat");
+        if (opt.containsKey("batch-mib")) { // read when the driver opens: bytes per cuFile submission
+            System.setProperty(Gds.BATCH_BYTES_PROPERTY, Long.toString(Long.parseLong(opt.get("batch-mib")) << 20));
+        }
+        Stages stages = new Stages(Long.parseLong(opt.getOrDefault("pass-timeout-s", "60")));
+        stages.cleanUp = file;
         Gds.Driver driver = null;
         String why = null;
         if (dry) {
             driver = dryDriver(qd);
         } else {
             try {
-                driver = Gds.system(CuFile.configuredLibrary()).driver();
-            } catch (CuFile.Unavailable e) {
-                why = e.getMessage();
+                driver = stages.run("cuFile driver open", () -> Gds.system(CuFile.configuredLibrary()).driver());
+            } catch (IOException e) {
+                why = e.getCause() != null ? e.getCause().getMessage() : e.getMessage();
             }
         }
         // --drop-caches false: leave the page cache alone (a shared machine); O_DIRECT passes skip it anyway
         boolean root = "root".equals(System.getProperty("user.name"))
                 && Boolean.parseBoolean(opt.getOrDefault("drop-caches", "true"));
-        System.out.printf(Locale.ROOT, "gds: file %s (%d MiB), %s, batch %d, io_uring qd %d, page cache %s%n", file,
+        System.out.printf(Locale.ROOT, "gds: file %s (%d MiB), %s, batch %d ops / %d MiB, io_uring qd %d, page cache %s,"
+                        + " %d s per stage at most%n", file,
                 fileBytes >> 20, driver == null ? "cuFile unavailable: " + why
                         : "cuFile " + driver.version() + (driver.compat() ? " in compat mode (no nvidia-fs)" : " with nvidia-fs"),
-                maxBatch, qd, root ? "dropped before each pass" : "NOT dropped (not root, or --drop-caches false)");
+                maxBatch, Long.getLong(Gds.BATCH_BYTES_PROPERTY, Gds.DEFAULT_MAX_BATCH_BYTES) >> 20, qd,
+                root ? "dropped before each pass" : "NOT dropped (not root, or --drop-caches false)", stages.timeoutS);
+        if (driver != null && !driver.limits().isEmpty()) {
+            System.out.println("gds: cuFile limits: " + driver.limits());
+        }
         List<String> rows = new ArrayList<>();
         boolean ok = true;
         try (Arena arena = Arena.ofShared()) {
             for (String b : opt.getOrDefault("blocks", "256K,2M").split(",")) {
                 int bs = b.endsWith("M") ? Integer.parseInt(b.substring(0, b.length() - 1)) << 20
                         : Integer.parseInt(b.substring(0, b.length() - 1)) << 10;
-                ok &= one(arena, driver, file, fileBytes, bs, rounds, maxBatch, qd, root, rows, dry);
+                ok &= one(stages, arena, driver, file, fileBytes, bs, rounds, maxBatch, qd, root, rows, dry);
             }
         } finally {
             Files.deleteIfExists(file);
@@ -90,8 +107,77 @@ public final class GdsBench {
         }
     }
 
-    interface Pass {
-        long[] run();
+    /**
+     * Runs each stage on a thread of its own under a deadline, printing what it is before and its elapsed time
+     * after; a stage past the deadline prints its thread's stack and halts the bench (exit 3): a cuFile or CUDA call
+     * that does not return cannot be interrupted, and the run must show where it stopped.
+     */
+    static final class Stages {
+        final long timeoutS;
+        final ExecutorService ex = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "gds-bench-stage");
+            t.setDaemon(true);
+            return t;
+        });
+        volatile Thread runner;
+        volatile Path cleanUp; // deleted before a halt (the bench's finally blocks do not run then)
+
+        Stages(long timeoutS) {
+            this.timeoutS = Math.max(1, timeoutS);
+        }
+
+        <T> T run(String what, Callable<T> c) throws IOException {
+            return run(what, c, r -> "");
+        }
+
+        /** {@code tail} adds to the stage's line after its elapsed time (a rate, a failure). */
+        <T> T run(String what, Callable<T> c, java.util.function.Function<T, String> tail) throws IOException {
+            System.out.print("gds: " + what + " ... ");
+            System.out.flush();
+            long t0 = System.nanoTime();
+            Future<T> f = ex.submit(() -> {
+                runner = Thread.currentThread();
+                return c.call();
+            });
+            try {
+                T r = f.get(timeoutS, TimeUnit.SECONDS);
+                System.out.printf(Locale.ROOT, "%.3f s%s%n", (System.nanoTime() - t0) / 1e9, tail.apply(r));
+                return r;
+            } catch (TimeoutException e) {
+                System.out.printf(Locale.ROOT, "TIMED OUT after %d s (--pass-timeout-s); the stage's thread is at:%n",
+                        timeoutS);
+                Thread t = runner;
+                if (t != null) {
+                    for (StackTraceElement el : t.getStackTrace()) {
+                        System.out.println("    at " + el);
+                    }
+                }
+                System.out.println("gds: bench stopped at \"" + what + "\"");
+                try {
+                    if (cleanUp != null) {
+                        Files.deleteIfExists(cleanUp);
+                    }
+                } catch (IOException | RuntimeException ignored) {
+                    // best effort: the bench file may be held by the stuck call
+                }
+                System.out.flush();
+                System.err.flush();
+                Runtime.getRuntime().halt(3);
+                throw new IllegalStateException("unreachable");
+            } catch (ExecutionException e) {
+                System.out.println("failed: " + e.getCause());
+                if (e.getCause() instanceof IOException io) {
+                    throw io;
+                }
+                if (e.getCause() instanceof RuntimeException r) {
+                    throw r;
+                }
+                throw new IOException(e.getCause());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted during " + what, e);
+            }
+        }
     }
 
     /** The dry run's stand-in for cuFile: a second bounce path, so the bench's own logic runs without a GPU. */
@@ -111,35 +197,42 @@ public final class GdsBench {
         };
     }
 
-    static boolean one(Arena arena, Gds.Driver driver, Path file, long fileBytes, int bs, int rounds, int maxBatch,
-                       int qd, boolean root, List<String> rows, boolean dry) throws IOException {
+    static boolean one(Stages st, Arena arena, Gds.Driver driver, Path file, long fileBytes, int bs, int rounds,
+                       int maxBatch, int qd, boolean root, List<String> rows, boolean dry) throws IOException {
         int n = (int) (fileBytes / bs);
         long bytes = (long) n * bs;
         long[] offs = new long[n];
         for (int i = 0; i < n; i++) {
             offs[i] = (long) i * bs;
         }
+        String label = bs >= 1 << 20 ? (bs >> 20) + " MiB" : (bs >> 10) + " KiB";
+        String size = n + " x " + label + " = " + (bytes >> 20) + " MiB";
         BlockIo disk = IoUringBlockIo.bestAvailable(qd, true);
         MemorySegment host = arena.allocate(bytes, 4096); // the file's content, and the disk pass's buffer
         MemorySegment check = arena.allocate(bs, 4096);
         boolean good = true;
-        try (AutoCloseableDevice dev = dry ? () -> { } : new GpuDeviceHolder(new GpuDevice("gpu0", 0, n, bs));
+        try (AutoCloseableDevice dev = dry ? () -> { } : st.run(label + ": GPU allocation of " + (bytes >> 20) + " MiB",
+                () -> new GpuDeviceHolder(new GpuDevice("gpu0", 0, n, bs)));
              BlockFile df = disk.open(file, bytes)) {
             GpuMemory mem = dry ? GpuMemory.ofHost("host-as-gpu", arena.allocate(bytes, 4096))
                     : ((GpuDeviceHolder) dev).d.memory();
-            mem.pin(host);
-            Random r = new Random(bs);
-            for (long o = 0; o < bytes; o += 8) {
-                host.set(ValueLayout.JAVA_LONG, o, r.nextLong());
-            }
-            long[] w = diskPass(disk, df, true, host, offs, bs);
-            if (!all(w, bs)) {
-                throw new IOException("writing the bench file failed: " + w[0]);
-            }
+            st.run(label + ": pin " + (bytes >> 20) + " MiB host, fill, write the bench file (" + size + ")", () -> {
+                mem.pin(host);
+                Random r = new Random(bs);
+                for (long o = 0; o < bytes; o += 8) {
+                    host.set(ValueLayout.JAVA_LONG, o, r.nextLong());
+                }
+                long[] w = diskPass(disk, df, true, host, offs, bs);
+                if (!all(w, bs)) {
+                    throw new IOException("writing the bench file failed: " + GpuFileIo.describe(firstBad(w, bs)));
+                }
+                return null;
+            });
             GpuFileIo gds = null;
             if (driver != null) {
                 try {
-                    gds = driver.open(mem, maxBatch);
+                    gds = st.run(label + ": cuFileBufRegister of " + (bytes >> 20) + " MiB",
+                            () -> driver.open(mem, maxBatch));
                 } catch (RuntimeException e) {
                     System.out.println("gds: cuFileBufRegister failed: " + e.getMessage());
                 }
@@ -148,19 +241,21 @@ public final class GdsBench {
                  GpuFileIo.File bf = bounce.open(file); GpuMemory.Copier copier = mem.copier()) {
                 GpuFileIo.File gf = null;
                 if (gds != null) {
+                    GpuFileIo g = gds;
                     try {
-                        gf = gds.open(file);
+                        gf = st.run(label + ": cuFileHandleRegister", () -> g.open(file));
                     } catch (IOException e) {
                         System.out.println("gds: cuFileHandleRegister failed: " + e.getMessage());
                     }
                 }
-                String label = bs >= 1 << 20 ? (bs >> 20) + " MiB" : (bs >> 10) + " KiB";
                 for (boolean toGpu : new boolean[] {true, false}) {
+                    String dir = toGpu ? "NVMe → GPU" : "GPU → NVMe";
                     List<Double> g = new ArrayList<>(), bo = new ArrayList<>(), dk = new ArrayList<>(),
                             cp = new ArrayList<>();
                     String checked;
                     for (int round = 0; round < rounds + 1; round++) { // round 0 warms up, not counted
                         boolean gdsFirst = round % 2 == 0;
+                        String rl = round == 0 ? "warm-up" : "round " + round + "/" + rounds;
                         for (int k = 0; k < 2; k++) {
                             boolean useGds = gdsFirst == (k == 0);
                             GpuFileIo io = useGds ? gds : bounce;
@@ -168,45 +263,53 @@ public final class GdsBench {
                             if (io == null || f == null) {
                                 continue;
                             }
-                            if (!toGpu) { // the GPU holds the file's bytes before a write pass
-                                fillGpu(copier, host, offs, bs);
-                            }
-                            drop(root);
-                            long t0 = System.nanoTime();
-                            long[] res = io.transfer(toGpu, f, offs, offs, bs);
-                            double gbs = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
-                            String bad = toGpu ? checkGpu(copier, host, check, offs, bs, res)
-                                    : checkFile(disk, df, host, check, offs, bs, res);
+                            String what = label + " " + dir + " " + rl + " " + (useGds ? "cuFile" : "bounce") + " ("
+                                    + size + ")";
+                            double[] gbs = new double[1];
+                            String bad = st.run(what, () -> {
+                                if (!toGpu) { // the GPU holds the file's bytes before a write pass
+                                    fillGpu(copier, host, offs, bs);
+                                }
+                                drop(root);
+                                long t0 = System.nanoTime();
+                                long[] res = io.transfer(toGpu, f, offs, offs, bs);
+                                gbs[0] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                                return toGpu ? checkGpu(copier, host, check, offs, bs, res)
+                                        : checkFile(disk, df, host, check, offs, bs, res);
+                            }, b -> String.format(Locale.ROOT, ", %.2f GB/s%s", gbs[0], b == null ? "" : ", " + b));
                             if (bad != null) {
-                                System.out.println("gds: " + label + (toGpu ? " file → GPU " : " GPU → file ")
-                                        + (useGds ? "cuFile" : "bounce") + ": " + bad);
                                 good = false;
                             }
                             if (round > 0) {
-                                (useGds ? g : bo).add(gbs);
+                                (useGds ? g : bo).add(gbs[0]);
                             }
                         }
                         // the limit's parts, in the same rounds
-                        drop(root);
-                        long t0 = System.nanoTime();
-                        long[] dr = diskPass(disk, df, !toGpu, host, offs, bs);
-                        double dgbs = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
-                        if (!all(dr, bs)) {
-                            System.out.println("gds: disk pass failed: " + dr[0]);
+                        double[] dc = new double[2];
+                        boolean diskOk = st.run(label + " " + dir + " " + rl + " disk O_DIRECT + pinned copy", () -> {
+                            drop(root);
+                            long t0 = System.nanoTime();
+                            long[] dr = diskPass(disk, df, !toGpu, host, offs, bs);
+                            dc[0] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                            t0 = System.nanoTime();
+                            long chunk = Math.min(bytes, 256L << 20);
+                            if (toGpu) {
+                                copier.toGpu(0, host.asSlice(0, chunk));
+                            } else {
+                                copier.toHost(0, host.asSlice(0, chunk));
+                            }
+                            copier.sync();
+                            dc[1] = chunk / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                            return all(dr, bs);
+                        }, ok -> String.format(Locale.ROOT, ", disk %.2f GB/s%s, copy %.1f GB/s", dc[0],
+                                ok ? "" : " (FAILED)", dc[1]));
+                        if (!diskOk) {
+                            System.out.println("gds: disk pass failed");
                             good = false;
                         }
-                        t0 = System.nanoTime();
-                        long chunk = Math.min(bytes, 256L << 20);
-                        if (toGpu) {
-                            copier.toGpu(0, host.asSlice(0, chunk));
-                        } else {
-                            copier.toHost(0, host.asSlice(0, chunk));
-                        }
-                        copier.sync();
-                        double cgbs = chunk / ((System.nanoTime() - t0) / 1e9) / 1e9;
                         if (round > 0) {
-                            dk.add(dgbs);
-                            cp.add(cgbs);
+                            dk.add(dc[0]);
+                            cp.add(dc[1]);
                         }
                     }
                     checked = good ? "yes (" + Math.min(n, 16) + " blocks per pass vs the file)" : "MISMATCH";
@@ -214,7 +317,7 @@ public final class GdsBench {
                             limit = Math.min(dm, cm);
                     String mode = gds == null || gf == null ? "n/a" : gds.mode();
                     rows.add(String.format(Locale.ROOT, "| %s | %s | %s | %.2f | %s | %.2f | %.1f | %.2f | %s | %.2f | %s |",
-                            label, toGpu ? "NVMe → GPU" : "GPU → NVMe",
+                            label, dir,
                             Double.isNaN(gm) ? "n/a" : String.format(Locale.ROOT, "%.2f (%s)", gm, mode), bm,
                             Double.isNaN(gm) ? "-" : String.format(Locale.ROOT, "%.2f", gm / bm), dm, cm, limit,
                             Double.isNaN(gm) ? "-" : String.format(Locale.ROOT, "%.2f", gm / limit), bm / limit, checked));

@@ -13,7 +13,9 @@ import java.util.logging.Logger;
  * otherwise. In mode {@code auto} a refused file registration, or a FIRST transfer that fails or moves a wrong
  * length, switches to the bounce path for good (logged once, counted in {@link #fallbacks}), and that transfer is
  * redone through it, so the caller never sees the failure. Once a cuFile transfer went through in full, later
- * failures are the ops' own (misses for the caller), as on any device. In mode {@code on} nothing falls back.
+ * failures are the ops' own (misses for the caller), as on any device, except a transfer that ran past cuFile's
+ * deadline ({@link GdsIo}: -ETIMEDOUT): its ops are misses and the path falls back for good. In mode {@code on}
+ * nothing falls back.
  */
 public final class AutoGpuFileIo implements GpuFileIo {
     private static final Logger LOG = Logger.getLogger(AutoGpuFileIo.class.getName());
@@ -175,6 +177,10 @@ public final class AutoGpuFileIo implements GpuFileIo {
             long[] res = io.transfer(toGpu, f.in(io), fileOffsets, gpuOffsets, len);
             if (io == gds) {
                 count(toGpu, res, len);
+                if (mayFallBack && timedOut(res)) { // these ops stay misses; later transfers go the bounce path
+                    fallBack("a cuFile " + (toGpu ? "read" : "write") + " of " + res.length
+                            + " ops did not complete within its deadline");
+                }
             }
             if (io != gds) {
                 verified |= allOk(res, len);
@@ -186,6 +192,15 @@ public final class AutoGpuFileIo implements GpuFileIo {
             java.util.Arrays.fill(res, -EIO);
             return res;
         }
+    }
+
+    private static boolean timedOut(long[] res) {
+        for (long r : res) {
+            if (r == -ETIMEDOUT) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static boolean allOk(long[] res, int len) {

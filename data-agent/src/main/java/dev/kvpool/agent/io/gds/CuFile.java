@@ -34,7 +34,7 @@ import java.util.Map;
  * (the native image's metadata lists them); all cuFile calls are thread-safe (the library's own rule), GPU-buffer
  * calls need the device's CUDA context current on the calling thread.
  */
-public final class CuFile {
+public final class CuFile implements CuFileApi {
     public static final String LIBRARY_PROPERTY = "kvpool.agent.gds.library";
     public static final String DEFAULT_LIBRARY = "libcufile.so.0";
 
@@ -121,13 +121,15 @@ public final class CuFile {
             FunctionDescriptor.of(ERR, PTR, UINT, PTR, UINT), -1, false);
     public static final Libc.Downcall BATCH_STATUS = new Libc.Downcall("cuFileBatchIOGetStatus",
             FunctionDescriptor.of(ERR, PTR, UINT, PTR, PTR, PTR), -1, false);
+    public static final Libc.Downcall BATCH_CANCEL = new Libc.Downcall("cuFileBatchIOCancel",
+            FunctionDescriptor.of(ERR, PTR), -1, false);
     public static final Libc.Downcall BATCH_DESTROY = new Libc.Downcall("cuFileBatchIODestroy",
             FunctionDescriptor.ofVoid(PTR), -1, false);
 
     /** Every cuFile downcall (registered for the native image beside {@link Libc#DOWNCALLS}). */
     public static final List<Libc.Downcall> DOWNCALLS = List.of(DRIVER_OPEN, DRIVER_CLOSE, GET_VERSION, DRIVER_PROPS,
             HANDLE_REGISTER, HANDLE_DEREGISTER, BUF_REGISTER, BUF_DEREGISTER, READ, WRITE, BATCH_SETUP, BATCH_SUBMIT,
-            BATCH_STATUS, BATCH_DESTROY);
+            BATCH_STATUS, BATCH_CANCEL, BATCH_DESTROY);
 
     /** {@code CUfileOpError} names (cufile.h of cuFile 1.15). */
     static final Map<Integer, String> NAMES = Map.ofEntries(
@@ -245,7 +247,7 @@ public final class CuFile {
 
     private final String library;
     private final MethodHandle driverOpen, driverClose, getVersion, driverProps, handleRegister, handleDeregister,
-            bufRegister, bufDeregister, read, write, batchSetUp, batchSubmit, batchStatus, batchDestroy;
+            bufRegister, bufDeregister, read, write, batchSetUp, batchSubmit, batchStatus, batchCancel, batchDestroy;
 
     private CuFile(String library, SymbolLookup lib) {
         this.library = library;
@@ -262,6 +264,7 @@ public final class CuFile {
         batchSetUp = Libc.bind(BATCH_SETUP, lib);
         batchSubmit = Libc.bind(BATCH_SUBMIT, lib);
         batchStatus = Libc.bind(BATCH_STATUS, lib);
+        batchCancel = Libc.bind(BATCH_CANCEL, lib);
         batchDestroy = Libc.bind(BATCH_DESTROY, lib);
     }
 
@@ -349,6 +352,31 @@ public final class CuFile {
     public static int[] nvfsVersion(MemorySegment props) {
         long nvfs = offset(DRV_PROPS, "nvfs");
         return new int[] {props.get(ValueLayout.JAVA_INT_UNALIGNED, nvfs), props.get(ValueLayout.JAVA_INT_UNALIGNED, nvfs + 4)};
+    }
+
+    /**
+     * The driver's limits in words (units as cufile.h's setters take them, KiB), so a log or the bench shows what a
+     * batch runs against: max_direct_io_size, max_device_cache_size (compat bounce buffers), per_buffer_cache_size,
+     * max_device_pinned_mem_size, max_batch_io_size, max_batch_io_timeout_msecs.
+     */
+    public static String limits(MemorySegment props) {
+        java.util.function.ToLongFunction<String> i = n -> Integer.toUnsignedLong(
+                props.get(ValueLayout.JAVA_INT_UNALIGNED, offset(DRV_PROPS, n)));
+        long direct = props.get(ValueLayout.JAVA_LONG_UNALIGNED, offset(DRV_PROPS, "nvfs", "max_direct_io_size"));
+        return "max_direct_io_size " + direct + ", max_device_cache_size " + i.applyAsLong("max_device_cache_size")
+                + ", per_buffer_cache_size " + i.applyAsLong("per_buffer_cache_size")
+                + ", max_device_pinned_mem_size " + i.applyAsLong("max_device_pinned_mem_size")
+                + ", max_batch_io_size " + i.applyAsLong("max_batch_io_size")
+                + ", max_batch_io_timeout_msecs " + i.applyAsLong("max_batch_io_timeout_msecs");
+    }
+
+    /** max_device_cache_size / per_buffer_cache_size: how many bounce buffers cuFile keeps per GPU; 0 if unknown. */
+    public static int bounceBuffers(MemorySegment props) {
+        long cache = Integer.toUnsignedLong(props.get(ValueLayout.JAVA_INT_UNALIGNED,
+                offset(DRV_PROPS, "max_device_cache_size")));
+        long per = Integer.toUnsignedLong(props.get(ValueLayout.JAVA_INT_UNALIGNED,
+                offset(DRV_PROPS, "per_buffer_cache_size")));
+        return per == 0 ? 0 : (int) Math.min(Integer.MAX_VALUE, cache / per);
     }
 
     public static int maxBatchIoSize(MemorySegment props) {
@@ -440,6 +468,15 @@ public final class CuFile {
             ts.set(ValueLayout.JAVA_LONG, 8, timeoutNanos % 1_000_000_000L);
             check("cuFileBatchIOGetStatus", (long) batchStatus.invokeExact(batch, minNr, nr, events, ts));
             return nr.get(ValueLayout.JAVA_INT, 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** cuFileBatchIOCancel: asks cuFile to drop the batch's ops still in flight (after a deadline passed). */
+    public Status batchCancel(MemorySegment batch) {
+        try {
+            return Status.of((long) batchCancel.invokeExact(batch));
         } catch (Throwable t) {
             throw rethrow(t);
         }

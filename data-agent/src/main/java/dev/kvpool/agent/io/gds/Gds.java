@@ -18,6 +18,15 @@ public final class Gds {
     public static final String MODE_PROPERTY = "kvpool.agent.gds.mode";
     public static final String BATCH_PROPERTY = "kvpool.agent.gds.max-batch";
     public static final int DEFAULT_MAX_BATCH = 128;
+    /** How long one cuFile batch (or single op) may take before it is cancelled and its ops failed (ms). */
+    public static final String TIMEOUT_PROPERTY = "kvpool.agent.gds.timeout-ms";
+    public static final long DEFAULT_TIMEOUT_MS = 10_000;
+    /**
+     * Bytes per cuFileBatchIOSubmit at most: cuFile 1.15 limits a batch by its compat bounce buffers (lifted in
+     * 1.16), and 16 MiB (8 x 2 MiB) is the largest batch seen to work in compat mode on the test machine.
+     */
+    public static final String BATCH_BYTES_PROPERTY = "kvpool.agent.gds.max-batch-bytes";
+    public static final long DEFAULT_MAX_BATCH_BYTES = 16L << 20;
 
     public enum Mode {
         AUTO, ON, OFF;
@@ -43,6 +52,11 @@ public final class Gds {
 
         /** Whether cuFile runs in compat mode here (its own POSIX path, no nvidia-fs). */
         boolean compat();
+
+        /** The driver's limits in words (cuFileDriverGetProperties), for logs and the bench; empty if unknown. */
+        default String limits() {
+            return "";
+        }
 
         /** Registers the GPU allocation and returns the cuFile path over it; throws when registration fails. */
         GpuFileIo open(GpuMemory gpu, int maxBatch);
@@ -138,6 +152,23 @@ public final class Gds {
             }
             boolean compat = compat(cu);
             String v = version;
+            String lim;
+            try {
+                lim = CuFile.limits(cu.driverProperties());
+            } catch (RuntimeException e) {
+                lim = "cuFileDriverGetProperties failed: " + e.getMessage();
+            }
+            String limits = lim;
+            // cuFile 1.15 compat mode gives each op of a batch a bounce buffer: keep a submission to half of them
+            int bounceBuffers;
+            try {
+                bounceBuffers = CuFile.bounceBuffers(cu.driverProperties());
+            } catch (RuntimeException e) {
+                bounceBuffers = 0;
+            }
+            int opCap = bounceBuffers > 1 ? bounceBuffers / 2 : Integer.MAX_VALUE;
+            long timeoutNanos = Math.max(1, Long.getLong(TIMEOUT_PROPERTY, DEFAULT_TIMEOUT_MS)) * 1_000_000L;
+            long batchBytes = Math.max(4096, Long.getLong(BATCH_BYTES_PROPERTY, DEFAULT_MAX_BATCH_BYTES));
             return new Driver() {
                 @Override
                 public String version() {
@@ -150,8 +181,18 @@ public final class Gds {
                 }
 
                 @Override
+                public String limits() {
+                    return limits;
+                }
+
+                @Override
                 public GpuFileIo open(GpuMemory gpu, int maxBatch) {
-                    return new GdsIo(cu, gpu, maxBatch, compat);
+                    int ops = Math.min(maxBatch, opCap);
+                    if (ops < maxBatch) {
+                        LOG.info("cuFile batches on " + gpu.id() + ": " + ops + " ops at most (half of cuFile's "
+                                + (2 * ops) + " bounce buffers), not " + maxBatch);
+                    }
+                    return new GdsIo(cu, gpu, ops, compat, timeoutNanos, batchBytes);
                 }
             };
         }
