@@ -203,6 +203,13 @@ public final class GpuPromoter implements AutoCloseable {
             long[] res = ios.get(gd).transfer(true, files[gd][nd], fo, go, blockBytes);
             for (int m = 0; m < fo.length; m++) {
                 ok[mine.get(m)] = res[m] == blockBytes;
+                if (res[m] == -dev.kvpool.agent.io.gds.GpuFileIo.ETIMEDOUT && !gpu.verifiesLoads()) {
+                    // a cancelled cuFile read may still land later, in a GPU slot that holds another block by then:
+                    // from now on every GPU-tier load is checked, so such bytes are a miss, never served
+                    gpu.verifyLoads(true);
+                    LOG.warning("a cuFile read into the GPU tier did not complete within its deadline and may still"
+                            + " land later: every GPU-tier load is checked from now on (as with kvpool.agent.gpu.verify)");
+                }
             }
         }
         return ok;
