@@ -517,12 +517,6 @@ public final class CuFile implements CuFileApi {
     }
 
     static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException r) {
-            return r;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        return new IllegalStateException(t);
+        return Libc.rethrow(t);
     }
 }

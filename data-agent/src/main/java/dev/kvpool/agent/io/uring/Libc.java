@@ -180,7 +180,8 @@ public final class Libc {
         }
     }
 
-    static RuntimeException rethrow(Throwable t) {
+    /** What a downcall handle threw, as an unchecked exception (an Error goes on as it is). */
+    public static RuntimeException rethrow(Throwable t) {
         if (t instanceof RuntimeException r) {
             return r;
         }
