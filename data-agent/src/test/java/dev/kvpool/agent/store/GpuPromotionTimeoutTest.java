@@ -9,10 +9,12 @@ import dev.kvpool.agent.io.gds.FakeCuFile;
 import dev.kvpool.agent.io.gds.Gds;
 import dev.kvpool.agent.pool.Layout;
 import dev.kvpool.agent.pool.PooledTier;
+import dev.kvpool.agent.tier.GpuDevice;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.Arrays;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -31,6 +33,8 @@ class GpuPromotionTimeoutTest {
 
     @Test
     void aTimedOutCuFileReadFailsThePromotionChecksGpuLoadsFromThenOnAndFallsBackToTheBouncePath() {
+        // the fake moves bytes with the CPU: the GPU tier must be its host-memory stand-in, not CUDA memory
+        Assumptions.assumeTrue(GpuDevice.deviceCount() == 0, "needs the GPU tier's host-memory stand-in");
         FakeCuFile cu = new FakeCuFile();
         GdsSettings gds = new GdsSettings(Gds.Mode.AUTO, "libcufile.so.0", 8, 8L << 20);
         GpuPromoter.PathChooser fake = (m, bounce) -> Gds.choose(Gds.Mode.AUTO, FakeCuFile.claimingDevice0(m),
