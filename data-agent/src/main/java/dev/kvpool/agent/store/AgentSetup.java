@@ -232,6 +232,11 @@ public final class AgentSetup {
      * the NVMe slot files as {@code gds} says.
      */
     public static Built build(Settings s, EventSink events, Layout layout, GdsSettings gds) {
+        return build(s, events, layout, gds, null);
+    }
+
+    /** As {@link #build(Settings, EventSink, Layout, GdsSettings)}, each GPU's path picked by {@code paths} (tests). */
+    static Built build(Settings s, EventSink events, Layout layout, GdsSettings gds, GpuPromoter.PathChooser paths) {
         s.validate();
         Layout.of(layout.name(), layout.layers(), s.blockBytes()); // the same checks as the settings get
         if (s.blockBytes() % BlockIo.ALIGN != 0) {
@@ -335,7 +340,8 @@ public final class AgentSetup {
         // G3 → G1: NVMe hits go into GPU memory straight from the slot files (README "GPUDirect Storage")
         if (gpu != null && nvme != null) {
             try {
-                GpuPromoter p = new GpuPromoter(gpu, gpuMemory, nvme, gds, () -> blockIo(s.ioEngine(), s.queueDepth()));
+                GpuPromoter p = new GpuPromoter(gpu, gpuMemory, nvme, gds, () -> blockIo(s.ioEngine(), s.queueDepth()),
+                        paths);
                 store.attachGpuPromoter(p, null);
             } catch (RuntimeException e) { // mode on and no cuFile: the start fails, saying why
                 store.close();

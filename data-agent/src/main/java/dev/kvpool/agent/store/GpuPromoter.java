@@ -50,11 +50,19 @@ public final class GpuPromoter implements AutoCloseable {
     private final AtomicInteger queued = new AtomicInteger();
     private final AtomicLong promoted = new AtomicLong(), failed = new AtomicLong(), skipped = new AtomicLong();
 
+    /** Picks one GPU's path given the bounce path's factory; tests put a faked cuFile behind it. */
+    @FunctionalInterface
+    interface PathChooser {
+        AutoGpuFileIo choose(GpuMemory gpu, Supplier<GpuFileIo> bounce);
+    }
+
     /**
      * @param memories  the GPU tier's devices as GPU memory, in the tier's device order
      * @param blockIo   makes the bounce path's own BlockIo (its own ring; the NVMe workers keep theirs)
+     * @param chooser   null: {@link Gds#choose} with the process's cuFile, as {@code gds} says (tests only set it)
      */
-    GpuPromoter(PooledTier gpu, List<GpuMemory> memories, PooledTier nvme, GdsSettings gds, Supplier<BlockIo> blockIo) {
+    GpuPromoter(PooledTier gpu, List<GpuMemory> memories, PooledTier nvme, GdsSettings gds, Supplier<BlockIo> blockIo,
+            PathChooser chooser) {
         this.gpu = gpu;
         this.nvme = nvme;
         this.blockBytes = gpu.blockBytes();
@@ -63,8 +71,9 @@ public final class GpuPromoter implements AutoCloseable {
         try {
             for (int g = 0; g < memories.size(); g++) {
                 GpuMemory m = memories.get(g);
-                AutoGpuFileIo io = Gds.choose(gds.mode(), m, Gds.system(gds.library()),
-                        () -> new BounceIo(m, blockIo.get(), gds.stagingBytes()), gds.maxBatch());
+                Supplier<GpuFileIo> bounce = () -> new BounceIo(m, blockIo.get(), gds.stagingBytes());
+                AutoGpuFileIo io = chooser != null ? chooser.choose(m, bounce)
+                        : Gds.choose(gds.mode(), m, Gds.system(gds.library()), bounce, gds.maxBatch());
                 ios.add(io);
                 for (int d = 0; d < nvme.devices().size(); d++) {
                     Device dev = nvme.devices().get(d);
