@@ -79,11 +79,17 @@ class KvcmAdminRoutesTest {
         kvcm("updateInstanceGroup", GROUP.formatted("kvg", 2, ",\"current_version\":\"1\"").replace("0.8", "0.5"))
                 .body("header.status.code", is("OK"));
         admin().get("/api/v1/instance-groups/kvg").then().header("ETag", "\"2\"").body("waterLevels.softPercent", is(50));
-        // missing required cache_config fields → 5; unknown candidate → 5
+        // missing required cache_config fields → 5; a candidate that is not a storage name → 5; an unknown candidate
+        // is stored as given (§3.11) and shown as missing
         kvcm("createInstanceGroup", GROUP.formatted("kvg2", 1, "").replace("\"CPS_PREFER_3FS\"", "0"))
                 .body("header.status.code", is("INVALID_ARGUMENT"));
-        kvcm("createInstanceGroup", GROUP.formatted("kvg3", 1, "").replace("[\"kv_nfs\"]", "[\"ghost\"]"))
+        kvcm("createInstanceGroup", GROUP.formatted("kvg3", 1, "").replace("[\"kv_nfs\"]", "[\"no such/storage\"]"))
                 .body("header.status.code", is("INVALID_ARGUMENT"));
+        kvcm("createInstanceGroup", GROUP.formatted("kvg3", 1, "").replace("[\"kv_nfs\"]", "[\"ghost\"]"))
+                .body("header.status.code", is("OK"));
+        admin().get("/api/v1/instance-groups/kvg3").then().body("storageCandidates", contains("ghost"))
+                .body("missingStorages", contains("ghost"));
+        kvcm("removeInstanceGroup", "{\"trace_id\":\"t\",\"name\":\"kvg3\"}").body("header.status.code", is("OK"));
 
         String reg = """
                 {"trace_id":"t","instance_group":"kvg","instance_id":"kv-inst","block_size":4,
@@ -178,6 +184,12 @@ class KvcmAdminRoutesTest {
             var r = stub.listStorage(ListStorageRequest.newBuilder().setTraceId("g").build());
             assertEquals(ErrorCode.OK, r.getHeader().getStatus().getCode());
             assertTrue(r.getStorageList().stream().anyMatch(s -> s.getGlobalUniqueName().equals("grpc_nfs")));
+            // the default password policy (strict) refuses a KVCM script's short password over gRPC as over HTTP
+            var weak = stub.addAccount(dev.kvpool.api.proto.admin.AddAccountRequest.newBuilder().setTraceId("g")
+                    .setUserName("grpc-weak").setPassword("123").build());
+            assertEquals(ErrorCode.INVALID_ARGUMENT, weak.getHeader().getStatus().getCode());
+            assertTrue(weak.getHeader().getStatus().getMessage().contains("at least 12 characters"),
+                    weak.getHeader().getStatus().getMessage());
             Metadata tmd = new Metadata();
             tmd.put(Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER),
                     "Bearer " + Api.account("grpc-tenant", "tenant"));

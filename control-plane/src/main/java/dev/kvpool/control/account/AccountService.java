@@ -13,6 +13,7 @@ import dev.kvpool.control.outbox.Outbox;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 import jakarta.transaction.Transactional;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
@@ -66,21 +67,42 @@ public class AccountService {
     /** Characters of a password (a longer one is refused, never hashed). */
     public static final int MAX_PASSWORD = Limits.MAX_TEXT;
 
-    private static void password(String name, String password) {
+    /**
+     * How strong a new password must be. {@code strict} (default): {@link PasswordHasher#weakness}. {@code kvcm}:
+     * KVCM's AddAccount rule (§3.12, "password may be empty"), for admin scripts written against KVCM; the length
+     * bound stays, and the password is still stored as a salted hash.
+     */
+    public enum PasswordPolicy {
+        STRICT, KVCM
+    }
+
+    @ConfigProperty(name = "kvpool.control.accounts.password-policy", defaultValue = "strict")
+    PasswordPolicy passwordPolicy;
+
+    public PasswordPolicy passwordPolicy() {
+        return passwordPolicy;
+    }
+
+    /** The password to hash, or a refusal naming what is wrong. */
+    private String password(String name, String password) {
         if (password != null && password.length() > MAX_PASSWORD) {
             throw ApiException.invalid("password", "password must be at most " + MAX_PASSWORD + " characters");
         }
+        if (passwordPolicy == PasswordPolicy.KVCM) {
+            return password == null ? "" : password; // KVCM's proto3 default: an absent password is the empty one
+        }
         String weak = PasswordHasher.weakness(name, password);
         if (weak != null) {
-            throw ApiException.invalid("password", weak);
+            throw ApiException.invalid("password", weak + " (kvpool.control.accounts.password-policy=strict)");
         }
+        return password;
     }
 
     @Transactional
     public AccountEntity create(String name, String password, String role, Set<String> groupNames) {
         Inputs.name(Identifiers.Kind.ACCOUNT, "name", name);
         String r = role(role);
-        password(name, password);
+        String pw = password(name, password);
         Set<String> gs = groups(r, groupNames);
         outbox.lock();
         if (repo.byName(name).isPresent()) {
@@ -88,7 +110,7 @@ public class AccountService {
         }
         AccountEntity a = new AccountEntity();
         a.name = name;
-        a.passwordHash = PasswordHasher.hash(password);
+        a.passwordHash = PasswordHasher.hash(pw);
         a.role = r;
         a.groups.addAll(gs);
         a.created();
@@ -106,8 +128,7 @@ public class AccountService {
         String r = role == null ? a.role : role(role);
         Set<String> gs = groups(r, groupNames == null ? a.groups : groupNames);
         if (password != null) {
-            password(name, password);
-            a.passwordHash = PasswordHasher.hash(password);
+            a.passwordHash = PasswordHasher.hash(password(name, password));
         }
         if (a.role.equals(BearerToken.ADMIN) && !r.equals(BearerToken.ADMIN) && admins() <= 1) {
             throw ApiException.conflict("role", "account '" + name + "' is the last admin; create another admin first");

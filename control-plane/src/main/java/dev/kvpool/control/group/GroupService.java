@@ -63,7 +63,8 @@ public class GroupService {
 
     public record GroupView(String name, long quotaBytes, Map<String, Long> storageTypeQuotas,
                             GroupSpec.WaterLevels waterLevels, GroupSpec.Eviction eviction,
-                            List<String> storageCandidates, long maxInstanceCount, String quotaGroupName,
+                            List<String> storageCandidates, List<String> missingStorages, long maxInstanceCount,
+                            String quotaGroupName,
                             boolean allowAnonymousMeta, String userData, long version, Instant createdAt,
                             Instant updatedAt, Usage usage, JsonNode kvcm) {
     }
@@ -76,16 +77,21 @@ public class GroupService {
                 new GroupSpec.WaterLevels(g.softWaterPct, g.hardWaterPct),
                 new GroupSpec.Eviction(g.evictionPolicy, g.triggerPeriodSeconds, g.stepSize, g.stepPercentage,
                         g.ttlSeconds, g.readerLeaseMs),
-                List.copyOf(g.storageCandidates), g.maxInstanceCount, g.quotaGroupName, g.allowAnonymousMeta,
+                List.copyOf(g.storageCandidates), storages.missing(g.storageCandidates), g.maxInstanceCount,
+                g.quotaGroupName, g.allowAnonymousMeta,
                 g.userData, g.version, g.createdAt, g.updatedAt,
                 new Usage(u.usedBytes(), pct, level, u.byType()),
                 Json.read(g.kvcmJson));
     }
 
-    /** The view without usage (events and snapshots: usage is not configuration). */
+    /**
+     * The view without usage and missingStorages (events and snapshots: neither is configuration; the group travels
+     * as given, and every reader decides from its own storages what is missing).
+     */
     public static JsonNode eventObject(GroupView v) {
         var n = (com.fasterxml.jackson.databind.node.ObjectNode) Json.tree(v);
         n.remove("usage");
+        n.remove("missingStorages");
         return n;
     }
 
@@ -258,10 +264,8 @@ public class GroupService {
                 throw ApiException.invalid("storageCandidates[" + i + "]", "storage candidate '" + c
                         + "' is listed twice");
             }
-            if (storages.byName(c).isEmpty()) {
-                throw ApiException.invalid("storageCandidates[" + i + "]", "unknown storage candidate '" + c
-                        + "'; add the storage first");
-            }
+            // a candidate need not exist yet (KVCM §3.11 CreateInstanceGroup: "stored as given"): it shows as missing
+            // in the view, and the metadata plane skips it until the storage is added
         }
         long maxInst = s.maxInstanceCount() != null ? s.maxInstanceCount() : old != null ? old.maxInstanceCount : 0;
         Inputs.range("maxInstanceCount", maxInst, 0, Limits.MAX_INSTANCES_PER_GROUP);
