@@ -413,9 +413,16 @@ public final class WritePath implements AutoCloseable {
         }
         List<Storage> ok = new ArrayList<>();
         boolean quotaExcluded = false;
+        List<String> missing = new ArrayList<>(0);
         for (String name : g.storageCandidates()) {
             Storage st = registry.storage(name);
-            if (st == null || !st.available() || st.kind == StorageKind.PACE) {
+            if (st == null) {
+                // a candidate may name a storage that does not exist yet (KVCM §3.11: groups are stored as given);
+                // it is used from the moment the storage arrives (config stream or resync), never before
+                missing.add(name);
+                continue;
+            }
+            if (!st.available() || st.kind == StorageKind.PACE) {
                 continue; // PACE allocation is not implemented (nor is it at the KVCM baseline)
             }
             Long cap = g.typeQuotas().get(st.kind.usageKind());
@@ -438,7 +445,8 @@ public final class WritePath implements AutoCloseable {
             }
             if (p.always()) {
                 throw KvcmError.internal("instance group '" + g.name() + "' requires a " + p.kind().scheme
-                        + " storage and none of its candidates " + g.storageCandidates() + " is usable");
+                        + " storage and none of its candidates " + g.storageCandidates() + " is usable"
+                        + notYet(missing));
             }
         }
         if (ok.isEmpty()) {
@@ -446,10 +454,16 @@ public final class WritePath implements AutoCloseable {
                 throw KvcmError.capacity("instance group '" + g.name() + "': every candidate storage type is at its quota ("
                         + describeUsage(g) + ")");
             }
+            // §3.9.2 step 7 "no candidate → fail": INTERNAL_ERROR (3), KVCM's code for "no storage"
             throw KvcmError.internal("instance group '" + g.name() + "' has no available storage among "
-                    + g.storageCandidates());
+                    + g.storageCandidates() + notYet(missing));
         }
         return ok.get(0);
+    }
+
+    private static String notYet(List<String> missing) {
+        return missing.isEmpty() ? "" : "; no storage is named " + String.join(" or ", missing)
+                + " yet (writes use it once it is added)";
     }
 
     // ---- finish and expiry ---------------------------------------------------------------------------------
