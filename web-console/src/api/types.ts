@@ -33,6 +33,8 @@ export interface Group {
   waterLevels: WaterLevels;
   eviction: Eviction;
   storageCandidates: string[];
+  /** Candidates that name no storage (yet): shown as missing; the metadata plane skips them. */
+  missingStorages?: string[];
   maxInstanceCount: number;
   quotaGroupName?: string;
   allowAnonymousMeta: boolean;

@@ -1,3 +1,4 @@
+import { Candidates } from '../components/Candidates';
 import { Pairs } from '../components/Pairs';
 import { useState } from 'react';
 import { Link, useLocation, useNavigate, useParams } from 'react-router-dom';
@@ -115,7 +116,7 @@ function GroupDetailView({ name }: { name: string }) {
                           ['Step', `${q.data.data.eviction.stepSize} keys / ${q.data.data.eviction.stepPercentage} %`],
                           ['TTL', q.data.data.eviction.ttlSeconds ? `${q.data.data.eviction.ttlSeconds} s` : 'none'],
                           ['Reader lease', `${q.data.data.eviction.readerLeaseMs} ms`],
-                          ['Storage candidates', q.data.data.storageCandidates.join(', ')],
+                          ['Storage candidates', <Candidates names={q.data.data.storageCandidates} missing={q.data.data.missingStorages} />],
                           ['Max instance count', q.data.data.maxInstanceCount ? String(q.data.data.maxInstanceCount) : 'unlimited'],
                           ['Anonymous access', q.data.data.allowAnonymousMeta ? 'allowed' : 'no'],
                           ['Version', String(q.data.data.version ?? q.data.etag ?? '–')],

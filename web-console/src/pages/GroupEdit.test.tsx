@@ -92,3 +92,48 @@ describe('server refusals', () => {
     expect(err.closest('.pf-v6-c-form__group')).toContainElement(screen.getByLabelText(/^Name/));
   });
 });
+
+describe('missing storage candidates', () => {
+  // a group KVCM tooling created naming a storage not added yet: the REST view lists it in missingStorages
+  const pending = { ...group(1000, 80), storageCandidates: ['later_01', 'nfs_01'], missingStorages: ['later_01'] };
+
+  it('the detail, the list and the edit form mark the missing candidate, and only it', async () => {
+    signInAs('admin');
+    stubFetch({
+      ...empty,
+      'GET /api/v1/instance-groups/g': () => json(pending, 200, { ETag: '"1"' }),
+      'GET /api/v1/instance-groups': () => json({ items: [pending], page: 0, size: 500, total: 1 }),
+    });
+    const detail = renderWithProviders(<App />, { route: '/groups/g' });
+    const shown = await screen.findByTestId('group-candidates');
+    expect(shown).toHaveTextContent('later_01 missing, nfs_01');
+    expect(within(shown).getByTestId('candidate-later_01')).toHaveAttribute('data-missing', 'true');
+    expect(within(shown).getByTestId('candidate-missing-later_01')).toHaveTextContent('missing');
+    expect(within(shown).getByTestId('candidate-nfs_01')).toHaveAttribute('data-missing', 'false');
+    expect(within(shown).queryByTestId('candidate-missing-nfs_01')).toBeNull();
+    detail.unmount();
+
+    const list = renderWithProviders(<App />, { route: '/groups' });
+    const row = await screen.findByTestId('group-row-g');
+    expect(within(row).getByTestId('candidate-missing-later_01')).toBeInTheDocument();
+    expect(within(row).queryByTestId('candidate-missing-nfs_01')).toBeNull();
+    list.unmount();
+
+    // the edit form offers it (still ticked, marked missing) beside the storages that exist
+    renderWithProviders(<App />, { route: '/groups/g/edit' });
+    const box = await screen.findByTestId('group-candidate-later_01');
+    expect(box).toBeChecked();
+    expect(screen.getByTestId('candidate-missing-later_01')).toHaveTextContent('missing');
+    expect(screen.getByTestId('group-candidate-nfs_01')).toBeChecked();
+    expect(screen.queryByTestId('candidate-missing-nfs_01')).toBeNull();
+  });
+
+  it('a group whose candidates all exist shows no missing label', async () => {
+    signInAs('admin');
+    stubFetch({ ...empty, 'GET /api/v1/instance-groups/g': () => json({ ...group(1000, 80), missingStorages: [] }, 200, { ETag: '"1"' }) });
+    renderWithProviders(<App />, { route: '/groups/g' });
+    const shown = await screen.findByTestId('group-candidates');
+    expect(shown).toHaveTextContent('nfs_01');
+    expect(shown).not.toHaveTextContent('missing');
+  });
+});

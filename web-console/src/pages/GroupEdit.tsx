@@ -120,7 +120,8 @@ function GroupForm({ initial, etag: initialEtag, isNew }: { initial: GroupFormVa
 
   const quotaPreview = parseBytes(v.quotaBytes);
   const storageNames = storages.data?.items.map((s) => s.name) ?? [];
-  // candidates the group lists but the storage list lacks still show, so they can be unticked
+  // candidates the group lists but the storage list lacks (not added yet) still show, marked missing, so they can be
+  // kept or unticked
   const allCandidates = [...storageNames, ...v.storageCandidates.filter((c) => !storageNames.includes(c))];
 
   return (
@@ -201,7 +202,9 @@ function GroupForm({ initial, etag: initialEtag, isNew }: { initial: GroupFormVa
               : storages.isError ? <ErrorState error={storages.error} what="storages" retry={() => storages.refetch()} />
                 : allCandidates.length === 0 ? <Alert variant="info" isInline isPlain title="No storage yet: add one on the Storages page first." />
                   : allCandidates.map((s) => (
-                    <Checkbox key={s} id={`group-candidate-${s}`} label={s} isChecked={v.storageCandidates.includes(s)}
+                    <Checkbox key={s} id={`group-candidate-${s}`} isChecked={v.storageCandidates.includes(s)}
+                      label={storageNames.includes(s) ? s : <>{s} <Label isCompact color="orange"
+                        data-testid={`candidate-missing-${s}`}>missing</Label></>}
                       onChange={(_e, on) => toggleCandidate(s, on)} data-testid={`group-candidate-${s}`} />
                   ))}
             {v.storageCandidates.length > 1 ? (

@@ -8,6 +8,7 @@ import { keys, useGroups, useStatsSummary } from '../api/hooks';
 import type { Group } from '../api/types';
 import { useSession } from '../auth/AuthContext';
 import { permissions } from '../auth/roles';
+import { Candidates } from '../components/Candidates';
 import { ConfirmModal } from '../components/ConfirmModal';
 import { Empty, ErrorState, Loading, PageHeader } from '../components/States';
 import { LevelLabel } from '../components/Status';
@@ -70,7 +71,7 @@ export default function Groups() {
                         <Td dataLabel="Level"><LevelLabel percent={pct} soft={g.waterLevels.softPercent} hard={g.waterLevels.hardPercent} /></Td>
                         <Td dataLabel="Policy">{g.eviction.policy}</Td>
                         <Td dataLabel="Water levels">{g.waterLevels.softPercent} / {g.waterLevels.hardPercent} %</Td>
-                        <Td dataLabel="Storage candidates">{g.storageCandidates.join(', ')}</Td>
+                        <Td dataLabel="Storage candidates"><Candidates names={g.storageCandidates} missing={g.missingStorages} /></Td>
                         <Td dataLabel="Hit rate (hour)" data-testid="group-hit-rate">{formatRate(hit.get(g.name)?.hitRate?.lastHour)}</Td>
                         {canWrite ? (
                           <Td isActionCell style={{ whiteSpace: 'nowrap' }}>

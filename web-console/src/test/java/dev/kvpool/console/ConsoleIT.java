@@ -125,6 +125,31 @@ class ConsoleIT {
         assertEquals(1_000_000_000L, g.body().path("quotaBytes").asLong());
         assertEquals(STORAGE, g.body().path("storageCandidates").path(0).asText());
         assertTrue(g.body().path("allowAnonymousMeta").asBoolean());
+        // its candidate exists: no "missing" label on the detail page
+        assertThat(p.getByTestId("candidate-" + STORAGE)).hasAttribute("data-missing", "false");
+
+        // a group naming a storage not added yet (KVCM's CreateInstanceGroup stores it as given) shows it missing,
+        // on the detail page and in the list, until the storage is added
+        var pending = Stack.M.createObjectNode().put("name", "pending-g").put("quotaBytes", 1_000_000L);
+        pending.putArray("storageCandidates").add("later_nfs").add(STORAGE);
+        Stack.Res made = stack.rest("POST", "/api/v1/instance-groups", pending, admin(), null);
+        assertEquals(201, made.status(), made.raw());
+        assertEquals("later_nfs", made.body().path("missingStorages").path(0).asText(), made.raw());
+        p.navigate(stack.cp + "/groups/pending-g");
+        assertThat(p.getByTestId("candidate-missing-later_nfs")).isVisible();
+        assertThat(p.getByTestId("candidate-missing-" + STORAGE)).hasCount(0);
+        p.getByTestId("nav-groups").click();
+        assertThat(p.getByTestId("group-row-pending-g").getByTestId("candidate-missing-later_nfs")).isVisible();
+        var later = Stack.M.createObjectNode().put("name", "later_nfs").put("type", "nfs");
+        later.putObject("spec").put("root_path", stack.dir.resolve("later").toAbsolutePath() + "/");
+        Stack.Res added = stack.rest("POST", "/api/v1/storages", later, admin(), null);
+        assertEquals(201, added.status(), added.raw());
+        p.navigate(stack.cp + "/groups/pending-g");
+        assertThat(p.getByTestId("candidate-later_nfs")).hasAttribute("data-missing", "false");
+        assertThat(p.getByTestId("candidate-missing-later_nfs")).hasCount(0);
+        // leave the stack as the later steps expect it
+        assertEquals(204, stack.rest("DELETE", "/api/v1/instance-groups/pending-g", null, admin(), null).status());
+        assertEquals(204, stack.rest("DELETE", "/api/v1/storages/later_nfs", null, admin(), null).status());
     }
 
     static String adminToken;
