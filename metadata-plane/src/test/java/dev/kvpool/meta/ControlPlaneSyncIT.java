@@ -285,6 +285,79 @@ class ControlPlaneSyncIT {
                 || l.contains(" ERROR ")).forEach(l -> System.out.println("[meta-del] " + l));
     }
 
+    /** StartWriteCache of blocks 1..n; the storage name of the first location, or null when refused. */
+    private static String placedOn(MetaProcess m, String instance, int n) throws IOException {
+        Res s = rpc(m, "startWriteCache", keys("startWriteCache", instance, n), null);
+        if (!s.code().equals("OK")) {
+            assertEquals("INTERNAL_ERROR", s.code(), "no candidate → 3 (§3.9.2): " + s.body());
+            return null;
+        }
+        String uri = s.body().path("locations").path(0).path("location_specs").path(0).path("uri").asText();
+        ObjectNode f = M.createObjectNode().put("trace_id", "t").put("instance_id", instance)
+                .put("write_session_id", s.body().path("write_session_id").asText());
+        ArrayNode v = f.putObject("success_blocks").putObject("bool_masks").putArray("values");
+        s.body().path("locations").forEach(l -> v.add(false)); // nothing kept: the next call places anew
+        ok(rpc(m, "finishWriteCache", f, null), "finishWriteCache " + instance);
+        return uri.substring("file://".length(), uri.indexOf('/', "file://".length()));
+    }
+
+    /**
+     * A KVCM admin script creates its group before its storages (KVCM §3.11: stored as given). The metadata plane
+     * places nothing on the missing candidates (StartWriteCache → INTERNAL_ERROR naming them) and uses each storage
+     * from the moment the control plane has it, without a restart: through the topic with Kafka up, through the
+     * resync with Kafka down.
+     */
+    @Test
+    void pendingCandidatesBecomeUsableWithoutRestart() throws Exception {
+        kafka = KafkaBroker.started();
+        startControlPlane();
+        String admin = token("admin", ADMIN_PW);
+        created(cpCall("POST", "/api/v1/accounts", M.createObjectNode().put("name", "meta-op").put("password", OP_PW)
+                .put("role", "operator"), admin), "operator account");
+        String kvcmGroup = """
+                {"trace_id":"t","instance_group":{"name":"gp","storage_candidates":["nfs_later"],
+                 "global_quota_group_name":"gp","quota":{"capacity":"1000000"},
+                 "cache_config":{"reclaim_strategy":{"storage_unique_name":"nfs_later","reclaim_policy":1,
+                   "trigger_strategy":{"used_percentage":0.9}},"data_storage_strategy":"CPS_PREFER_3FS",
+                   "meta_indexer_config":{"max_key_count":"1000","mutex_shard_num":"16",
+                     "meta_storage_backend_config":{"storage_type":"local"},"meta_cache_policy_config":{"type":"LRU"}}},
+                 "version":"1"}}""";
+        ok(call("POST", cp + "/api/createInstanceGroup", kvcmGroup, admin, null), "KVCM createInstanceGroup gp");
+        assertEquals("[\"nfs_later\"]", cpCall("GET", "/api/v1/instance-groups/gp", null, admin).body()
+                .path("missingStorages").toString());
+        MetaProcess meta = startMeta("meta-pending", "3s");
+        ok(rpc(meta, "registerInstance", register("ip", "gp"), null), "register ip into a group with no storage yet");
+        assertEquals(null, placedOn(meta, "ip", 4), "nothing placed on a storage that does not exist");
+        Res refused = rpc(meta, "startWriteCache", keys("startWriteCache", "ip", 4), null);
+        assertTrue(refused.body().path("header").path("status").path("message").asText().contains("nfs_later"),
+                refused.body().toString());
+
+        // Kafka up: the storage's event makes it usable
+        Path later = Files.createDirectories(dir.resolve("later")), later2 = Files.createDirectories(dir.resolve("later2"));
+        ok(call("POST", cp + "/api/addStorage", "{\"trace_id\":\"t\",\"storage\":{\"global_unique_name\":"
+                + "\"nfs_later\",\"nfs\":{\"root_path\":\"" + later + "/\"}}}", admin, null), "KVCM addStorage");
+        await("nfs_later used once it exists (Kafka up)", 15_000, () -> "nfs_later".equals(placedOn(meta, "ip", 4)));
+        assertEquals("[]", cpCall("GET", "/api/v1/instance-groups/gp", null, admin).body().path("missingStorages")
+                .toString());
+
+        // Kafka down: a new first candidate that does not exist is skipped; once added, the resync brings it
+        kafka.stop();
+        Res gp = cpCall("GET", "/api/v1/instance-groups/gp", null, admin);
+        ObjectNode upd = M.createObjectNode();
+        upd.putArray("storageCandidates").add("nfs_later2").add("nfs_later");
+        created(call("PUT", cp + "/api/v1/instance-groups/gp", upd.toString(), admin,
+                gp.raw().headers().firstValue("ETag").orElseThrow()), "gp now names nfs_later2 first");
+        Thread.sleep(2 * 3_000); // two resyncs: the group update has arrived
+        for (int i = 0; i < 3; i++) {
+            assertEquals("nfs_later", placedOn(meta, "ip", 4), "the missing first candidate is skipped");
+        }
+        ObjectNode st2 = M.createObjectNode().put("name", "nfs_later2").put("type", "nfs");
+        st2.putObject("spec").put("root_path", later2 + "/");
+        created(cpCall("POST", "/api/v1/storages", st2, admin), "storage nfs_later2");
+        await("nfs_later2 used once it exists (Kafka down, resync)", 15_000,
+                () -> "nfs_later2".equals(placedOn(meta, "ip", 4)));
+    }
+
     private static ObjectNode register(String instance, String group) {
         ObjectNode b = M.createObjectNode().put("trace_id", "t").put("instance_group", group).put("instance_id", instance)
                 .put("block_size", 4);
