@@ -285,7 +285,7 @@ class ControlPlaneSyncIT {
                 || l.contains(" ERROR ")).forEach(l -> System.out.println("[meta-del] " + l));
     }
 
-    private static ObjectNode register(String instance, String group) {
+    static ObjectNode register(String instance, String group) {
         ObjectNode b = M.createObjectNode().put("trace_id", "t").put("instance_group", group).put("instance_id", instance)
                 .put("block_size", 4);
         b.putObject("model_deployment").put("model_name", "m").put("dtype", "bf16");
