@@ -237,6 +237,33 @@ class FreshConfigIT {
         assertTrue(meta.metric("kvpool_meta_fresh_config_fetches_total") >= 4,
                 "no Kafka, no resync: the fetches brought the changes");
 
+        // a burst: 16 callers register into a group created a moment ago, all at once; they share the fetches
+        created(cpCall("POST", "/api/v1/instance-groups", group("nk-burst").put("maxInstanceCount", 32)), "group nk-burst");
+        double b0 = meta.metric("kvpool_meta_fresh_config_fetches_total");
+        var burst = java.util.concurrent.Executors.newFixedThreadPool(16);
+        try {
+            java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+            List<java.util.concurrent.Future<Res>> regs = new ArrayList<>();
+            for (int i = 0; i < 16; i++) {
+                String id = "burst-" + i;
+                regs.add(burst.submit(() -> {
+                    go.await();
+                    return rpc(meta, "registerInstance", ControlPlaneSyncIT.register(id, "nk-burst"));
+                }));
+            }
+            go.countDown();
+            for (var r : regs) {
+                ok(r.get(30, TimeUnit.SECONDS), "a burst registration");
+            }
+        } finally {
+            burst.shutdownNow();
+        }
+        double burstFetches = meta.metric("kvpool_meta_fresh_config_fetches_total") - b0;
+        System.out.printf("16 concurrent registrations into a new group: %.0f fetches, %.0f coalesced so far%n",
+                burstFetches, meta.metric("kvpool_meta_fresh_config_coalesced_total"));
+        assertTrue(burstFetches >= 1 && burstFetches <= 2, "the burst shares the first fetch and one follow-up: "
+                + burstFetches);
+
         // bogus names hammered: answered as missing with the right code, and a bounded number of fetches
         double f0 = meta.metric("kvpool_meta_fresh_config_fetches_total");
         long t0 = System.nanoTime();

@@ -80,6 +80,11 @@ public final class FreshConfig {
         return settings;
     }
 
+    /** Where fetches run; also for work after an outcome that may block (a shared store's lookup). */
+    public Executor executor() {
+        return executor;
+    }
+
     /**
      * Makes sure {@code name} (e.g. "group:g", "instance:i") has been looked for in the control plane after this
      * call arrived. {@code known} says whether the plane knows it now; it is asked before and after the fetch.

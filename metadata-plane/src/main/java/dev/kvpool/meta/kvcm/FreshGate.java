@@ -37,14 +37,14 @@ public final class FreshGate {
                     || registry.instance(r.getInstanceId()) != null) {
                 return null;
             }
-            return fresh.ensure("group:" + g, () -> registry.group(g) != null).thenApply(o -> switch (o) {
+            return fresh.ensure("group:" + g, () -> registry.group(g) != null).thenApplyAsync(o -> switch (o) {
                 case KNOWN -> null;
                 // §3.1.1 step 9 (new id, unknown group): baseline INTERNAL_ERROR, as the registry answers it
                 case ABSENT -> registry.instance(r.getInstanceId()) != null ? null
                         : new MetaAuth.Refusal(false, "instance group '" + Text.safe(g) + "' does not exist",
                                 ErrorCode.INTERNAL_ERROR);
                 case UNREACHABLE, TIMEOUT -> notReady(fresh, o, "instance group '" + Text.safe(g) + "'");
-            });
+            }, fresh.executor());
         }
         Descriptors.FieldDescriptor f = req.getDescriptorForType().findFieldByName("instance_id");
         if (f == null) {
@@ -54,14 +54,15 @@ public final class FreshGate {
         if (id.isEmpty() || registry.instance(id) != null || !Identifiers.valid(Identifiers.Kind.INSTANCE, id)) {
             return null;
         }
-        return fresh.ensure("instance:" + id, () -> registry.instance(id) != null).thenApply(o -> switch (o) {
+        // async: the timeout completes on the JDK's shared delay thread, and a shared store's lookup below may block
+        return fresh.ensure("instance:" + id, () -> registry.instance(id) != null).thenApplyAsync(o -> switch (o) {
             // absent: the call goes on and answers INSTANCE_NOT_EXIST "instance 'i' is not registered" (§1.9);
             // the token check lets an unknown instance through (it protects no group), and a shared store may
             // still hold one another replica registered a moment ago (the lookup reads it)
             case KNOWN, ABSENT -> null;
             case UNREACHABLE, TIMEOUT -> registry.lookup(id) != null ? null
                     : notReady(fresh, o, "instance '" + Text.safe(id) + "'");
-        });
+        }, fresh.executor());
     }
 
     /** SERVICE_NOT_READY (4): the only §1.7 code that says "not now, ask again" without naming a leader. */
