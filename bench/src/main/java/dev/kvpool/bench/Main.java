@@ -70,9 +70,10 @@ public final class Main {
                     args.length > 1 && !args[1].startsWith("--") ? args[1] : "all");
             case "gpu" -> dev.kvpool.bench.agent.GpuBench.run(opt);
             case "gds" -> dev.kvpool.bench.agent.GdsBench.run(opt);
+            case "propagation" -> PropagationBench.run(opt);
             case "heap" -> HeapPerBlock.main(opt.containsKey("blocks") ? new String[] {opt.get("blocks")} : new String[0]);
             default -> System.out.println("""
-                    usage: ./kvpool bench <replay|prefix|writes|deletes|reclaim|sweep|heap|policies|agent|gpu|gds> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
+                    usage: ./kvpool bench <replay|prefix|writes|deletes|reclaim|sweep|propagation|heap|policies|agent|gpu|gds> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
                       replay   [--trace ../shared/data/mooncake/conversation_trace.jsonl] [--limit N]
                       prefix   [--keys 1024] [--rounds 10] [--iters 200] [--warmup 3000] [--grpc 127.0.0.1:6381]
                       writes   [--threads 4] [--batch 64] [--batches 200] [--rounds 6] [--floor false] (no native-floor phase)
@@ -82,6 +83,9 @@ public final class Main {
                                GET latency meanwhile; a plane of its own)
                       sweep    [--blocks 100000] [--orphans 200000] [--rounds 3]   (storage sweep of files holding
                                no block vs find -mmin +60 -delete; on the host of the plane's file storage)
+                      propagation [--samples 20] [--resync 3s] [--control-jar ..] [--meta-jar ..] (issue 34: a group
+                               change acknowledged by the control plane until visible on 2 metadata planes, with
+                               Kafka and with only the resync; starts Kafka, the control plane and the planes)
                       heap     [--blocks 10000000]   (run with a large -Xmx; ./kvpool bench uses -Xmx4g)
                       policies [--trace conversation|synthetic|both|<file.jsonl>|kafka:<bootstrap>] [--capacities 1M,3M,10M,30M]
                                [--policies LRU,LFU,TTL,PREFIX_LRU] [--water 0.9] [--step-percentage 5]

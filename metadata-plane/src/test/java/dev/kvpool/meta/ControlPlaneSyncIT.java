@@ -358,7 +358,7 @@ class ControlPlaneSyncIT {
                 () -> "nfs_later2".equals(placedOn(meta, "ip", 4)));
     }
 
-    private static ObjectNode register(String instance, String group) {
+    static ObjectNode register(String instance, String group) {
         ObjectNode b = M.createObjectNode().put("trace_id", "t").put("instance_group", group).put("instance_id", instance)
                 .put("block_size", 4);
         b.putObject("model_deployment").put("model_name", "m").put("dtype", "bf16");

@@ -136,6 +136,29 @@ public class KvcmHttpRoutes {
             }
             return;
         }
+        // a group or instance not known here: fresh configuration first (bounded), then the token check decides
+        var fresh = FreshGate.check(runtime.fresh(), runtime.registry(), request);
+        if (fresh != null) {
+            io.vertx.core.Context here = ctx.vertx().getOrCreateContext();
+            fresh.whenComplete((refusal, e) -> here.runOnContext(v -> {
+                if (ctx.response().ended() || ctx.response().closed()) {
+                    return;
+                }
+                if (e != null) {
+                    ctx.fail(e);
+                } else if (refusal != null) {
+                    refuse(ctx, request, refusal);
+                } else {
+                    checked(ctx, rpc, request);
+                }
+            }));
+            return;
+        }
+        checked(ctx, rpc, request);
+    }
+
+    /** After the freshness step: the token check, then the call. */
+    private void checked(RoutingContext ctx, Rpc rpc, Message request) {
         dev.kvpool.meta.auth.MetaAuth auth = runtime.auth();
         String authorization = ctx.request().getHeader("Authorization");
         if (runtime.remoteStore()) {

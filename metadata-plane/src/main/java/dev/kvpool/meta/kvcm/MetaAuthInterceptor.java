@@ -35,7 +35,7 @@ public class MetaAuthInterceptor implements ServerInterceptor {
         String authorization = headers.get(AUTHORIZATION);
         ServerCall.Listener<Q> delegate = next.startCall(call, headers);
         return new ForwardingServerCallListener.SimpleForwardingServerCallListener<>(delegate) {
-            private boolean refused;
+            private boolean refused, waiting, halfClosed; // guarded by this listener
 
             @Override
             public void onMessage(Q message) {
@@ -45,10 +45,32 @@ public class MetaAuthInterceptor implements ServerInterceptor {
                     return;
                 }
                 if (message instanceof Message m) {
+                    var fresh = starting ? null : FreshGate.check(runtime.fresh(), runtime.registry(), m);
+                    if (fresh != null) {
+                        // a group or instance not known here: the call waits (bounded) for fresh configuration,
+                        // without holding this thread; the rest of the call resumes where it would have run
+                        synchronized (this) {
+                            waiting = true;
+                        }
+                        io.vertx.core.Context here = io.vertx.core.Vertx.currentContext();
+                        fresh.whenComplete((r, e) -> {
+                            Runnable resume = () -> resume(m, message, e != null
+                                    ? new MetaAuth.Refusal(false, "fresh configuration failed: " + e,
+                                    dev.kvpool.api.proto.meta.ErrorCode.INTERNAL_ERROR) : r);
+                            if (here != null) {
+                                here.runOnContext(v -> resume.run());
+                            } else {
+                                resume.run();
+                            }
+                        });
+                        return;
+                    }
                     MetaAuth.Refusal r = starting ? MetaAuth.starting(runtime.phase().label)
                             : auth.checkMeta(authorization, m);
                     if (r != null) {
-                        refused = true;
+                        synchronized (this) {
+                            refused = true;
+                        }
                         respond(call, m, r);
                         return;
                     }
@@ -56,11 +78,40 @@ public class MetaAuthInterceptor implements ServerInterceptor {
                 super.onMessage(message);
             }
 
+            private void resume(Message m, Q message, MetaAuth.Refusal fresh) {
+                MetaAuth.Refusal r = fresh != null ? fresh : auth.checkMeta(authorization, m);
+                boolean closeNow;
+                synchronized (this) {
+                    waiting = false;
+                    refused = r != null;
+                    closeNow = halfClosed && r == null;
+                }
+                try {
+                    if (r != null) {
+                        respond(call, m, r);
+                        return;
+                    }
+                    super.onMessage(message);
+                    if (closeNow) {
+                        super.onHalfClose();
+                    }
+                } catch (RuntimeException e) {
+                    call.close(io.grpc.Status.INTERNAL.withDescription(String.valueOf(e)), new Metadata());
+                }
+            }
+
             @Override
             public void onHalfClose() {
-                if (!refused) {
-                    super.onHalfClose();
+                synchronized (this) {
+                    if (refused) {
+                        return;
+                    }
+                    if (waiting) {
+                        halfClosed = true; // passed on once the freshness step lets the message through
+                        return;
+                    }
                 }
+                super.onHalfClose();
             }
         };
     }

@@ -292,6 +292,7 @@ public class MetaRuntime {
             if (controlPlane != null) {
                 controlPlane.onStorageDeleted(this::dropStorageBlocks);
                 controlPlane.start(registry, ledger, leadership::isLeader, this::dropInstance);
+                setUpFresh();
                 statsReporter = new dev.kvpool.meta.stats.StatsReporter(kvcm.stats(), controlPlane.client()::post,
                         replicaInfo(), id -> registry.instance(id) != null, cfg.controlPlane().usagePeriod(),
                         cfg.controlPlane().statsCarry()).start();
@@ -467,6 +468,33 @@ public class MetaRuntime {
 
     public MetaAuth auth() {
         return auth;
+    }
+
+    private volatile dev.kvpool.meta.config.FreshConfig fresh;
+
+    /** Fresh configuration for calls that name something unknown; null without a control plane. */
+    public dev.kvpool.meta.config.FreshConfig fresh() {
+        return fresh;
+    }
+
+    /** After the control plane's sync has started: unknown names in KVCM calls fetch its snapshot (issue 34). */
+    private void setUpFresh() {
+        var cp = cfg.controlPlane();
+        ControlPlaneSync sync = controlPlane;
+        var f = new dev.kvpool.meta.config.FreshConfig(() -> sync.resync("a KVCM call names a group or instance not "
+                + "known here"), new dev.kvpool.meta.config.FreshConfig.Settings(cp.freshWait(), cp.freshMinInterval(),
+                cp.freshNegativeTtl(), Math.max(1, cp.freshNegativeMax())), System::currentTimeMillis,
+                java.util.concurrent.Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("kvpool-fresh-config", 0)
+                        .factory()));
+        io.micrometer.core.instrument.FunctionCounter.builder("kvpool.meta.fresh_config.fetches", f, x -> x.fetches.get())
+                .description("snapshot fetches because a KVCM call named something unknown").register(meters);
+        io.micrometer.core.instrument.FunctionCounter.builder("kvpool.meta.fresh_config.coalesced", f,
+                x -> x.coalesced.get()).description("callers that waited for a fetch another caller caused")
+                .register(meters);
+        io.micrometer.core.instrument.FunctionCounter.builder("kvpool.meta.fresh_config.negative_hits", f,
+                x -> x.negativeHits.get()).description("unknown names answered from the negative cache, no fetch")
+                .register(meters);
+        fresh = f;
     }
 
     public ControlPlaneSync controlPlane() {

@@ -245,6 +245,25 @@ public interface MetaSettings {
         Duration resync();
 
         /**
+         * A KVCM call naming a group or instance this plane does not know waits at most this long for fresh
+         * configuration from the control plane (issue 34); past it the call answers SERVICE_NOT_READY.
+         */
+        @WithDefault("2s")
+        Duration freshWait();
+
+        /** At least this long between two such fetches, whoever asks (protects the control plane). */
+        @WithDefault("200ms")
+        Duration freshMinInterval();
+
+        /** A name such a fetch did not find is answered as missing without another fetch for this long. */
+        @WithDefault("1s")
+        Duration freshNegativeTtl();
+
+        /** At most this many names are kept as missing (the oldest are dropped). */
+        @WithDefault("10000")
+        int freshNegativeMax();
+
+        /**
          * How often the leader posts usage samples, and every replica its stats (POST /api/v1/stats: what it served
          * per instance since its last accepted report).
          */
