@@ -193,6 +193,17 @@ public final class KvcmMeta {
         return inst;
     }
 
+    /**
+     * KVCM's fault injection (§3.16): after the leader gate and the instance pre-check, before field validation, an
+     * injected fault fails the call with INTERNAL_ERROR before it does any work. The table is empty unless the debug
+     * service is enabled and a fault was injected.
+     */
+    private static void faultCheck(String api, String traceId) {
+        if (dev.kvpool.meta.debug.FaultTable.PROCESS.fires(api, traceId)) {
+            throw KvcmError.internal(api + " fail due to fault injection");
+        }
+    }
+
     static long[] toArray(List<Long> list) {
         long[] out = new long[list.size()];
         if (list instanceof com.google.protobuf.Internal.LongList ll) {
@@ -370,6 +381,7 @@ public final class KvcmMeta {
             throw new KvcmError(ErrorCode.INSTANCE_NOT_EXIST, "instance '"
                     + Text.safe(r.getInstanceId()) + "' is not registered");
         }
+        faultCheck("GetCacheLocation", r.getTraceId());
         long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
         return new Query(inst, keys, queryType(inst, r.getQueryType()),
                 Mask.of(r.hasBlockMask() ? r.getBlockMask() : null));
@@ -489,6 +501,7 @@ public final class KvcmMeta {
 
     private WritePath.StartOutcome started(StartWriteCacheRequest r) {
         Instance inst = instance(r.getInstanceId());
+        faultCheck("StartWriteCache", r.getTraceId());
         long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
         WritePath.StartOutcome o = write.start(inst, keys, r.getLocationSpecGroupNamesList(),
                 r.getWriteTimeoutSeconds(), r.getMinReplicaCount());
@@ -510,6 +523,7 @@ public final class KvcmMeta {
     public CommonResponse finishWriteCache(FinishWriteCacheRequest r) {
         return call("FinishWriteCache", r.getTraceId(), true, () -> {
             Instance inst = instance(r.getInstanceId());
+            faultCheck("FinishWriteCache", r.getTraceId());
             if (r.getWriteSessionId().isEmpty()) {
                 throw KvcmError.invalid("write_session_id is required");
             }

@@ -18,6 +18,12 @@ import java.util.Map;
 
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public class KVPoolSpec {
+    /**
+     * A sane bound on control-plane replicas: they share one PostgreSQL and one leader lease; more replicas add
+     * read capacity and availability, and nothing past a handful.
+     */
+    public static final int CONTROL_PLANE_MAX_REPLICAS = 9;
+
     @Required
     @Pattern("^[0-9A-Za-z][0-9A-Za-z._+-]{0,127}$")
     @JsonPropertyDescription("KVPool version, the tag of the images unless image is set")
@@ -48,10 +54,11 @@ public class KVPoolSpec {
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public static class ControlPlane {
         @Min(1)
-        @Max(1)
+        @Max(CONTROL_PLANE_MAX_REPLICAS)
         @Default("1")
-        @JsonPropertyDescription("replicas: 1 — the control plane elects no leader yet, and its outbox relay and "
-                + "scheduled work must run once")
+        @JsonPropertyDescription("replicas (default 1, at most 9). More than one: the replicas elect a leader "
+                + "through PostgreSQL (a lease row) that runs the once-only work, every replica serves requests; "
+                + "needs spec.engines.postgres (with H2 each pod would keep its own database)")
         public Integer replicas = 1;
         public ResourceRequirements resources;
     }

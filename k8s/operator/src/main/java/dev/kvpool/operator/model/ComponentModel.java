@@ -45,6 +45,21 @@ abstract class ComponentModel {
         return w.ownerReference();
     }
 
+    /** Prefer one replica per node (preferred, not required: a one-node cluster still runs them all). */
+    io.fabric8.kubernetes.api.model.Affinity preferOnePerNode() {
+        return new io.fabric8.kubernetes.api.model.AffinityBuilder()
+                .withNewPodAntiAffinity()
+                    .addNewPreferredDuringSchedulingIgnoredDuringExecution()
+                        .withWeight(100)
+                        .withNewPodAffinityTerm()
+                            .withTopologyKey("kubernetes.io/hostname")
+                            .withNewLabelSelector().withMatchLabels(selector()).endLabelSelector()
+                        .endPodAffinityTerm()
+                    .endPreferredDuringSchedulingIgnoredDuringExecution()
+                .endPodAntiAffinity()
+                .build();
+    }
+
     /** The planes' ClusterIP Service: their named ports http and grpc. */
     Service httpGrpcService(int http, int grpc) {
         return new ServiceBuilder()

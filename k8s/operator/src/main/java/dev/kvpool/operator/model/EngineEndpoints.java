@@ -60,6 +60,11 @@ public final class EngineEndpoints {
         return new EngineEndpoints(pool);
     }
 
+    /** True when the control plane gets a PostgreSQL (referenced or managed); else it runs on its embedded H2. */
+    public boolean postgres() {
+        return managedPostgres() || (engines.postgres != null && engines.postgres.secretRef != null);
+    }
+
     public boolean managedPostgres() {
         return engines.postgres != null && engines.postgres.managed != null;
     }

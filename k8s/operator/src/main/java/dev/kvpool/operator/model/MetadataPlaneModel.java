@@ -3,7 +3,6 @@ package dev.kvpool.operator.model;
 import dev.kvpool.operator.crd.KVPool;
 import dev.kvpool.operator.crd.KVPoolSpec;
 import io.fabric8.kubernetes.api.model.Affinity;
-import io.fabric8.kubernetes.api.model.AffinityBuilder;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.IntOrString;
@@ -61,7 +60,7 @@ public final class MetadataPlaneModel extends ComponentModel {
                         .withNewMetadata().withLabels(labels()).endMetadata()
                         .withNewSpec()
                             .withSecurityContext(Workloads.podSecurityContext())
-                            .withAffinity(antiAffinity())
+                            .withAffinity(preferOnePerNode())
                             .withContainers(new ContainerBuilder()
                                     .withName(COMPONENT)
                                     .withImage(image())
@@ -98,17 +97,7 @@ public final class MetadataPlaneModel extends ComponentModel {
 
     /** Prefer one replica per node (preferred, not required: a one-node cluster still runs them all). */
     Affinity antiAffinity() {
-        return new AffinityBuilder()
-                .withNewPodAntiAffinity()
-                    .addNewPreferredDuringSchedulingIgnoredDuringExecution()
-                        .withWeight(100)
-                        .withNewPodAffinityTerm()
-                            .withTopologyKey("kubernetes.io/hostname")
-                            .withNewLabelSelector().withMatchLabels(selector()).endLabelSelector()
-                        .endPodAffinityTerm()
-                    .endPreferredDuringSchedulingIgnoredDuringExecution()
-                .endPodAntiAffinity()
-                .build();
+        return preferOnePerNode();
     }
 
     /**

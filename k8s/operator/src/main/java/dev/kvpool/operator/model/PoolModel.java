@@ -45,6 +45,9 @@ public final class PoolModel {
         ControlPlaneModel cp = ControlPlaneModel.of(pool);
         out.add(cp.deployment());
         out.add(cp.service());
+        if (cp.podDisruptionBudget() != null) {
+            out.add(cp.podDisruptionBudget());
+        }
         MetadataPlaneModel mp = MetadataPlaneModel.of(pool);
         out.add(mp.deployment());
         out.add(mp.service());
@@ -70,6 +73,22 @@ public final class PoolModel {
         }
         return out;
     }
+
+    /**
+     * What makes this KVPool impossible to run as written, checked before anything is applied (the reconciler then
+     * leaves the running objects as they are and reports the problems as Degraded with a Warning event).
+     */
+    public List<PoolStatusModel.Problem> problems() {
+        List<PoolStatusModel.Problem> out = new ArrayList<>();
+        String cp = ControlPlaneModel.of(pool).replicasProblem();
+        if (cp != null) {
+            out.add(new PoolStatusModel.Problem(CONTROL_PLANE_REPLICAS_INVALID, cp));
+        }
+        return out;
+    }
+
+    /** The Degraded reason of {@link ControlPlaneModel#replicasProblem()}. */
+    public static final String CONTROL_PLANE_REPLICAS_INVALID = "ControlPlaneReplicasInvalid";
 
     /**
      * Objects that hold generated passwords: the reconciler creates each only while it is absent and never updates

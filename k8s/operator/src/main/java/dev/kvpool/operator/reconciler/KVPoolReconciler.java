@@ -108,6 +108,14 @@ public class KVPoolReconciler implements Reconciler<KVPool> {
     @Override
     public UpdateControl<KVPool> reconcile(KVPool pool, Context<KVPool> context) {
         String ns = pool.getMetadata().getNamespace();
+        List<PoolStatusModel.Problem> invalid = PoolModel.of(pool).problems();
+        if (!invalid.isEmpty()) {
+            // refused before anything is applied: what runs keeps running as it was; the spec's fix wakes us again
+            KVPoolStatus status = PoolStatusModel.status(pool, List.of(), invalid, Instant.now());
+            announce(pool, status);
+            pool.setStatus(status);
+            return UpdateControl.patchStatus(pool).rescheduleAfter(RECHECK_WHILE_READY);
+        }
         List<PoolStatusModel.Problem> problems = new ArrayList<>();
         credentials.ensure(pool, PoolSecrets.adminSecretName(pool.getMetadata().getName()),
                 PoolSecrets.DEFAULT_ADMIN_USERNAME);

@@ -21,6 +21,7 @@ import io.fabric8.kubernetes.api.model.ServicePort;
 import io.fabric8.kubernetes.api.model.Volume;
 import io.fabric8.kubernetes.api.model.VolumeMount;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
+import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudget;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
@@ -173,7 +174,8 @@ class ControlPlaneModelTest {
     void noPostgresNoDatabaseEnv() {
         KVPool p = pool();
         p.getSpec().engines.postgres = null;
-        assertEquals(List.of("KVPOOL_DATA_DIR", "KVPOOL_ADMIN_PASSWORD"), ControlPlaneModel.of(p).deployment().getSpec().getTemplate()
+        assertEquals(List.of("KVPOOL_DATA_DIR", "KVPOOL_ADMIN_PASSWORD", ControlPlaneModel.ADVERTISED_HOST_ENV),
+                ControlPlaneModel.of(p).deployment().getSpec().getTemplate()
                 .getSpec().getContainers().getFirst().getEnv().stream().map(EnvVar::getName).toList());
     }
 
@@ -185,5 +187,89 @@ class ControlPlaneModelTest {
         KVPool q = pool();
         q.getMetadata().setName(null);
         assertThrows(IllegalArgumentException.class, () -> ControlPlaneModel.of(q));
+    }
+
+    @Test
+    void oneReplicaByDefaultWithoutADisruptionBudget() {
+        ControlPlaneModel m = ControlPlaneModel.of(pool());
+        assertEquals(1, m.deployment().getSpec().getReplicas());
+        assertNull(m.podDisruptionBudget(), "minAvailable 1 of one pod would block every node drain");
+        assertNull(m.replicasProblem());
+        assertTrue(PoolModel.of(pool()).problems().isEmpty());
+        assertTrue(PoolModel.of(pool()).desired().stream().noneMatch(o -> o instanceof PodDisruptionBudget
+                && o.getMetadata().getName().equals("prod-control-plane")));
+    }
+
+    @Test
+    void severalReplicasOverPostgresGetABudgetAndSpreadAcrossNodes() {
+        KVPool p = pool();
+        p.getSpec().controlPlane.replicas = 3;
+        ControlPlaneModel m = ControlPlaneModel.of(p);
+        Deployment d = m.deployment();
+        assertEquals(3, d.getSpec().getReplicas());
+        PodDisruptionBudget pdb = m.podDisruptionBudget();
+        assertEquals("prod-control-plane", pdb.getMetadata().getName());
+        assertEquals(1, pdb.getSpec().getMinAvailable().getIntVal());
+        assertNull(pdb.getSpec().getMaxUnavailable());
+        assertEquals(m.selector(), pdb.getSpec().getSelector().getMatchLabels());
+        assertTrue(d.getSpec().getTemplate().getMetadata().getLabels().entrySet()
+                .containsAll(pdb.getSpec().getSelector().getMatchLabels().entrySet()), "the budget selects the pods");
+        assertTrue(PoolModel.of(p).desired().contains(pdb));
+
+        var terms = d.getSpec().getTemplate().getSpec().getAffinity().getPodAntiAffinity()
+                .getPreferredDuringSchedulingIgnoredDuringExecution();
+        assertEquals(1, terms.size(), "preferred, not required: a one-node cluster still runs every replica");
+        var required = d.getSpec().getTemplate().getSpec().getAffinity().getPodAntiAffinity()
+                .getRequiredDuringSchedulingIgnoredDuringExecution();
+        assertTrue(required == null || required.isEmpty());
+        assertEquals("kubernetes.io/hostname", terms.getFirst().getPodAffinityTerm().getTopologyKey());
+        assertEquals(m.selector(), terms.getFirst().getPodAffinityTerm().getLabelSelector().getMatchLabels());
+
+        Container c = d.getSpec().getTemplate().getSpec().getContainers().getFirst();
+        EnvVar host = c.getEnv().stream().filter(e -> e.getName().equals(ControlPlaneModel.ADVERTISED_HOST_ENV))
+                .findFirst().orElseThrow();
+        assertEquals("status.podIP", host.getValueFrom().getFieldRef().getFieldPath(), "each pod advertises its own IP");
+        assertTrue(c.getEnv().stream().noneMatch(e -> e.getName().startsWith("KVCM_LEADER_ELECTOR_NODE_ID")),
+                "the node id stays generated");
+        // followers serve requests: readiness is the same probe whatever the replica count
+        assertEquals("/q/health/ready", c.getReadinessProbe().getHttpGet().getPath());
+        assertEquals(c.getReadinessProbe(), ControlPlaneModel.of(pool()).deployment().getSpec().getTemplate().getSpec()
+                .getContainers().getFirst().getReadinessProbe());
+
+        KVPool managed = pool();
+        managed.getSpec().engines.postgres = new KVPoolSpec.Postgres();
+        managed.getSpec().engines.postgres.managed = new KVPoolSpec.ManagedPostgres();
+        managed.getSpec().controlPlane.replicas = KVPoolSpec.CONTROL_PLANE_MAX_REPLICAS;
+        assertNull(ControlPlaneModel.of(managed).replicasProblem());
+        assertEquals(KVPoolSpec.CONTROL_PLANE_MAX_REPLICAS, ControlPlaneModel.of(managed).deployment().getSpec().getReplicas());
+    }
+
+    @Test
+    void severalReplicasWithoutPostgresAreRefused() {
+        KVPool p = pool();
+        p.getSpec().engines.postgres = null;
+        p.getSpec().controlPlane.replicas = 2;
+        String problem = ControlPlaneModel.of(p).replicasProblem();
+        assertNotNull(problem);
+        assertTrue(problem.contains("PostgreSQL") && problem.contains("spec.engines.postgres"), problem);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ControlPlaneModel.of(p).deployment());
+        assertEquals(problem, e.getMessage());
+        var problems = PoolModel.of(p).problems();
+        assertEquals(1, problems.size());
+        assertEquals(PoolModel.CONTROL_PLANE_REPLICAS_INVALID, problems.getFirst().reason());
+        // one replica on H2 stays allowed (a trial pool)
+        p.getSpec().controlPlane.replicas = 1;
+        assertNull(ControlPlaneModel.of(p).replicasProblem());
+    }
+
+    @Test
+    void replicasOutsideTheBoundAreRefused() {
+        for (int n : new int[]{0, -1, KVPoolSpec.CONTROL_PLANE_MAX_REPLICAS + 1}) {
+            KVPool p = pool();
+            p.getSpec().controlPlane.replicas = n;
+            assertNotNull(ControlPlaneModel.of(p).replicasProblem(), "replicas " + n);
+            assertThrows(IllegalArgumentException.class, () -> ControlPlaneModel.of(p).deployment());
+        }
     }
 }

@@ -172,6 +172,57 @@ class KVPoolReconcilerTest {
         assertEquals(created.getMetadata().getUid(), w.getInvolvedObject().getUid());
     }
 
+    @Test
+    void severalControlPlaneReplicasWithoutPostgresAreRefusedThenRunWithABudget() {
+        KVPool bad = pool("ha", "1.0.0");
+        bad.getSpec().engines.postgres = null; // the mock server does not enforce the CRD's required field
+        bad.getSpec().controlPlane.replicas = 3;
+        KVPool created = client.resource(bad).create();
+        KVPool degraded = await(() -> {
+            KVPool p = client.resources(KVPool.class).inNamespace(NS).withName("ha").get();
+            Condition c = p.getStatus() == null ? null : condition(p, Condition.Type.Degraded);
+            return c != null && c.status == Condition.Status.True ? p : null;
+        });
+        Condition c = condition(degraded, Condition.Type.Degraded);
+        assertEquals("ControlPlaneReplicasInvalid", c.reason);
+        assertTrue(c.message.contains("PostgreSQL"), c.message);
+        assertEquals(Condition.Status.False, condition(degraded, Condition.Type.Ready).status);
+        Event w = await(() -> events("ha").stream().filter(ev -> "ControlPlaneReplicasInvalid".equals(ev.getReason()))
+                .findFirst().orElse(null));
+        assertEquals("Warning", w.getType());
+        assertEquals(created.getMetadata().getUid(), w.getInvolvedObject().getUid());
+        assertNull(client.apps().deployments().inNamespace(NS).withName("ha-control-plane").get(),
+                "nothing is applied for a refused spec");
+
+        // with PostgreSQL the three replicas run, and a budget keeps one of them through drains
+        client.resources(KVPool.class).inNamespace(NS).withName("ha").edit(p -> {
+            p.getSpec().engines.postgres = new KVPoolSpec.Postgres();
+            p.getSpec().engines.postgres.secretRef = new SecretRef("ha-db");
+            return p;
+        });
+        Deployment cp = await(() -> client.apps().deployments().inNamespace(NS).withName("ha-control-plane").get());
+        assertEquals(3, cp.getSpec().getReplicas());
+        PodDisruptionBudget pdb = await(() -> client.policy().v1().podDisruptionBudget().inNamespace(NS)
+                .withName("ha-control-plane").get());
+        assertEquals(1, pdb.getSpec().getMinAvailable().getIntVal());
+        assertEquals("ha", pdb.getMetadata().getOwnerReferences().getFirst().getName());
+        await(() -> {
+            Condition d = condition(client.resources(KVPool.class).inNamespace(NS).withName("ha").get(),
+                    Condition.Type.Degraded);
+            return d != null && !"ControlPlaneReplicasInvalid".equals(d.reason) ? d : null;
+        });
+
+        // back to one replica: the budget is pruned (minAvailable 1 of one pod would block every drain)
+        client.resources(KVPool.class).inNamespace(NS).withName("ha").edit(p -> {
+            p.getSpec().controlPlane.replicas = 1;
+            return p;
+        });
+        await(() -> client.policy().v1().podDisruptionBudget().inNamespace(NS).withName("ha-control-plane").get() == null
+                ? "pruned" : null);
+        assertEquals(1, client.apps().deployments().inNamespace(NS).withName("ha-control-plane").get().getSpec()
+                .getReplicas());
+    }
+
     private void markReady(Deployment d) {
         Deployment now = client.apps().deployments().inNamespace(NS).withName(d.getMetadata().getName()).get();
         int n = now.getSpec().getReplicas();
