@@ -12,7 +12,7 @@ import org.eclipse.microprofile.openapi.annotations.media.Schema;
          "eviction": {"policy": "LRU", "triggerPeriodSeconds": 5, "stepSize": 1000, "stepPercentage": 10,
                       "ttlSeconds": 0, "readerLeaseMs": 1000},
          "storageCandidates": ["nfs_01"], "maxInstanceCount": 100, "allowAnonymousMeta": true}""")
-@JsonIgnoreProperties({"version", "createdAt", "updatedAt", "usage", "kvcm"}) // read-only: GET, edit, PUT works
+@JsonIgnoreProperties({"version", "createdAt", "updatedAt", "usage", "kvcm", "missingStorages"}) // read-only: GET, edit, PUT works
 public record GroupSpec(
         String name,
         @Schema(description = "total quota in bytes, > 0") Long quotaBytes,
