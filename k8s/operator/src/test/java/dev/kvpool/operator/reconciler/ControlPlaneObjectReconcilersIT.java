@@ -188,16 +188,30 @@ class ControlPlaneObjectReconcilersIT {
         awaitEvent("team-a", "Drifted", "was deleted in the control plane");
         until("the account is back and its password works", () -> canLogIn("team-a", TENANT_PW2));
 
-        // --- a group naming an unknown storage is refused; deleting it removes nothing from the control plane
+        // --- a group naming a storage that does not exist yet is kept as given (KVCM §3.11) and shows it missing
+        KVPoolInstanceGroup pending = new KVPoolInstanceGroup();
+        pending.setMetadata(meta("pending"));
+        pending.setSpec(new KVPoolInstanceGroup.Spec());
+        pending.getSpec().pool = POOL;
+        pending.getSpec().quotaBytes = 1_000L;
+        pending.getSpec().storageCandidates = List.of("nope");
+        client.resource(pending).create();
+        until("pending group created", () -> cp.get("/api/v1/instance-groups/pending").status() == 200);
+        assertEquals("[\"nope\"]", cp.get("/api/v1/instance-groups/pending").body().path("missingStorages").toString());
+        client.resources(KVPoolInstanceGroup.class).inNamespace(NS).withName("pending").delete();
+        until("pending gone", () -> client.resources(KVPoolInstanceGroup.class).inNamespace(NS).withName("pending").get() == null);
+
+        // --- a group the control plane refuses (a candidate that is no storage name) stays Refused; deleting it
+        // removes nothing there
         KVPoolInstanceGroup bad = new KVPoolInstanceGroup();
         bad.setMetadata(meta("bad"));
         bad.setSpec(new KVPoolInstanceGroup.Spec());
         bad.getSpec().pool = POOL;
         bad.getSpec().quotaBytes = 1_000L;
-        bad.getSpec().storageCandidates = List.of("nope");
+        bad.getSpec().storageCandidates = List.of("no pe/..");
         client.resource(bad).create();
-        Condition unknown = awaitCondition(KVPoolInstanceGroup.class, "bad", Condition.Status.False, "Refused");
-        assertTrue(unknown.message.contains("unknown storage candidate 'nope'"), unknown.message);
+        Condition refused = awaitCondition(KVPoolInstanceGroup.class, "bad", Condition.Status.False, "Refused");
+        assertTrue(refused.message.contains("storageCandidates[0]"), refused.message);
         assertEquals(404, cp.get("/api/v1/instance-groups/bad").status());
         client.resources(KVPoolInstanceGroup.class).inNamespace(NS).withName("bad").delete();
         until("bad gone", () -> client.resources(KVPoolInstanceGroup.class).inNamespace(NS).withName("bad").get() == null);
