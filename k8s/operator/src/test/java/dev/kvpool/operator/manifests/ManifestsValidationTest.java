@@ -167,8 +167,12 @@ class ManifestsValidationTest {
         assertTrue(ok.checked() && ok.errors().isEmpty(), ok.toString());
         assertRejected(pool, "version"); // spec.version is required
         assertRejected(pool.replace("spec:\n", "spec:\n  version: '1'\n  metadataPlane: {replicas: 0}\n"), "replicas");
-        // one control plane until it elects a leader
-        assertRejected(pool.replace("spec:\n", "spec:\n  version: '1'\n  controlPlane: {replicas: 2}\n"), "replicas");
+        // control-plane replicas elect a leader over PostgreSQL: several are valid, up to the bound
+        KubeSchemas.Result three = schemas.validate(YAML.readTree(pool.replace("spec:\n",
+                "spec:\n  version: '1'\n  controlPlane: {replicas: 3}\n")));
+        assertTrue(three.checked() && three.errors().isEmpty(), three.toString());
+        assertRejected(pool.replace("spec:\n", "spec:\n  version: '1'\n  controlPlane: {replicas: 10}\n"), "replicas");
+        assertRejected(pool.replace("spec:\n", "spec:\n  version: '1'\n  controlPlane: {replicas: 0}\n"), "replicas");
         assertRejected(pool.replace("spec:\n", "spec:\n  version: '1'\n  enginez: {}\n"), "enginez");
         // both an existing database and a managed one: only the CRD's CEL rule refuses it
         assertRejected(pool.replace("spec:\n", "spec:\n  version: '1'\n")
