@@ -336,11 +336,14 @@ public final class LeaseElector implements AutoCloseable {
                 return false;
             }
             generation++;
-            campaignBlockedUntilNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(0, campaignDelayMs));
+            // no campaign until the release is done: an attempt renewing between here and the release would
+            // otherwise count itself leader of a row the release then frees
+            campaignBlockedUntilNanos = System.nanoTime() + TimeUnit.DAYS.toNanos(365);
             e = epoch;
             step(false, e, "demoted (no campaign for " + campaignDelayMs + " ms)");
         }
         releaseQuietly(e);
+        campaignBlockedUntilNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(0, campaignDelayMs));
         return true;
     }
 
