@@ -37,7 +37,7 @@ import java.util.stream.Stream;
  * </ul>
  */
 final class ControlPlaneHaBench {
-    private static final String ADMIN_PW = "Bench-Admin-Passw0rd1";
+    private static final String ADMIN_PW = "Bench-Boot-Passw0rd17";
     private static final ObjectMapper M = new ObjectMapper();
     private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(2)).build();
