@@ -31,7 +31,6 @@ import jakarta.inject.Inject;
 import java.util.Comparator;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -162,8 +161,7 @@ public class KvcmAdmin {
         try {
             // leadership first (§1.8: before any other check), so a KVCM client rediscovers the leader and retries
             if (rpc.leaderOnly() && !followersServe && !awaitLeader()) {
-                return withHeader(rpc.responseType().newBuilderForType(), ErrorCode.SERVER_NOT_LEADER,
-                        NOT_LEADER_MESSAGE, requestId);
+                throw new ApiException(409, null, NOT_LEADER_MESSAGE, ErrorCode.SERVER_NOT_LEADER); // counted too
             }
             // every string of every request, before any of it is used: bounded, no control characters (blobs may
             // hold newlines); the snapshot's text is checked entry by entry where it is parsed
