@@ -69,11 +69,12 @@ public final class Main {
             case "agent" -> dev.kvpool.bench.agent.AgentBench.run(opt,
                     args.length > 1 && !args[1].startsWith("--") ? args[1] : "all");
             case "gpu" -> dev.kvpool.bench.agent.GpuBench.run(opt);
+            case "control-plane-ha" -> ControlPlaneHaBench.run(opt);
             case "gds" -> dev.kvpool.bench.agent.GdsBench.run(opt);
             case "propagation" -> PropagationBench.run(opt);
             case "heap" -> HeapPerBlock.main(opt.containsKey("blocks") ? new String[] {opt.get("blocks")} : new String[0]);
             default -> System.out.println("""
-                    usage: ./kvpool bench <replay|prefix|writes|deletes|reclaim|sweep|propagation|heap|policies|agent|gpu|gds> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
+                    usage: ./kvpool bench <replay|prefix|writes|deletes|reclaim|sweep|propagation|heap|policies|agent|gpu|gds|control-plane-ha> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
                       replay   [--trace ../shared/data/mooncake/conversation_trace.jsonl] [--limit N]
                       prefix   [--keys 1024] [--rounds 10] [--iters 200] [--warmup 3000] [--grpc 127.0.0.1:6381]
                       writes   [--threads 4] [--batch 64] [--batches 200] [--rounds 6] [--floor false] (no native-floor phase)
@@ -99,6 +100,9 @@ public final class Main {
                                layer and to the whole load vs whole-block loads)
                       gpu      [--blocks 256K,2M] [--batch-mib 256] [--rounds 7] (GPU tier vs PyTorch's copies and
                                one contiguous copy; needs a CUDA device)
+                      control-plane-ha [--jar control-plane/target/quarkus-app/quarkus-run.jar] [--pg 127.0.0.1:5432]
+                               [--db kvpool_bench_ha] [--lease 2000] [--loop lease/10] [--threads 8] [--seconds 10]
+                               [--kills 5] (admin write throughput 3 replicas vs 1; leader take-over after kill -9)
                       gds      [--blocks 256K,2M] [--file-mib 1024] [--rounds 5] [--dir /var/tmp/kvpool-gds] [--batch 128]
                                [--qd 16] (NVMe <-> GPU through cuFile vs the bounce path, against min(disk O_DIRECT,
                                host<->GPU copy); needs a CUDA device; libcufile from -Dkvpool.agent.gds.library)

@@ -119,7 +119,7 @@ class KvcmAdminRoutesTest {
     }
 
     @Test
-    void accountsSnapshotsAndServiceRoutes() {
+    void accountsSnapshotsAndServiceRoutes() throws Exception {
         kvcm("addAccount", "{\"trace_id\":\"t\",\"user_name\":\"kvuser\",\"password\":\"Kv-User-Passw0rd\",\"role\":0}")
                 .body("header.status.code", is("OK"));
         kvcm("addAccount", "{\"trace_id\":\"t\",\"user_name\":\"\",\"password\":\"x\"}")
@@ -152,15 +152,29 @@ class KvcmAdminRoutesTest {
         kvcm("getMetrics", "{\"trace_id\":\"t\"}").body("header.status.code", is("OK"))
                 .body("metrics.find { it.metric_name == 'service.query_counter' && it.metric_tags[0].tag_value == 'ListStorage' }"
                         + ".metric_value.int_value", notNullValue());
+        // a lone replica leads within a few seconds (another test class may just have demoted it: KVCM's tests wait too)
+        long until = System.currentTimeMillis() + 10_000;
+        while (!Boolean.TRUE.equals(given().body("{}").post("/api/checkHealth").then().extract().path("is_leader"))
+                && System.currentTimeMillis() < until) {
+            Thread.sleep(50);
+        }
         given().body("{\"trace_id\":\"h\"}").post("/api/checkHealth").then().statusCode(200)
                 .body("is_leader", is(true)).body("is_health", is(true));
-        given().body("{}").post("/api/getManagerClusterInfo").then().statusCode(200)
-                .body("self_node_id", not(emptyString()));
+        String self = given().body("{}").post("/api/getManagerClusterInfo").then().statusCode(200)
+                .body("self_node_id", not(emptyString())).extract().path("self_node_id");
+        given().body("{}").post("/api/getManagerClusterInfo").then().body("leader_node_id", is(self));
         kvcm("updateLogger", "{\"trace_id\":\"t\",\"log_level\":\"verbose\"}").body("header.status.code", is("INVALID_ARGUMENT"));
         kvcm("updateLogger", "{\"trace_id\":\"t\",\"log_level\":\"info\"}").body("header.status.code", is("OK"));
         kvcm("updateLeaderElectorConfig", "{\"trace_id\":\"t\",\"campaign_delay_time_ms\":\"500\"}");
         kvcm("getLeaderElectorConfig", "{\"trace_id\":\"t\"}").body("campaign_delay_time_ms", is("500"));
         kvcm("leaderDemote", "{\"trace_id\":\"t\"}").body("header.status.code", is("OK"));
+        // demoted: no longer leader, and a second demote is KVCM's SERVER_NOT_LEADER; it leads again after the delay
+        given().body("{}").post("/api/checkHealth").then().body("is_leader", is(false));
+        kvcm("leaderDemote", "{\"trace_id\":\"t\"}").body("header.status.code", is("SERVER_NOT_LEADER"))
+                .body("header.status.message", is("Server is not leader")).body("header.request_id", startsWith("t_"));
+        // a leader-only route on the lone replica waits for it to lead again (KVCM's clients would retry on 9)
+        kvcm("listStorage", "{\"trace_id\":\"t\"}").body("header.status.code", is("OK"));
+        given().body("{}").post("/api/checkHealth").then().body("is_leader", is(true));
         // malformed JSON → 400 {}; unknown route → 404
         admin().body("{\"trace_id\": [").post("/api/listStorage").then().statusCode(400).body(is("{}"));
         admin().body("{}").post("/api/noSuchRpc").then().statusCode(404);

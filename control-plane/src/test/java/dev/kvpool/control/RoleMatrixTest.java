@@ -58,6 +58,7 @@ class RoleMatrixTest {
             Map.entry("GET /api/v1/stats/series", new O[] {U, Y, Y, Y}),
             Map.entry("GET /api/v1/stats/summary", new O[] {U, Y, Y, Y}),
             Map.entry("GET /api/v1/services", new O[] {U, Y, Y, Y}),
+            Map.entry("GET /api/v1/leader", new O[] {U, F, Y, Y}),
             Map.entry("POST /api/v1/services/heartbeat", new O[] {U, F, Y, Y}),
             Map.entry("GET /api/v1/config/snapshot", new O[] {U, F, Y, Y}),
             // forwarded to the metadata plane, which checks the token itself (what-if: admin and operator; an

@@ -21,20 +21,16 @@ import dev.kvpool.control.group.GroupEntity;
 import dev.kvpool.control.group.GroupService;
 import dev.kvpool.control.instance.InstanceEntity;
 import dev.kvpool.control.instance.InstanceService;
+import dev.kvpool.control.leader.Leadership;
 import dev.kvpool.control.security.Caller;
 import dev.kvpool.control.storage.StorageEntity;
 import dev.kvpool.control.storage.StorageService;
-import io.agroal.api.AgroalDataSource;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.context.control.ActivateRequestContext;
 import jakarta.inject.Inject;
-import java.net.InetAddress;
-import java.security.SecureRandom;
-import java.sql.Connection;
 import java.util.Comparator;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -55,7 +51,16 @@ public class KvcmAdmin {
 
     public record Rpc(String name, Supplier<Message.Builder> request, Message responseType, Access access,
                       BiFunction<KvcmAdmin, Call, Message> fn) {
+        /** KVCM serves it on the leader only (spec §1.3's leader-only column); a follower answers 9. */
+        public boolean leaderOnly() {
+            return !ANY_NODE.contains(name);
+        }
     }
+
+    /** The admin RPCs KVCM serves on every node (§1.3, §3.15); every other one is leader-only. */
+    static final Set<String> ANY_NODE = Set.of("GetMetrics", "CheckHealth", "GetManagerClusterInfo", "LeaderDemote",
+            "GetLeaderElectorConfig", "UpdateLeaderElectorConfig", "UpdateLogger");
+    public static final String NOT_LEADER_MESSAGE = "Server is not leader";
 
     public record Call(Message request, Caller caller, String requestId) {
         @SuppressWarnings("unchecked")
@@ -118,16 +123,16 @@ public class KvcmAdmin {
     @Inject
     KvcmSnapshots snapshots;
     @Inject
-    AgroalDataSource dataSource;
-    @ConfigProperty(name = "kvcm.leader_elector.node_id")
-    Optional<String> nodeIdConfig;
-    @ConfigProperty(name = "quarkus.http.port", defaultValue = "6492")
-    int httpPort;
+    Leadership leadership;
+    /** Followers serve the leader-only routes too (writes are transactional in the database); KVCM answers 9. */
+    @ConfigProperty(name = "kvpool.control.kvcm-admin.followers-serve", defaultValue = "false")
+    boolean followersServe;
+    /** A leader-only call on a replica that is still becoming leader (no other leader known) waits this long. */
+    @ConfigProperty(name = "kvpool.control.kvcm-admin.leader-wait", defaultValue = "3s")
+    java.time.Duration leaderWait;
 
     private final Map<String, AtomicLong> calls = new ConcurrentHashMap<>();
     private final Map<String, Long> lastRtUs = new ConcurrentHashMap<>();
-    private volatile long campaignDelayMs;
-    private volatile String nodeId;
 
     /** Null when {@code caller} may call {@code rpc}; else the HTTP status to answer (401 or 403). */
     public static Integer denied(Rpc rpc, Caller caller) {
@@ -154,6 +159,10 @@ public class KvcmAdmin {
                 + (System.currentTimeMillis() * 1000);
         Message out;
         try {
+            // leadership first (§1.8: before any other check), so a KVCM client rediscovers the leader and retries
+            if (rpc.leaderOnly() && !followersServe && !awaitLeader()) {
+                throw new ApiException(409, null, NOT_LEADER_MESSAGE, ErrorCode.SERVER_NOT_LEADER); // counted too
+            }
             // every string of every request, before any of it is used: bounded, no control characters (blobs may
             // hold newlines); the snapshot's text is checked entry by entry where it is parsed
             Inputs.strings(request, "", REQUEST_BLOBS, Set.of("config_snapshot", "password"));
@@ -178,6 +187,15 @@ public class KvcmAdmin {
         calls.computeIfAbsent(rpc.name(), k -> new AtomicLong()).incrementAndGet();
         lastRtUs.put(rpc.name(), Math.max(2, (System.nanoTime() - t0) / 1000));
         return out;
+    }
+
+    private boolean awaitLeader() {
+        try {
+            return leadership.awaitLeader(leaderWait.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 
     /** Request fields that are blobs (may hold newlines), not text. */
@@ -421,37 +439,38 @@ public class KvcmAdmin {
         return b.build();
     }
 
+    /**
+     * Never touches the database itself (a black-holed one would hang the probe): the election loop's last attempt
+     * says whether the database answered, its time whether the loop is alive (§3.15).
+     */
     Message health(Call c) {
-        boolean ok;
-        try (Connection conn = dataSource.getConnection()) {
-            ok = conn.isValid(2);
-        } catch (Exception e) {
-            ok = false;
-        }
-        return CheckHealthResponse.newBuilder().setIsLeader(true).setIsHealth(ok)
-                .setElectorLastLoopTimeMs(System.currentTimeMillis()).build();
+        return CheckHealthResponse.newBuilder().setIsLeader(leadership.isLeader()).setIsHealth(leadership.healthy())
+                .setElectorLastLoopTimeMs(leadership.lastLoopMillis()).build();
     }
 
+    /** Expiry in epoch µs of the lease as last read (meaningful on the leader); the leader every node last saw. */
     Message clusterInfo(Call c) {
-        String id = nodeId();
         return GetManagerClusterInfoResponse.newBuilder().setInfoUpdatedTime(0)
-                .setSelfLeaderExpirationTime((System.currentTimeMillis() + 10_000) * 1000)
-                .setSelfNodeId(id).setLeaderNodeId(id).build();
+                .setSelfLeaderExpirationTime(leadership.isLeader() ? leadership.leaseExpiresAtMs() * 1000 : 0)
+                .setSelfNodeId(leadership.nodeId()).setLeaderNodeId(leadership.leaderNodeId()).build();
     }
 
-    /** The control plane is a single active writer (the database serializes changes): it is always its own leader. */
+    /** Not leader → 9; else step down, release the lease at once, no campaign for campaign_delay_time_ms. */
     Message demote(Call c) {
+        if (!leadership.demote()) {
+            throw new ApiException(409, null, NOT_LEADER_MESSAGE, ErrorCode.SERVER_NOT_LEADER);
+        }
         return CommonResponse.getDefaultInstance();
     }
 
     Message electorConfig(Call c) {
-        return GetLeaderElectorConfigResponse.newBuilder().setCampaignDelayTimeMs(campaignDelayMs).build();
+        return GetLeaderElectorConfigResponse.newBuilder().setCampaignDelayTimeMs(leadership.campaignDelayMs()).build();
     }
 
     Message updateElectorConfig(Call c) {
         UpdateLeaderElectorConfigRequest q = c.q();
-        campaignDelayMs = Inputs.range("campaign_delay_time_ms", q.getCampaignDelayTimeMs(), 0,
-                Inputs.MAX_CAMPAIGN_DELAY_MS);
+        leadership.campaignDelayMs(Inputs.range("campaign_delay_time_ms", q.getCampaignDelayTimeMs(), 0,
+                Inputs.MAX_CAMPAIGN_DELAY_MS));
         return CommonResponse.getDefaultInstance();
     }
 
@@ -467,24 +486,5 @@ public class KvcmAdmin {
         };
         Logger.getLogger("dev.kvpool").setLevel(level);
         return CommonResponse.getDefaultInstance();
-    }
-
-    private String nodeId() {
-        if (nodeId == null) {
-            String host;
-            try {
-                host = InetAddress.getLocalHost().getHostName();
-            } catch (Exception e) {
-                host = "localhost";
-            }
-            String chars = "abcdefghijklmnopqrstuvwxyz0123456789";
-            SecureRandom r = new SecureRandom();
-            StringBuilder s = new StringBuilder();
-            for (int i = 0; i < 16; i++) {
-                s.append(chars.charAt(r.nextInt(chars.length())));
-            }
-            nodeId = nodeIdConfig.filter(x -> !x.isBlank()).orElse(host + ":" + httpPort + "_" + s);
-        }
-        return nodeId;
     }
 }

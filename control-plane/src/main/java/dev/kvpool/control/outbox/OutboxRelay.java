@@ -3,6 +3,8 @@ package dev.kvpool.control.outbox;
 import dev.kvpool.api.events.CloudEventHeaders;
 import dev.kvpool.api.events.KafkaClientConfig;
 import dev.kvpool.api.events.Topics;
+import dev.kvpool.control.leader.LeaseElector;
+import dev.kvpool.control.leader.Leadership;
 import io.quarkus.narayana.jta.QuarkusTransaction;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
@@ -39,6 +41,9 @@ import org.jboss.logging.Logger;
  * them with an idempotent {@code acks=all} producer, waits for every ack and only then marks them published in the same
  * transaction. Kafka down: the send fails, the transaction rolls back, the producer is dropped and the rows wait for the
  * next run. A crash between ack and commit re-sends the rows with the same {@code ce_id} (consumers dedupe on it).
+ * Runs on the elected control-plane leader only ({@link Leadership}); a replica that loses leadership mid-batch
+ * finishes or rolls back that batch under the relay lock row, which the new leader's relay waits out (skips), so the
+ * topic stays in order across a take-over.
  */
 @ApplicationScoped
 public class OutboxRelay {
@@ -48,6 +53,8 @@ public class OutboxRelay {
 
     @Inject
     EntityManager em;
+    @Inject
+    Leadership leadership;
 
     @ConfigProperty(name = "kafka.bootstrap.servers")
     Optional<String> bootstrap;
@@ -82,6 +89,17 @@ public class OutboxRelay {
             return t;
         });
         timer.scheduleWithFixedDelay(this::tick, ms, ms, TimeUnit.MILLISECONDS);
+        leadership.addListener(new LeaseElector.Listener() {
+            @Override
+            public void gained(long epoch) {
+                timer.execute(OutboxRelay.this::tick); // publish what waited at once
+            }
+
+            @Override
+            public void lost(long epoch, String why) {
+                timer.execute(OutboxRelay.this::dropProducer); // on the relay's thread: never mid-batch
+            }
+        });
     }
 
     static long parseMillis(String v) {
@@ -96,7 +114,7 @@ public class OutboxRelay {
     }
 
     void tick() {
-        if (paused) {
+        if (paused || !leadership.isLeader()) {
             return;
         }
         if (bootstrap.isEmpty() || bootstrap.get().isBlank()) {

@@ -18,7 +18,8 @@ import org.jboss.logging.Logger;
  * downsampled: stats minute buckets older than {@code kvpool.control.stats.minute-retention} are rolled up into hour
  * buckets (sums preserved), hour buckets older than {@code kvpool.control.stats.hour-retention} dropped, and usage
  * samples older than {@code kvpool.control.stats.usage-thin-after} thinned to the last one per hour of each group and
- * storage type. Runs a minute after start, then hourly ({@code kvpool.control.retention.every}).
+ * storage type. Runs a minute after start, then hourly ({@code kvpool.control.retention.every}), on the elected
+ * leader only (followers skip: {@link dev.kvpool.control.leader.NotLeader}).
  */
 @ApplicationScoped
 public class Retention {
@@ -43,7 +44,8 @@ public class Retention {
 
     /** Hourly, the first a minute after start; never two at once (a slow run makes the next one wait its turn). */
     @Scheduled(every = "${kvpool.control.retention.every:1h}", delay = 1, delayUnit = TimeUnit.MINUTES,
-            concurrentExecution = Scheduled.ConcurrentExecution.SKIP, identity = "kvpool-retention")
+            concurrentExecution = Scheduled.ConcurrentExecution.SKIP, identity = "kvpool-retention",
+            skipExecutionIf = dev.kvpool.control.leader.NotLeader.class)
     void runSafely() {
         try {
             purge(Instant.now());
