@@ -279,7 +279,7 @@ public interface MetaSettings {
         Duration jwksRefresh();
 
         /** The least time between two fetches caused by unknown kids. */
-        @WithDefault("5s")
+        @WithDefault("1s")
         Duration jwksMinRefetch();
 
         /** How often the control plane's token revocations are polled. */
