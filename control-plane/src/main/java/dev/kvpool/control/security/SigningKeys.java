@@ -74,7 +74,12 @@ public class SigningKeys {
         if (k == null) {
             long now = System.currentTimeMillis(), last = lastLoadMs.get();
             if (now - last >= 1000 && lastLoadMs.compareAndSet(last, now)) {
-                reload();
+                try {
+                    reload();
+                } catch (RuntimeException e) {
+                    // the database is away: the kid stays unknown (401), not a 5xx
+                    LOG.warnf("cannot reload token signing keys: %s", e.toString());
+                }
                 k = keys.get(kid);
             }
         }
@@ -100,7 +105,11 @@ public class SigningKeys {
     @Scheduled(every = "${kvpool.control.token-keys.refresh:30s}", delay = 30, delayUnit = java.util.concurrent.TimeUnit.SECONDS,
             concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
     void scheduledReload() {
-        reload();
+        try {
+            reload();
+        } catch (RuntimeException e) {
+            LOG.debugf("cannot reload token signing keys (keeping the known ones): %s", e.toString());
+        }
     }
 
     /** Reads every key; creates the first one when there is none. */

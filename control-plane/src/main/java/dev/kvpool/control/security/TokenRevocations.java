@@ -38,6 +38,7 @@ public class TokenRevocations {
     /** account → not-before (epoch s). */
     private volatile Map<String, Long> cutoffs = new ConcurrentHashMap<>();
     private volatile boolean loaded;
+    private volatile boolean failing;
 
     public record RevokedToken(String jti, long expiresMs) {
     }
@@ -85,8 +86,12 @@ public class TokenRevocations {
             tokens = t;
             cutoffs = c;
             loaded = true;
+            failing = false;
         } catch (RuntimeException e) {
-            LOG.warnf("cannot read token revocations (keeping the last known ones): %s", e.toString());
+            if (!failing) { // once per outage, not every second
+                LOG.warnf("cannot read token revocations (keeping the last known ones): %s", e.toString());
+                failing = true;
+            }
         }
     }
 
