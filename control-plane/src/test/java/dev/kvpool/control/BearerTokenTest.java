@@ -5,22 +5,30 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.api.auth.BearerToken;
+import dev.kvpool.api.auth.JwtTokens;
 import dev.kvpool.control.account.PasswordHasher;
 import java.security.KeyPair;
 import java.time.Instant;
 import java.util.Set;
+import java.util.UUID;
 import org.junit.jupiter.api.Test;
 
-/** The shared token format and the password hashing, without the application. */
+/** The shared token format (JWT, EdDSA) and the password hashing, without the application. */
 class BearerTokenTest {
-    final KeyPair keys = BearerToken.generateKeyPair();
+    final KeyPair keys = JwtTokens.generateKeyPair();
+    final JwtTokens.KeyResolver resolver = kid -> "k1".equals(kid) ? keys.getPublic() : null;
+
+    String issue(String role, Set<String> groups, long ttlSeconds) {
+        long now = Instant.now().getEpochSecond();
+        return JwtTokens.issue(keys.getPrivate(), "k1", "kvpool", new BearerToken.Claims("team", role, groups, now,
+                now + ttlSeconds, UUID.randomUUID().toString()));
+    }
 
     @Test
     void issuedTokensVerifyWithThePublishedKey() throws Exception {
-        String t = BearerToken.issue(keys.getPrivate(), "team", BearerToken.TENANT, Set.of("b", "a"),
-                Instant.now().plusSeconds(60));
-        var publicKey = BearerToken.publicKey(BearerToken.encodePublicKey(keys.getPublic()));
-        BearerToken.Claims c = BearerToken.verify(publicKey, t, Instant.now());
+        String t = issue(BearerToken.TENANT, Set.of("b", "a"), 60);
+        var published = JwtTokens.publicKey(JwtTokens.encodePublicKey(keys.getPublic()));
+        BearerToken.Claims c = JwtTokens.verify(t, "kvpool", kid -> published, Instant.now());
         assertEquals("team", c.sub());
         assertEquals(BearerToken.TENANT, c.role());
         assertEquals(Set.of("a", "b"), c.groups());
@@ -29,18 +37,19 @@ class BearerTokenTest {
 
     @Test
     void tamperedExpiredOrForeignTokensAreRefused() {
-        String t = BearerToken.issue(keys.getPrivate(), "team", BearerToken.TENANT, Set.of("a"),
-                Instant.now().plusSeconds(60));
-        String forged = BearerToken.issue(keys.getPrivate(), "team", BearerToken.ADMIN, Set.of(),
-                Instant.now().plusSeconds(60));
-        String swapped = forged.substring(0, forged.indexOf('.')) + t.substring(t.indexOf('.'));
-        assertThrows(BearerToken.InvalidTokenException.class, () -> BearerToken.verify(keys.getPublic(), swapped, Instant.now()));
+        String t = issue(BearerToken.TENANT, Set.of("a"), 60);
+        String forged = issue(BearerToken.ADMIN, Set.of(), 60);
+        // the forged claims under the tenant token's signature
+        String[] a = t.split("\\."), b = forged.split("\\.");
+        String swapped = a[0] + "." + b[1] + "." + a[2];
+        assertThrows(BearerToken.InvalidTokenException.class, () -> JwtTokens.verify(swapped, "kvpool", resolver, Instant.now()));
         assertThrows(BearerToken.InvalidTokenException.class,
-                () -> BearerToken.verify(keys.getPublic(), t, Instant.now().plusSeconds(61)));
+                () -> JwtTokens.verify(t, "kvpool", resolver, Instant.now().plusSeconds(61)));
+        KeyPair other = JwtTokens.generateKeyPair();
         assertThrows(BearerToken.InvalidTokenException.class,
-                () -> BearerToken.verify(BearerToken.generateKeyPair().getPublic(), t, Instant.now()));
-        assertThrows(BearerToken.InvalidTokenException.class, () -> BearerToken.verify(keys.getPublic(), "x.y.z", Instant.now()));
-        assertThrows(BearerToken.InvalidTokenException.class, () -> BearerToken.verify(keys.getPublic(), "abc", Instant.now()));
+                () -> JwtTokens.verify(t, "kvpool", kid -> other.getPublic(), Instant.now()));
+        assertThrows(BearerToken.InvalidTokenException.class, () -> JwtTokens.verify("x.y.z", "kvpool", resolver, Instant.now()));
+        assertThrows(BearerToken.InvalidTokenException.class, () -> JwtTokens.verify("abc", "kvpool", resolver, Instant.now()));
     }
 
     @Test

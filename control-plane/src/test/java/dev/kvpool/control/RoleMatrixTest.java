@@ -32,6 +32,12 @@ class RoleMatrixTest {
     static final Map<String, O[]> REST = new TreeMap<>(Map.ofEntries(
             Map.entry("POST /api/v1/tokens", new O[] {Y, Y, Y, Y}),
             Map.entry("GET /api/v1/auth/public-key", new O[] {Y, Y, Y, Y}),
+            Map.entry("GET /api/v1/auth/jwks", new O[] {Y, Y, Y, Y}),
+            Map.entry("GET /.well-known/jwks.json", new O[] {Y, Y, Y, Y}),
+            Map.entry("POST /api/v1/auth/keys/rotate", new O[] {U, F, F, Y}),
+            // run with fresh tokens (see freshAs): it revokes the token it is called with
+            Map.entry("POST /api/v1/auth/sign-out", new O[] {U, Y, Y, Y}),
+            Map.entry("GET /api/v1/auth/revocations", new O[] {U, F, Y, Y}),
             Map.entry("GET /api/v1/storages", new O[] {U, F, Y, Y}),
             Map.entry("POST /api/v1/storages", new O[] {U, F, Y, Y}),
             Map.entry("GET /api/v1/storages/{name}", new O[] {U, F, Y, Y}),
@@ -121,6 +127,18 @@ class RoleMatrixTest {
 
     static final String[] WHO = {"anonymous", "tenant", "operator", "admin"};
 
+    /** Like {@link #as} with a token issued for this call only (sign-out revokes it). */
+    static RequestSpecification freshAs(int who) {
+        if (who == 0) {
+            return as(0);
+        }
+        String user = who == 1 ? "rm-tenant" : who == 2 ? "rm-operator" : Api.ADMIN;
+        String pw = who == 3 ? Api.ADMIN_PASSWORD : "Zq-Secret-Pass-9";
+        String t = given().contentType("application/json").body(Map.of("user", user, "password", pw))
+                .post("/api/v1/tokens").then().statusCode(200).extract().path("token");
+        return given().contentType("application/json").header("Authorization", "Bearer " + t);
+    }
+
     @Test
     void everyRestRouteHasAReviewedRule() {
         Map<String, Object> paths = given().get("/q/openapi?format=json").then().statusCode(200).extract().path("paths");
@@ -143,7 +161,8 @@ class RoleMatrixTest {
                     .replace("/instances/{id}", read ? "/instances/rm-inst" : "/instances/rm-ghost")
                     .replace("{name}", "rm-ghost").replace("{path}", "whatif/runs");
             for (int who = 0; who < 4; who++) {
-                int status = as(who).body("{}").request(method, path).statusCode();
+                int status = (route.endsWith("/auth/sign-out") ? freshAs(who) : as(who)).body("{}")
+                        .request(method, path).statusCode();
                 O got = status == 401 ? O.UNAUTH : status == 403 ? O.FORBID : O.OK;
                 if (got != REST.get(route)[who]) {
                     wrong.add(route + " as " + WHO[who] + ": expected " + REST.get(route)[who] + ", got " + status);

@@ -21,6 +21,9 @@ public class AccountEntity extends VersionedEntity {
     public String passwordHash;
     @Column(nullable = false)
     public String role;
+    /** A disabled account can neither sign in nor use tokens issued before it was disabled. */
+    @Column(nullable = false)
+    public boolean disabled;
 
     @ElementCollection(fetch = FetchType.EAGER)
     @CollectionTable(name = "account_group", joinColumns = @JoinColumn(name = "account_id"))

@@ -40,7 +40,9 @@ public class AccountResource {
     @JsonIgnoreProperties({"version", "createdAt", "updatedAt"}) // read-only: GET, edit, PUT works
     public record AccountInput(String name, String password,
                                @Schema(description = "admin | operator | tenant") String role,
-                               @Schema(description = "instance groups of a tenant") Set<String> groups) {
+                               @Schema(description = "instance groups of a tenant") Set<String> groups,
+                               @Schema(description = "true: no sign-in, earlier tokens refused on every plane")
+                               Boolean disabled) {
     }
 
     @GET
@@ -67,7 +69,7 @@ public class AccountResource {
     @POST
     @Operation(summary = "Create an account (password: 12+ characters, 3 character classes)")
     public Response create(AccountInput in) {
-        in = in == null ? new AccountInput(null, null, null, null) : in;
+        in = in == null ? new AccountInput(null, null, null, null, null) : in;
         AccountEntity a = service.create(in.name(), in.password(), in.role(), in.groups());
         return Response.created(URI.create("/api/v1/accounts/" + a.name)).entity(AccountService.view(a))
                 .tag(Long.toString(a.version)).build();
@@ -75,10 +77,11 @@ public class AccountResource {
 
     @PUT
     @Path("{name}")
-    @Operation(summary = "Change role, groups or password (absent fields keep their value); needs If-Match")
+    @Operation(summary = "Change role, groups, password or disabled (absent fields keep their value); needs If-Match",
+            description = "Disabling, or changing role or groups, revokes the account's earlier tokens on every plane.")
     public Response update(@PathParam("name") String name, @HeaderParam("If-Match") String ifMatch, AccountInput in) {
-        in = in == null ? new AccountInput(null, null, null, null) : in;
-        AccountEntity a = service.update(name, in.password(), in.role(), in.groups(), ifMatch);
+        in = in == null ? new AccountInput(null, null, null, null, null) : in;
+        AccountEntity a = service.update(name, in.password(), in.role(), in.groups(), in.disabled(), ifMatch);
         return Response.ok(AccountService.view(a)).tag(Long.toString(a.version)).build();
     }
 

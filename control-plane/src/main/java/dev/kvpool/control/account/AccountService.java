@@ -10,6 +10,7 @@ import dev.kvpool.control.common.Inputs;
 import dev.kvpool.control.common.Json;
 import dev.kvpool.control.group.GroupRepository;
 import dev.kvpool.control.outbox.Outbox;
+import dev.kvpool.control.security.TokenRevocations;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 import jakarta.transaction.Transactional;
@@ -31,13 +32,15 @@ public class AccountService {
     GroupRepository groups;
     @Inject
     Outbox outbox;
+    @Inject
+    TokenRevocations revocations;
 
-    public record AccountView(String name, String role, Set<String> groups, long version, Instant createdAt,
-                              Instant updatedAt) {
+    public record AccountView(String name, String role, Set<String> groups, boolean disabled, long version,
+                              Instant createdAt, Instant updatedAt) {
     }
 
     public static AccountView view(AccountEntity a) {
-        return new AccountView(a.name, a.role, new TreeSet<>(a.groups), a.version, a.createdAt, a.updatedAt);
+        return new AccountView(a.name, a.role, new TreeSet<>(a.groups), a.disabled, a.version, a.createdAt, a.updatedAt);
     }
 
     public List<AccountEntity> list() {
@@ -60,7 +63,8 @@ public class AccountService {
             PasswordHasher.verify(password == null ? "" : password, DUMMY); // same work for unknown names
             return Optional.empty();
         }
-        return PasswordHasher.verify(password, a.get().passwordHash) ? a : Optional.empty();
+        // a disabled account is refused with the same answer as a wrong password (after the same work)
+        return PasswordHasher.verify(password, a.get().passwordHash) && !a.get().disabled ? a : Optional.empty();
     }
 
     private static final String DUMMY = PasswordHasher.hash("not-a-password-Xx1!");
@@ -119,9 +123,17 @@ public class AccountService {
         return a;
     }
 
-    /** Changes role, groups and/or password (null keeps the current value). */
-    @Transactional
     public AccountEntity update(String name, String password, String role, Set<String> groupNames, String ifMatch) {
+        return update(name, password, role, groupNames, null, ifMatch);
+    }
+
+    /**
+     * Changes role, groups, password and/or the disabled flag (null keeps the current value). Disabling, or changing
+     * role or groups, revokes the account's earlier tokens on every plane (their rights were those of before).
+     */
+    @Transactional
+    public AccountEntity update(String name, String password, String role, Set<String> groupNames, Boolean disabled,
+                                String ifMatch) {
         outbox.lock();
         AccountEntity a = get(name);
         Etags.check(ifMatch, a.version, true);
@@ -132,6 +144,17 @@ public class AccountService {
         }
         if (a.role.equals(BearerToken.ADMIN) && !r.equals(BearerToken.ADMIN) && admins() <= 1) {
             throw ApiException.conflict("role", "account '" + name + "' is the last admin; create another admin first");
+        }
+        boolean disabling = Boolean.TRUE.equals(disabled) && !a.disabled;
+        if (disabling && a.role.equals(BearerToken.ADMIN) && enabledAdmins() <= 1) {
+            throw ApiException.conflict("disabled", "account '" + name + "' is the last enabled admin; "
+                    + "enable or create another admin first");
+        }
+        if (disabling || !r.equals(a.role) || !gs.equals(new TreeSet<>(a.groups))) {
+            revocations.revokeSubject(name);
+        }
+        if (disabled != null) {
+            a.disabled = disabled;
         }
         a.role = r;
         a.groups.clear();
@@ -151,6 +174,7 @@ public class AccountService {
             throw ApiException.conflict("name", "account '" + name + "' is the last admin; create another admin first");
         }
         repo.delete(a);
+        revocations.revokeSubject(name); // its tokens, on every plane; a new account of this name gets new ones
         outbox.record(ConfigEvent.ACCOUNT, name, ConfigEvent.DELETED, a.version + 1, null);
     }
 
@@ -181,6 +205,10 @@ public class AccountService {
 
     long admins() {
         return repo.count("role", BearerToken.ADMIN);
+    }
+
+    private long enabledAdmins() {
+        return repo.count("role = ?1 and disabled = false", BearerToken.ADMIN);
     }
 
     private static String role(String role) {

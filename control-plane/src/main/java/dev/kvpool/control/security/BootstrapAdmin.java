@@ -41,7 +41,7 @@ public class BootstrapAdmin {
         if (bad != null) {
             throw new IllegalStateException("kvpool.control.bootstrap-admin.name: " + bad);
         }
-        keys.publicKey(); // create or load the signing key before the first request
+        keys.active(); // create or load the signing keys before the first request
         boolean hasAdmin = QuarkusTransaction.requiringNew().call(() -> repo.count("role", BearerToken.ADMIN) > 0);
         if (hasAdmin) {
             return;

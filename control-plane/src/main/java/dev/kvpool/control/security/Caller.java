@@ -8,6 +8,8 @@ import java.util.Set;
 /** Who is calling: account name, role ({@code admin|operator|tenant}) and, for a tenant, its instance groups. */
 public record Caller(String name, String role, Set<String> groups) {
     public static final String GROUPS_ATTRIBUTE = "kvpool.groups";
+    /** The verified {@link BearerToken.Claims} of a bearer-token identity (absent for Basic). */
+    public static final String CLAIMS_ATTRIBUTE = "kvpool.claims";
     /** Used where KVCM admin enforcement is switched off, and for internal work. */
     public static final Caller SYSTEM = new Caller("system", BearerToken.ADMIN, Set.of());
 

@@ -1,6 +1,7 @@
 package dev.kvpool.control.security;
 
 import dev.kvpool.api.auth.BearerToken;
+import dev.kvpool.api.auth.JwtTokens;
 import dev.kvpool.control.account.AccountEntity;
 import dev.kvpool.control.account.AccountService;
 import io.quarkus.security.AuthenticationFailedException;
@@ -16,6 +17,7 @@ import jakarta.inject.Inject;
 import java.time.Instant;
 import java.util.Set;
 import java.util.TreeSet;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
 
 /** Turns a bearer token (verified offline) or a user name + password (checked against the hash) into an identity. */
 public final class IdentityProviders {
@@ -27,10 +29,21 @@ public final class IdentityProviders {
                 .addAttribute(Caller.GROUPS_ATTRIBUTE, Set.copyOf(groups)).build();
     }
 
+    /** A token's identity also carries its claims, so sign-out can revoke exactly the presented token. */
+    static SecurityIdentity identity(BearerToken.Claims c) {
+        return QuarkusSecurityIdentity.builder().setPrincipal(new QuarkusPrincipal(c.sub())).addRole(c.role())
+                .addAttribute(Caller.GROUPS_ATTRIBUTE, Set.copyOf(c.groups()))
+                .addAttribute(Caller.CLAIMS_ATTRIBUTE, c).build();
+    }
+
     @ApplicationScoped
     public static class Token implements IdentityProvider<TokenAuthenticationRequest> {
         @Inject
         SigningKeys keys;
+        @Inject
+        TokenRevocations revocations;
+        @ConfigProperty(name = "kvpool.control.token-issuer", defaultValue = "kvpool")
+        String issuer;
 
         @Override
         public Class<TokenAuthenticationRequest> getRequestType() {
@@ -40,12 +53,17 @@ public final class IdentityProviders {
         @Override
         public Uni<SecurityIdentity> authenticate(TokenAuthenticationRequest request, AuthenticationRequestContext ctx) {
             return ctx.runBlocking(() -> {
+                BearerToken.Claims c;
                 try {
-                    BearerToken.Claims c = BearerToken.verify(keys.publicKey(), request.token, Instant.now());
-                    return identity(c.sub(), c.role(), c.groups());
+                    c = JwtTokens.verify(request.token, issuer, keys::verificationKey, Instant.now());
                 } catch (BearerToken.InvalidTokenException e) {
                     throw new AuthenticationFailedException(e.getMessage());
                 }
+                String revoked = revocations.refusal(c);
+                if (revoked != null) {
+                    throw new AuthenticationFailedException(revoked);
+                }
+                return identity(c);
             });
         }
     }

@@ -22,6 +22,11 @@ public final class Api {
                 .then().statusCode(200).extract().path("token"));
     }
 
+    /** Forgets cached tokens (after a test removed the key that signed them). */
+    public static void forgetTokens() {
+        TOKENS.clear();
+    }
+
     public static String adminToken() {
         return token(ADMIN, ADMIN_PASSWORD);
     }

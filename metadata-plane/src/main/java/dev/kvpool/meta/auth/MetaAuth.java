@@ -3,23 +3,23 @@ package dev.kvpool.meta.auth;
 import com.google.protobuf.Descriptors;
 import com.google.protobuf.Message;
 import dev.kvpool.api.auth.BearerToken;
+import dev.kvpool.api.auth.JwtTokens;
 import dev.kvpool.api.proto.meta.CommonResponseHeader;
 import dev.kvpool.api.proto.meta.ErrorCode;
 import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
 import dev.kvpool.api.proto.meta.Status;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
-import java.security.PublicKey;
 import java.time.Instant;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Predicate;
 import org.jboss.logging.Logger;
 
 /**
- * Checks the control plane's bearer tokens on the metadata plane, offline with its Ed25519 public key. KVCM meta
+ * Checks the control plane's bearer tokens (JWTs, EdDSA) on the metadata plane, offline with the keys of its JWKS
+ * ({@link TokenKeys}) and refusing revoked ones ({@link RevocationFeed}). KVCM meta
  * calls: admin and operator tokens may use any instance, tenant tokens the instances of their groups; calls without
  * a token only instances of groups with allowAnonymousMeta. KVPool REST under /api/v1: admin or operator.
  */
@@ -27,11 +27,6 @@ public final class MetaAuth {
     private static final Logger LOG = Logger.getLogger(MetaAuth.class);
     /** The KVCM code for a refused call: the ErrorCode enum has no authentication code (see kvcm-compatibility.md). */
     public static final ErrorCode REFUSED = ErrorCode.INVALID_ARGUMENT;
-
-    /** Where the public key comes from (the control plane); returns null when it cannot be had now. */
-    public interface KeySource {
-        PublicKey fetch();
-    }
 
     /** A refusal: {@code unauthenticated} (no or a bad token) or not (a token without the right). */
     public record Refusal(boolean unauthenticated, String message, ErrorCode code) {
@@ -47,46 +42,24 @@ public final class MetaAuth {
 
     private final Registry registry;
     private final Predicate<String> anonymousGroup;
-    private final KeySource source;
-    private volatile PublicKey key;
-    private final AtomicLong lastFetchMs = new AtomicLong();
+    private final TokenKeys keys;
+    private final RevocationFeed revocations;
+    private final String issuer;
+    /** Verified tokens by text (a signature check per call is avoidable work); revocation is checked on every use. */
     private final Map<String, BearerToken.Claims> verified = new ConcurrentHashMap<>();
 
-    public MetaAuth(Registry registry, Predicate<String> anonymousGroup, PublicKey key, KeySource source) {
+    /** {@code revocations} may be null (no control plane: a pinned key and no revocation feed). */
+    public MetaAuth(Registry registry, Predicate<String> anonymousGroup, TokenKeys keys, RevocationFeed revocations,
+                    String issuer) {
         this.registry = registry;
         this.anonymousGroup = anonymousGroup;
-        this.key = key;
-        this.source = source;
+        this.keys = keys;
+        this.revocations = revocations;
+        this.issuer = issuer;
     }
 
-    public PublicKey key() {
-        return key;
-    }
-
-    /** Fetches the key now (start-up); false when the source could not provide it. */
-    public boolean refreshKey() {
-        if (source == null) {
-            return key != null;
-        }
-        lastFetchMs.set(System.currentTimeMillis());
-        PublicKey k = source.fetch();
-        if (k != null) {
-            if (key != null && !k.equals(key)) {
-                LOG.info("the control plane's token signing key changed");
-                verified.clear();
-            }
-            key = k;
-            return true;
-        }
-        return false;
-    }
-
-    /** After a verify failure: refetch the key in the background, at most once a minute. */
-    private void maybeRefetch() {
-        long now = System.currentTimeMillis(), last = lastFetchMs.get();
-        if (source != null && now - last > 60_000 && lastFetchMs.compareAndSet(last, now)) {
-            Thread.ofVirtual().name("kvpool-auth-key").start(this::refreshKey);
-        }
+    public TokenKeys keys() {
+        return keys;
     }
 
     /** The claims of an {@code Authorization} header value; null when there is none. */
@@ -101,30 +74,28 @@ public final class MetaAuth {
         String token = a.substring(7).trim();
         Instant now = Instant.now();
         BearerToken.Claims c = verified.get(token);
-        if (c != null) {
-            if (c.expiredAt(now)) {
-                verified.remove(token);
-                throw new BearerToken.InvalidTokenException("token expired");
+        if (c != null && c.expiredAt(now)) {
+            verified.remove(token);
+            throw new BearerToken.InvalidTokenException("token expired");
+        }
+        if (c == null) {
+            if (!keys.known()) {
+                keys.key(""); // a rate-limited fetch
+                if (!keys.known()) {
+                    throw new BearerToken.InvalidTokenException(
+                            "the token signing keys are not known yet (control plane unreachable)");
+                }
             }
-            return c;
-        }
-        PublicKey k = key;
-        if (k == null) {
-            maybeRefetch();
-            throw new BearerToken.InvalidTokenException("the token signing key is not known yet (control plane unreachable)");
-        }
-        try {
-            c = BearerToken.verify(k, token, now);
-        } catch (BearerToken.InvalidTokenException e) {
-            if (e.getMessage().contains("signature")) {
-                maybeRefetch();
+            c = JwtTokens.verify(token, issuer, keys, now);
+            if (verified.size() > 10_000) {
+                verified.clear(); // bounded: the cache only saves work
             }
-            throw e;
+            verified.put(token, c);
         }
-        if (verified.size() > 10_000) {
-            verified.clear();
+        String revoked = revocations == null ? null : revocations.refusal(c);
+        if (revoked != null) {
+            throw new BearerToken.InvalidTokenException(revoked);
         }
-        verified.put(token, c);
         return c;
     }
 

@@ -427,43 +427,73 @@ public class MetaRuntime {
         return registry.remove(id) != null;
     }
 
-    /** Tokens are checked when the control plane manages this plane or a public key is configured. */
+    /**
+     * Tokens are checked when the control plane manages this plane or a public key is configured: with the control
+     * plane's JWKS (persisted in the store, so a restart without the control plane still verifies) and its
+     * revocation feed.
+     */
     private void setUpAuth() {
-        var configured = cfg.auth().publicKey().filter(k -> !k.isBlank());
+        var ac = cfg.auth();
+        var configured = ac.publicKey().filter(k -> !k.isBlank());
         if (controlPlane == null && configured.isEmpty()) {
             return;
         }
-        java.security.PublicKey key = configured.map(dev.kvpool.api.auth.BearerToken::publicKey).orElse(null);
-        MetaAuth.KeySource source = null;
-        if (configured.isEmpty()) {
-            ControlPlaneClient client = controlPlane.client();
-            IndexStore st = store;
-            source = () -> {
-                try {
-                    var r = client.get("/api/v1/auth/public-key");
-                    if (r.ok() && r.body().hasNonNull("key")) {
-                        String k = r.body().get("key").asText();
-                        st.putRecord("control-plane", "public-key", k.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-                        return dev.kvpool.api.auth.BearerToken.publicKey(k);
-                    }
-                    LOG.warnf("GET %s/api/v1/auth/public-key answered HTTP %d", client.url, r.status());
-                } catch (java.io.IOException | RuntimeException e) {
-                    LOG.warnf("cannot fetch the token signing key from %s: %s", client.url, e.toString());
+        if (configured.isPresent()) {
+            java.security.PublicKey pinned = dev.kvpool.api.auth.JwtTokens.publicKey(configured.get());
+            auth = new MetaAuth(registry, controlPlane == null ? g -> false : controlPlane::allowAnonymous,
+                    dev.kvpool.meta.auth.TokenKeys.pinned(pinned), revocationFeed(), ac.issuer());
+            LOG.info("bearer tokens checked on KVCM meta calls and /api/v1 (key pinned by kvpool.meta.auth.public-key)");
+            return;
+        }
+        ControlPlaneClient client = controlPlane.client();
+        IndexStore st = store;
+        dev.kvpool.meta.auth.TokenKeys.Source source = () -> {
+            try {
+                var r = client.get("/api/v1/auth/jwks");
+                if (r.ok() && r.body().has("keys")) {
+                    st.putRecord("control-plane", "jwks", r.body().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    return dev.kvpool.api.auth.JwtTokens.parseJwks(r.body());
                 }
-                return null;
-            };
-            byte[] saved = store.records("control-plane").get("public-key");
-            if (saved != null) {
-                key = dev.kvpool.api.auth.BearerToken.publicKey(new String(saved, java.nio.charset.StandardCharsets.UTF_8));
+                LOG.warnf("GET %s/api/v1/auth/jwks answered HTTP %d", client.url, r.status());
+            } catch (java.io.IOException | RuntimeException e) {
+                LOG.warnf("cannot fetch the token signing keys from %s: %s", client.url, e.toString());
+            }
+            return null;
+        };
+        java.util.Map<String, java.security.PublicKey> saved = java.util.Map.of();
+        byte[] rec = store.records("control-plane").get("jwks");
+        if (rec != null) {
+            try {
+                saved = dev.kvpool.api.auth.JwtTokens.parseJwks(ControlPlaneClient.JSON.readTree(rec));
+            } catch (java.io.IOException e) {
+                LOG.warnf("the saved JWKS is unreadable: %s", e.toString());
             }
         }
-        MetaAuth a = new MetaAuth(registry, controlPlane == null ? g -> false : controlPlane::allowAnonymous, key, source);
-        if (source != null && !a.refreshKey() && key == null) {
-            LOG.warn("token signing key unknown: calls with tokens are refused until the control plane answers");
+        var keys = new dev.kvpool.meta.auth.TokenKeys(null, source, saved, ac.jwksMinRefetch());
+        if (!keys.refresh() && !keys.known()) {
+            LOG.warn("token signing keys unknown: calls with tokens are refused until the control plane answers");
         }
-        auth = a;
-        LOG.infof("bearer tokens checked on KVCM meta calls and /api/v1 (key from %s)",
-                configured.isPresent() ? "kvpool.meta.auth.public-key" : controlPlane.url());
+        keys.refreshEvery(ac.jwksRefresh());
+        auth = new MetaAuth(registry, controlPlane::allowAnonymous, keys, revocationFeed(), ac.issuer());
+        LOG.infof("bearer tokens checked on KVCM meta calls and /api/v1 (JWKS and revocations from %s)", client.url);
+    }
+
+    /** The control plane's revocation feed, polled in the background; null without a control plane. */
+    private dev.kvpool.meta.auth.RevocationFeed revocationFeed() {
+        if (controlPlane == null) {
+            return null;
+        }
+        ControlPlaneClient client = controlPlane.client();
+        var feed = new dev.kvpool.meta.auth.RevocationFeed(since -> {
+            var r = client.get("/api/v1/auth/revocations?since=" + since);
+            if (!r.ok()) {
+                throw new java.io.IOException("GET /api/v1/auth/revocations answered HTTP " + r.status() + " " + r.detail());
+            }
+            return r.body();
+        });
+        feed.poll(); // before ready: known revocations are in force from the first call
+        feed.pollEvery(cfg.auth().revocationPoll());
+        return feed;
     }
 
     public MetaAuth auth() {

@@ -283,8 +283,27 @@ public interface MetaSettings {
     }
 
     interface Auth {
-        /** Base64 X.509 Ed25519 public key that verifies tokens; default: fetched from the control plane. */
+        /**
+         * Base64 X.509 Ed25519 public key pinned to verify every token (any kid; no rotation, no revocation feed
+         * unless the control plane is configured); default: the control plane's JWKS.
+         */
         Optional<String> publicKey();
+
+        /** The iss the control plane's tokens carry (its kvpool.control.token-issuer). */
+        @WithDefault("kvpool")
+        String issuer();
+
+        /** How often the JWKS is refetched (besides on a token with an unknown kid). */
+        @WithDefault("5m")
+        Duration jwksRefresh();
+
+        /** The least time between two fetches caused by unknown kids. */
+        @WithDefault("1s")
+        Duration jwksMinRefetch();
+
+        /** How often the control plane's token revocations are polled. */
+        @WithDefault("1s")
+        Duration revocationPoll();
     }
 
     interface Reclaim {

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.api.auth.BearerToken;
+import dev.kvpool.api.auth.JwtTokens;
 import dev.kvpool.api.proto.meta.ErrorCode;
 import dev.kvpool.api.proto.meta.GetCacheLocationRequest;
 import dev.kvpool.api.proto.meta.GetClusterInfoRequest;
@@ -34,12 +35,12 @@ import org.junit.jupiter.api.Test;
 @QuarkusTest
 @TestProfile(MetaAuthTest.Profile.class)
 class MetaAuthTest {
-    static final KeyPair KEYS = BearerToken.generateKeyPair();
+    static final KeyPair KEYS = JwtTokens.generateKeyPair();
 
     public static class Profile implements QuarkusTestProfile {
         @Override
         public Map<String, String> getConfigOverrides() {
-            return Map.of("kvpool.meta.auth.public-key", BearerToken.encodePublicKey(KEYS.getPublic()),
+            return Map.of("kvpool.meta.auth.public-key", JwtTokens.encodePublicKey(KEYS.getPublic()),
                     "kvpool.data-dir", TestDirs.freshDataDir("auth"));
         }
     }
@@ -48,7 +49,9 @@ class MetaAuthTest {
     MetaService grpc;
 
     static String token(String role, Set<String> groups, Duration ttl) {
-        return BearerToken.issue(KEYS.getPrivate(), "u-" + role, role, groups, Instant.now().plus(ttl));
+        long now = Instant.now().getEpochSecond();
+        return JwtTokens.issue(KEYS.getPrivate(), "test-key", "kvpool", new BearerToken.Claims("u-" + role, role, groups,
+                now, now + ttl.toSeconds(), java.util.UUID.randomUUID().toString()));
     }
 
     static final String ADMIN = token(BearerToken.ADMIN, Set.of(), Duration.ofHours(1)),

@@ -1,6 +1,7 @@
 package dev.kvpool.meta.security;
 
 import dev.kvpool.api.auth.BearerToken;
+import dev.kvpool.api.auth.JwtTokens;
 import dev.kvpool.meta.support.TestDirs;
 import io.quarkus.test.junit.QuarkusTestProfile;
 import java.io.IOException;
@@ -19,7 +20,7 @@ import java.util.Set;
  * The hostile-input suite and the tenant-isolation tests share this boot.
  */
 public class TenantsProfile implements QuarkusTestProfile {
-    static final KeyPair KEYS = BearerToken.generateKeyPair();
+    static final KeyPair KEYS = JwtTokens.generateKeyPair();
     static final String ADMIN = token(BearerToken.ADMIN, Set.of()), TENANT_A = token(BearerToken.TENANT, Set.of("team-a")),
             TENANT_B = token(BearerToken.TENANT, Set.of("team-b"));
     /** The parent of the storage root: nothing may ever appear here but the root itself and the startup file. */
@@ -50,13 +51,14 @@ public class TenantsProfile implements QuarkusTestProfile {
     }
 
     static String token(String role, Set<String> groups) {
-        return BearerToken.issue(KEYS.getPrivate(), "u-" + role + groups, role, groups,
-                Instant.now().plus(Duration.ofHours(2)));
+        long now = Instant.now().getEpochSecond();
+        return JwtTokens.issue(KEYS.getPrivate(), "test-key", "kvpool", new BearerToken.Claims("u-" + role + groups, role, groups,
+                now, now + Duration.ofHours(2).toSeconds(), java.util.UUID.randomUUID().toString()));
     }
 
     @Override
     public Map<String, String> getConfigOverrides() {
-        return Map.of("kvpool.meta.auth.public-key", BearerToken.encodePublicKey(KEYS.getPublic()),
+        return Map.of("kvpool.meta.auth.public-key", JwtTokens.encodePublicKey(KEYS.getPublic()),
                 "kvpool.meta.startup-config", BOX.resolve("startup.json").toString(),
                 "kvpool.data-dir", TestDirs.freshDataDir("tenants"),
                 "kvpool.meta.http.max-body-bytes", Long.toString(8L << 20),
