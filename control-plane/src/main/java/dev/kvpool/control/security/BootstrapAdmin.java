@@ -31,6 +31,8 @@ public class BootstrapAdmin {
     AccountService accounts;
     @Inject
     SigningKeys keys;
+    @Inject
+    dev.kvpool.control.outbox.Outbox outbox;
     @ConfigProperty(name = "kvpool.control.bootstrap-admin.name", defaultValue = "admin")
     String name;
     @ConfigProperty(name = "kvpool.control.bootstrap-admin.password")
@@ -42,24 +44,32 @@ public class BootstrapAdmin {
             throw new IllegalStateException("kvpool.control.bootstrap-admin.name: " + bad);
         }
         keys.active(); // create or load the signing keys before the first request
-        boolean hasAdmin = QuarkusTransaction.requiringNew().call(() -> repo.count("role", BearerToken.ADMIN) > 0);
-        if (hasAdmin) {
+        // replicas starting together: the check and the creation run in one transaction holding the revision row
+        // (every change takes it), so exactly one replica creates the admin and the others see it
+        String pw0 = password.filter(p -> !p.isEmpty()).orElse(null);
+        String pw = pw0 != null ? pw0 : generated();
+        boolean created = QuarkusTransaction.requiringNew().call(() -> {
+            outbox.lock();
+            if (repo.count("role", BearerToken.ADMIN) > 0) {
+                return false;
+            }
+            String weak = pw0 == null ? null : PasswordHasher.weakness(name, pw0);
+            if (weak != null) {
+                throw new IllegalStateException("kvpool.control.bootstrap-admin.password is too weak: " + weak);
+            }
+            accounts.create(name, pw, BearerToken.ADMIN, Set.of());
+            return true;
+        });
+        if (!created) {
             return;
         }
-        String pw = password.filter(p -> !p.isEmpty()).orElse(null);
-        if (pw == null) {
-            pw = generated();
+        if (pw0 == null) {
             LOG.warnf("no admin account and no kvpool.control.bootstrap-admin.password (KVPOOL_ADMIN_PASSWORD): created "
                     + "admin '%s' with the generated password %s (shown once; change it with PUT /api/v1/accounts/%s)",
                     name, pw, name);
         } else {
-            String weak = PasswordHasher.weakness(name, pw);
-            if (weak != null) {
-                throw new IllegalStateException("kvpool.control.bootstrap-admin.password is too weak: " + weak);
-            }
             LOG.infof("created the bootstrap admin account '%s'", name);
         }
-        accounts.create(name, pw, BearerToken.ADMIN, Set.of());
     }
 
     private static String generated() {

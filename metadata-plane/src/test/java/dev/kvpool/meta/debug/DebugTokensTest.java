@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.api.auth.BearerToken;
+import dev.kvpool.api.auth.JwtTokens;
 import dev.kvpool.api.proto.debug.ClearFaultsRequest;
 import dev.kvpool.api.proto.debug.CommonResponse;
 import dev.kvpool.api.proto.debug.DebugService;
@@ -33,12 +34,12 @@ import org.junit.jupiter.api.Test;
 @QuarkusTest
 @TestProfile(DebugTokensTest.Profile.class)
 class DebugTokensTest {
-    static final KeyPair KEYS = BearerToken.generateKeyPair();
+    static final KeyPair KEYS = JwtTokens.generateKeyPair();
 
     public static class Profile implements QuarkusTestProfile {
         @Override
         public Map<String, String> getConfigOverrides() {
-            return Map.of("kvpool.meta.auth.public-key", BearerToken.encodePublicKey(KEYS.getPublic()),
+            return Map.of("kvpool.meta.auth.public-key", JwtTokens.encodePublicKey(KEYS.getPublic()),
                     "kvpool.meta.startup-config", TestDirs.repoFile("config/kvcm-default-startup.json"),
                     "kvpool.data-dir", TestDirs.freshDataDir("debug-tokens"),
                     "kvpool.meta.debug.enabled", "true");
@@ -46,7 +47,9 @@ class DebugTokensTest {
     }
 
     static String token(String role, Set<String> groups) {
-        return BearerToken.issue(KEYS.getPrivate(), "u-" + role, role, groups, Instant.now().plus(Duration.ofHours(1)));
+        long now = Instant.now().getEpochSecond();
+        return JwtTokens.issue(KEYS.getPrivate(), "test-key", "kvpool", new BearerToken.Claims("u-" + role, role, groups,
+                now, now + Duration.ofHours(1).toSeconds(), java.util.UUID.randomUUID().toString()));
     }
 
     static final String ADMIN = token(BearerToken.ADMIN, Set.of()), OPERATOR = token(BearerToken.OPERATOR, Set.of()),
