@@ -17,7 +17,10 @@ public final class Api {
     }
 
     public static String token(String user, String password) {
-        return TOKENS.computeIfAbsent(user + "\u0000" + password, k -> given().contentType(ContentType.JSON)
+        // keyed by the running application too: a test profile restarts it on a cleaned database with new signing
+        // keys, and a token cached from the previous start would be refused (unknown kid)
+        Object app = io.quarkus.runtime.Application.currentApplication();
+        return TOKENS.computeIfAbsent(System.identityHashCode(app) + "\u0000" + user + "\u0000" + password, k -> given().contentType(ContentType.JSON)
                 .body(Map.of("user", user, "password", password)).post("/api/v1/tokens")
                 .then().statusCode(200).extract().path("token"));
     }
