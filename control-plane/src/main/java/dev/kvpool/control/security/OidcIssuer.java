@@ -329,6 +329,15 @@ public class OidcIssuer {
                 }
             }
         }
+        // anything else: jose4j's own words for each failed check (not its message, which quotes every claim)
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof InvalidJwtException j && j.getErrorDetails() != null && !j.getErrorDetails().isEmpty()) {
+                String m = j.getErrorDetails().stream().map(d -> d.getErrorMessage())
+                        .collect(java.util.stream.Collectors.joining("; "));
+                m = m.length() > 200 ? m.substring(0, 200) + "..." : m;
+                return "invalid OIDC token: " + m.replaceAll("[^\\x20-\\x7e]", "?");
+            }
+        }
         return "invalid OIDC token";
     }
 
