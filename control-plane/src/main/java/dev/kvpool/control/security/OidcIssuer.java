@@ -82,6 +82,7 @@ public class OidcIssuer {
     private volatile Map<String, PublicKey> keys = Map.of();
     private volatile long fetchedAt = Long.MIN_VALUE / 2;
     private volatile long lastAttempt = Long.MIN_VALUE / 2;
+    private volatile String lastFailure;
     private final Map<String, Long> missedKids = new ConcurrentHashMap<>();
     private volatile HttpClient http;
 
@@ -210,14 +211,26 @@ public class OidcIssuer {
     PublicKey key(String kid) throws BearerToken.InvalidTokenException {
         long now = System.currentTimeMillis();
         PublicKey k = keys.get(kid);
-        if (k != null && now - fetchedAt < refresh.toMillis()) {
-            return k;
+        if (k != null) {
+            if (now - fetchedAt < refresh.toMillis()) {
+                return k;
+            }
+            // periodic refresh, at the first use after it is due; never waited for. While the issuer is down the
+            // cached keys keep verifying; when it answers, a key it no longer publishes is no longer accepted.
+            if (refetch(false) == null) {
+                k = keys.get(kid);
+            }
+            if (k != null) {
+                return k;
+            }
+            throw new BearerToken.InvalidTokenException("OIDC signing key '" + printable(kid)
+                    + "' is no longer published by the issuer");
         }
         Long missed = missedKids.get(kid);
-        if (k == null && missed != null && now - missed < UNKNOWN_KID_RETRY_MS) {
+        if (missed != null && now - missed < UNKNOWN_KID_RETRY_MS) {
             throw new BearerToken.InvalidTokenException("unknown OIDC signing key '" + printable(kid) + "'");
         }
-        String failure = refetch();
+        String failure = refetch(true);
         k = keys.get(kid);
         if (k != null) {
             missedKids.remove(kid);
@@ -233,10 +246,21 @@ public class OidcIssuer {
         throw new BearerToken.InvalidTokenException("unknown OIDC signing key '" + printable(kid) + "'");
     }
 
-    /** One fetch at a time, at most one per {@link #MIN_REFETCH_MS}: a waiting caller uses the fetch just made. */
-    private synchronized String refetch() {
+    /**
+     * One fetch at a time, at most one per {@link #MIN_REFETCH_MS}. Null when the keys are fresh from a fetch. Too
+     * soon after the last attempt: when that failed, its failure at once (a caller never queues behind an issuer that
+     * is down); otherwise {@code wait} waits for the next allowed fetch (a new kid right after a fetch is still
+     * looked up) and no-wait callers are told "skipped".
+     */
+    private synchronized String refetch(boolean wait) {
         long since = System.currentTimeMillis() - lastAttempt;
         if (since < MIN_REFETCH_MS) {
+            if (lastFailure != null) {
+                return lastFailure;
+            }
+            if (!wait) {
+                return "skipped";
+            }
             try {
                 Thread.sleep(MIN_REFETCH_MS - since);
             } catch (InterruptedException e) {
@@ -245,6 +269,11 @@ public class OidcIssuer {
             }
         }
         lastAttempt = System.currentTimeMillis();
+        lastFailure = fetch();
+        return lastFailure;
+    }
+
+    private String fetch() {
         try {
             String base = issuer.get().endsWith("/") ? issuer.get().substring(0, issuer.get().length() - 1)
                     : issuer.get();
