@@ -55,6 +55,7 @@ class OidcTokensTest {
                     Map.entry("kvpool.control.oidc.roles.tenant", "kv-tenant"),
                     Map.entry("kvpool.control.oidc.groups-claim", "kvpool_groups"),
                     Map.entry("kvpool.control.oidc.timeout", "1s"),
+                    Map.entry("kvpool.control.oidc.jwks-refresh", "2s"),
                     Map.entry("quarkus.http.test-port", "18978"),
                     Map.entry("quarkus.grpc.server.test-port", "18979"),
                     Map.entry("kvpool.control.http-port", "18978"),
@@ -256,6 +257,12 @@ class OidcTokensTest {
                 .statusCode(200);
         System.out.printf("OIDC rotated key accepted at first use after %d ms%n", (System.nanoTime() - t0) / 1_000_000);
         get(before, "/api/v1/storages").statusCode(200);
+        // the IdP retires the old key: after the periodic refresh (2 s here) its tokens are refused
+        JWKS.set(jwks(Map.of("ec-1", ec, "rsa-2", rsa2)));
+        Thread.sleep(2_200);
+        refused(before, "no longer published");
+        JWKS.set(jwks(Map.of("rsa-1", rsa, "ec-1", ec, "rsa-2", rsa2)));
+        get(before, "/api/v1/storages").statusCode(200);
 
         // discovery stalls beyond the 1 s timeout: a new kid is refused with the reason, no hang
         stallMs = 5_000;
@@ -268,10 +275,12 @@ class OidcTokensTest {
         } finally {
             stallMs = 0;
         }
-        // issuer down altogether: cached keys still verify, a new kid is a 401 naming the cause
+        // issuer down altogether: cached keys still verify (also once the refresh is due), a new kid is a 401
+        // naming the cause
         server.stop(0);
         server = null;
         try {
+            Thread.sleep(2_200);
             get(before, "/api/v1/storages").statusCode(200);
             t0 = System.nanoTime();
             refused(rs256("rsa-4", gen("RSA"), claims("x", List.of("kv-admin"), List.of())), "could not be fetched");
