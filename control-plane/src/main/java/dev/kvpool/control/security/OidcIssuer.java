@@ -143,6 +143,14 @@ public class OidcIssuer {
         } catch (IOException | IllegalArgumentException e) {
             throw new BearerToken.InvalidTokenException("malformed token claims");
         }
+        // the parser requires exp and iat and checks exp/nbf (60 s skew), but not an iat ahead of this clock
+        long iat = c.path("iat").asLong(0);
+        if (iat <= 0) {
+            throw new BearerToken.InvalidTokenException("OIDC token lacks iat");
+        }
+        if (iat > java.time.Instant.now().getEpochSecond() + JwtTokens.IAT_SKEW_SECONDS) {
+            throw new BearerToken.InvalidTokenException("OIDC token issued in the future (iat)");
+        }
         String name = text(path(c, nameClaim));
         if (name == null || name.isEmpty()) {
             name = c.path("sub").asText("");

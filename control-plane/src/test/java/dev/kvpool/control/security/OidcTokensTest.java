@@ -218,6 +218,18 @@ class OidcTokensTest {
         var future = claims("x", List.of("kv-admin"), List.of());
         future.put("nbf", Instant.now().getEpochSecond() + 200);
         refused(rs256("rsa-1", rsa, future), "not yet valid");
+        var issuedAhead = claims("x", List.of("kv-admin"), List.of());
+        issuedAhead.put("iat", Instant.now().getEpochSecond() + 200);
+        refused(rs256("rsa-1", rsa, issuedAhead), "issued in the future");
+        var noIat = claims("x", List.of("kv-admin"), List.of());
+        noIat.remove("iat");
+        // jose4j directly: SmallRye's builder adds an iat of its own
+        var jws = new org.jose4j.jws.JsonWebSignature();
+        jws.setPayload(new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(noIat));
+        jws.setKey(rsa.getPrivate());
+        jws.setKeyIdHeaderValue("rsa-1");
+        jws.setAlgorithmHeaderValue("RS256");
+        refused(jws.getCompactSerialization(), "lacks exp or iat");
         // signed by a key the IdP does not publish under that kid
         refused(rs256("rsa-1", gen("RSA"), claims("x", List.of("kv-admin"), List.of())), "signature");
         // the RSA kid with an EC signature: key type and algorithm must agree
