@@ -43,8 +43,11 @@ public class RefusalWording implements HttpGuard.Answers {
         Throwable f = ctx.failure();
         if (f instanceof AuthenticationFailedException) {
             ctx.response().putHeader(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer realm=\"kvpool\"");
-            answer(ctx, 401, "the credentials were refused: send Authorization: Bearer <token> from POST "
-                    + "/api/v1/tokens, or Basic base64(user:password) with a valid account");
+            // the provider's reason (expired, unknown key, unmapped OIDC role...) tells the caller what to fix
+            String why = f.getMessage() == null || f.getMessage().isBlank() ? "" : " (" + f.getMessage() + ")";
+            answer(ctx, 401, "the credentials were refused" + why + ": send Authorization: Bearer <token> from POST "
+                    + "/api/v1/tokens (or from the configured OIDC issuer), or Basic base64(user:password) with a "
+                    + "valid account");
             return;
         }
         if (f instanceof HttpClosedException || ctx.response().closed() || ctx.response().ended()) {

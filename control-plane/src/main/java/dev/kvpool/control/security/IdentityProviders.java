@@ -42,6 +42,8 @@ public final class IdentityProviders {
         SigningKeys keys;
         @Inject
         TokenRevocations revocations;
+        @Inject
+        OidcIssuer oidc;
         @ConfigProperty(name = "kvpool.control.token-issuer", defaultValue = "kvpool")
         String issuer;
 
@@ -54,6 +56,16 @@ public final class IdentityProviders {
         public Uni<SecurityIdentity> authenticate(TokenAuthenticationRequest request, AuthenticationRequestContext ctx) {
             return ctx.runBlocking(() -> {
                 BearerToken.Claims c;
+                if (oidc.issued(request.token)) {
+                    // an external token: its issuer's keys and claim mapping; revocation is the issuer's (short
+                    // lifetimes), and it carries no claims attribute (sign-out cannot revoke it here)
+                    try {
+                        c = oidc.verify(request.token);
+                    } catch (BearerToken.InvalidTokenException e) {
+                        throw new AuthenticationFailedException(e.getMessage());
+                    }
+                    return identity(c.sub(), c.role(), c.groups());
+                }
                 try {
                     c = JwtTokens.verify(request.token, issuer, keys::verificationKey, Instant.now());
                 } catch (BearerToken.InvalidTokenException e) {

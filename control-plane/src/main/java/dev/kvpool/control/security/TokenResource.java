@@ -131,7 +131,8 @@ public class TokenResource {
         Object c = identity.getAttribute(Caller.CLAIMS_ATTRIBUTE);
         if (!(c instanceof BearerToken.Claims claims)) {
             return ProblemMappers.problem(400, "Invalid request", "sign-out needs Authorization: Bearer <token> "
-                    + "(a user name and password cannot be signed out)", null);
+                    + "of KVPool (a user name and password cannot be signed out; an OIDC token is revoked at its "
+                    + "issuer)", null);
         }
         revocations.revokeToken(claims.jti(), claims.sub(), claims.exp());
         return Response.noContent().build();
