@@ -1,5 +1,7 @@
 package dev.kvpool.meta;
 
+import static dev.kvpool.meta.ControlPlaneSyncIT.call;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -7,14 +9,10 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.MissingNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvpool.meta.ControlPlaneSyncIT.Res;
 import dev.kvpool.meta.support.MetaProcess;
 import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -34,8 +32,6 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class TokenRotationIT {
     private static final ObjectMapper M = new ObjectMapper();
-    private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(5)).build();
     private static final String ADMIN_PW = "Boot-Strap-Passw0rd1", OP_PW = "Operat0r-Passw0rd", TENANT_PW = "Team-Search-Pw0rd9";
 
     @TempDir
@@ -43,37 +39,6 @@ class TokenRotationIT {
     private Process controlPlane;
     private final List<MetaProcess> metas = new ArrayList<>();
     private String cp;
-
-    record Res(int status, JsonNode body) {
-        String code() {
-            return body.path("header").path("status").path("code").asText();
-        }
-    }
-
-    static Res call(String method, String url, String body, String token, String ifMatch) throws IOException {
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(20))
-                .header("Content-Type", "application/json")
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
-        if (token != null) {
-            b.header("Authorization", "Bearer " + token);
-        }
-        if (ifMatch != null) {
-            b.header("If-Match", ifMatch);
-        }
-        try {
-            HttpResponse<String> r = HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
-            JsonNode n;
-            try {
-                n = r.body().isBlank() ? MissingNode.getInstance() : M.readTree(r.body());
-            } catch (IOException e) {
-                n = M.getNodeFactory().textNode(r.body());
-            }
-            return new Res(r.statusCode(), n);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IOException(e);
-        }
-    }
 
     private Res cpCall(String method, String path, Object body, String token) throws IOException {
         return call(method, cp + path, body == null ? null : body.toString(), token, null);

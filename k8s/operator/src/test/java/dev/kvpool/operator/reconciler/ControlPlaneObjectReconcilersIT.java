@@ -210,8 +210,8 @@ class ControlPlaneObjectReconcilersIT {
         bad.getSpec().quotaBytes = 1_000L;
         bad.getSpec().storageCandidates = List.of("no pe/..");
         client.resource(bad).create();
-        Condition refused = awaitCondition(KVPoolInstanceGroup.class, "bad", Condition.Status.False, "Refused");
-        assertTrue(refused.message.contains("storageCandidates[0]"), refused.message);
+        Condition refusedBad = awaitCondition(KVPoolInstanceGroup.class, "bad", Condition.Status.False, "Refused");
+        assertTrue(refusedBad.message.contains("storageCandidates[0]"), refusedBad.message);
         assertEquals(404, cp.get("/api/v1/instance-groups/bad").status());
         client.resources(KVPoolInstanceGroup.class).inNamespace(NS).withName("bad").delete();
         until("bad gone", () -> client.resources(KVPoolInstanceGroup.class).inNamespace(NS).withName("bad").get() == null);
