@@ -32,7 +32,10 @@ final class MessageSchema {
      */
     private static final Map<String, Map<String, String>> ALIASES = Map.of(
             "kv_cache_manager.proto.meta.RegisterInstanceRequest", Map.of("query_type", "default_query_type"),
-            "kv_cache_manager.proto.meta.InstanceInfo", Map.of("query_type", "default_query_type"));
+            "kv_cache_manager.proto.meta.InstanceInfo", Map.of("query_type", "default_query_type"),
+            // kvcm-engine-events.md §6.1: admin @0368fbf spelled InstanceGroup field 10 this way
+            "kv_cache_manager.proto.admin.InstanceGroup",
+            Map.of("event_reporting_storage_candidates", "event_report_storage_candidates"));
 
     /** In field-number order, which is the order protobuf-java's JsonFormat prints in. */
     final FieldSchema[] fields;

@@ -204,7 +204,7 @@ class ProtoContractTest {
         assertEquals("google.protobuf.Int64Value", ADMIN.findMessageTypeByName("MetaIndexerConfig")
                 .findFieldByNumber(6).getMessageType().getFullName());
         assertField(ADMIN, new Row("InstanceGroup", "9", "extra_info", "string"));
-        assertField(ADMIN, new Row("InstanceGroup", "10", "event_reporting_storage_candidates", "rep string"));
+        assertField(ADMIN, new Row("InstanceGroup", "10", "event_report_storage_candidates", "rep string"));
         assertField(ADMIN, new Row("InstanceGroup", "11", "revisit_interval_buckets", "string"));
         assertField(ADMIN, new Row("GetManagerClusterInfoResponse", "6", "leader_endpoint", "NodeEndpoint"));
         String[] endpoint = {"node_id string", "host string", "meta_rpc_port int32", "meta_http_port int32",

@@ -393,11 +393,11 @@ public class GroupService {
         for (int i = 0; i < g.getStorageCandidatesCount(); i++) {
             Inputs.name(Identifiers.Kind.STORAGE, "instance_group.storage_candidates[" + i + "]", g.getStorageCandidates(i));
         }
-        Inputs.count("instance_group.event_reporting_storage_candidates", g.getEventReportingStorageCandidatesList(),
+        Inputs.count("instance_group.event_report_storage_candidates", g.getEventReportStorageCandidatesList(),
                 Inputs.MAX_CANDIDATES);
-        for (int i = 0; i < g.getEventReportingStorageCandidatesCount(); i++) {
-            Inputs.name(Identifiers.Kind.STORAGE, "instance_group.event_reporting_storage_candidates[" + i + "]",
-                    g.getEventReportingStorageCandidates(i));
+        for (int i = 0; i < g.getEventReportStorageCandidatesCount(); i++) {
+            Inputs.name(Identifiers.Kind.STORAGE, "instance_group.event_report_storage_candidates[" + i + "]",
+                    g.getEventReportStorageCandidates(i));
         }
         if (g.getGlobalQuotaGroupName().isEmpty()) {
             throw ApiException.invalid("instance_group.global_quota_group_name", "global_quota_group_name must not be empty");

@@ -681,11 +681,14 @@ public final class ControlPlaneSync implements AutoCloseable {
                 ev.has("ttlSeconds") ? ev.path("ttlSeconds").asLong() : k.ttlSeconds(), k.lfuDecaySeconds());
         List<String> candidates = new ArrayList<>();
         v.path("storageCandidates").forEach(c -> candidates.add(c.asText()));
+        List<String> reportCandidates = new ArrayList<>();
+        v.path("eventReportStorageCandidates").forEach(c -> reportCandidates.add(c.asText()));
         String quotaGroup = v.path("quotaGroupName").asText("");
         return new GroupConfig(name, candidates, quotaGroup.isEmpty() ? base.quotaGroupName() : quotaGroup,
                 v.path("maxInstanceCount").asLong(base.maxInstanceCount()), capacity, types, base.prefer(),
                 base.maxKeyCount(), base.mutexShardNum(), base.searchCacheCapacity(), base.extraInfo(),
-                v.path("userData").asText(base.userData()), v.path("version").asLong(base.version()), r);
+                v.path("userData").asText(base.userData()), v.path("version").asLong(base.version()), r,
+                reportCandidates.isEmpty() ? base.eventReportStorageCandidates() : reportCandidates);
     }
 
     /** An instance REST view as the KVCM InstanceInfo the registry keeps. */

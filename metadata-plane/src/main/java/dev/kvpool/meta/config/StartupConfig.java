@@ -250,6 +250,12 @@ public final class StartupConfig {
         List<String> candidates = new ArrayList<>();
         g.path("storage_candidates").forEach(c -> candidates.add(
                 Identifiers.require(Identifiers.Kind.STORAGE, "instance group '" + name + "' storage_candidates", c.asText())));
+        List<String> reportCandidates = new ArrayList<>();
+        // K7 spelling first; admin @0368fbf's spelling is accepted too (kvcm-engine-events.md §6.1)
+        JsonNode rc = g.has("event_report_storage_candidates") ? g.get("event_report_storage_candidates")
+                : g.path("event_reporting_storage_candidates");
+        rc.forEach(c -> reportCandidates.add(Identifiers.require(Identifiers.Kind.STORAGE,
+                "instance group '" + name + "' event_report_storage_candidates", c.asText())));
         JsonNode quota = g.path("quota");
         Map<StorageKind, Long> types = new EnumMap<>(StorageKind.class);
         for (JsonNode q : quota.path("quota_config")) {
@@ -276,7 +282,7 @@ public final class StartupConfig {
                 g.path("max_instance_count").asLong(0), bytes(quota.path("capacity"), "instance group '" + name + "' quota.capacity"), types,
                 GroupConfig.Prefer.ofWire(preferWire), maxKeys, shards, sc.path("capacity").asInt(0),
                 g.path("extra_info").asText(""), g.path("user_data").asText(""), g.path("version").asLong(1),
-                ReclaimConfig.fromJson(cache.path("reclaim_strategy")));
+                ReclaimConfig.fromJson(cache.path("reclaim_strategy")), reportCandidates);
     }
 
     private static int preferByName(String n) {

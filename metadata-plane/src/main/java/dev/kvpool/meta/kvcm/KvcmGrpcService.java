@@ -90,4 +90,19 @@ public class KvcmGrpcService implements MetaService {
     public Uni<GetCacheLocationsByBackendResponse> getCacheLocationsByBackend(GetCacheLocationsByBackendRequest r) {
         return read(() -> m().getCacheLocationsByBackend(r));
     }
+
+    // engine-event APIs (kvcm-engine-events.md): UNSUPPORTED until the reporter table lands (issue 36, in progress)
+    @Override
+    public Uni<ReportEventResponse> reportEvent(ReportEventRequest r) {
+        return Uni.createFrom().item(ReportEventResponse.newBuilder().setHeader(CommonResponseHeader.newBuilder()
+                .setStatus(Status.newBuilder().setCode(ErrorCode.UNSUPPORTED).setMessage("ReportEvent is not served yet"))
+                .setRequestId(r.getTraceId())).build());
+    }
+
+    @Override
+    public Uni<GetHostCacheStateResponse> getHostCacheState(GetHostCacheStateRequest r) {
+        return Uni.createFrom().item(GetHostCacheStateResponse.newBuilder().setHeader(CommonResponseHeader.newBuilder()
+                .setStatus(Status.newBuilder().setCode(ErrorCode.UNSUPPORTED).setMessage("GetHostCacheState is not served yet"))
+                .setRequestId(r.getTraceId())).build());
+    }
 }

@@ -7,12 +7,14 @@ import java.util.Map;
 
 /**
  * An instance group: the unit of quota. Capacity and per-type quotas are bytes; {@code maxKeyCount} caps each
- * instance's index (KVCM meta_indexer_config.max_key_count, 0 = unlimited).
+ * instance's index (KVCM meta_indexer_config.max_key_count, 0 = unlimited). {@code eventReportStorageCandidates}
+ * names the event-report storages whose engine reports (KVCM ReportEvent) this group's instances accept
+ * (kvcm-engine-events.md §6.1); they are never placement candidates.
  */
 public record GroupConfig(String name, List<String> storageCandidates, String quotaGroupName, long maxInstanceCount,
                           long capacity, Map<StorageKind, Long> typeQuotas, Prefer prefer, long maxKeyCount,
                           int mutexShardNum, int searchCacheCapacity, String extraInfo, String userData, long version,
-                          ReclaimConfig reclaim) {
+                          ReclaimConfig reclaim, List<String> eventReportStorageCandidates) {
 
     public GroupConfig {
         if (name == null || name.isBlank()) {
@@ -35,13 +37,16 @@ public record GroupConfig(String name, List<String> storageCandidates, String qu
             reclaim = ReclaimConfig.DEFAULT;
         }
         storageCandidates = List.copyOf(storageCandidates);
+        eventReportStorageCandidates = eventReportStorageCandidates == null ? List.of()
+                : List.copyOf(eventReportStorageCandidates);
         typeQuotas = Map.copyOf(typeQuotas);
     }
 
     /** This group with another reclaim strategy and version (runtime water-level and policy changes). */
     public GroupConfig withReclaim(ReclaimConfig r, long newVersion) {
         return new GroupConfig(name, storageCandidates, quotaGroupName, maxInstanceCount, capacity, typeQuotas, prefer,
-                maxKeyCount, mutexShardNum, searchCacheCapacity, extraInfo, userData, newVersion, r);
+                maxKeyCount, mutexShardNum, searchCacheCapacity, extraInfo, userData, newVersion, r,
+                eventReportStorageCandidates);
     }
 
     /** KVCM CachePreferStrategy (§3.9.2 step 7): ALWAYS_X fails without an X candidate, PREFER_X falls back. */

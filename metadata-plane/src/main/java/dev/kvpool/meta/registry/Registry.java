@@ -48,6 +48,8 @@ public final class Registry {
     /** Indexed by storage number: every location read resolves its storage, so no boxing or hashing here. */
     private volatile Storage[] byNumber = new Storage[0];
     private final Map<String, GroupConfig> groups = new ConcurrentHashMap<>();
+    /** Event-report storages: configuration only, never placement candidates (kvcm-engine-events.md §6.1). */
+    private final Map<String, EventReportStorage> eventReportStorages = new ConcurrentHashMap<>();
     private final Map<String, Instance> instances = new ConcurrentHashMap<>();
 
     /**
@@ -316,6 +318,40 @@ public final class Registry {
 
     public Storage storage(String name) {
         return storages.get(name);
+    }
+
+    public void putEventReportStorage(EventReportStorage s) {
+        eventReportStorages.put(s.name(), s);
+    }
+
+    public void removeEventReportStorage(String name) {
+        eventReportStorages.remove(name);
+    }
+
+    public EventReportStorage eventReportStorage(String name) {
+        return eventReportStorages.get(name);
+    }
+
+    public Collection<EventReportStorage> eventReportStorages() {
+        return eventReportStorages.values();
+    }
+
+    /**
+     * The first of the group's event-report candidates that exists here and is of the given kind (L2 or L1P5), or
+     * null: ReportEvent answers INSTANCE_NOT_EXIST then (kvcm-engine-events.md §4.2).
+     */
+    public EventReportStorage eventReportStorageFor(String groupName, boolean l2) {
+        GroupConfig g = groups.get(groupName);
+        if (g == null) {
+            return null;
+        }
+        for (String n : g.eventReportStorageCandidates()) {
+            EventReportStorage s = eventReportStorages.get(n);
+            if (s != null && s.l2() == l2) {
+                return s;
+            }
+        }
+        return null;
     }
 
     public Storage storageByNumber(int number) {

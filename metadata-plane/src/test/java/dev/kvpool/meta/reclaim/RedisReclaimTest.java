@@ -162,7 +162,8 @@ class RedisReclaimTest {
             // at most 20 keys an instance: 13 instances make a key level of 0.5 × 260 = 130 keys
             rg.registry.putGroup(new GroupConfig(was.name(), was.storageCandidates(), was.quotaGroupName(),
                     was.maxInstanceCount(), was.capacity(), was.typeQuotas(), was.prefer(), 20, was.mutexShardNum(),
-                    was.searchCacheCapacity(), was.extraInfo(), was.userData(), was.version() + 1, was.reclaim()));
+                    was.searchCacheCapacity(), was.extraInfo(), was.userData(), was.version() + 1, was.reclaim(),
+                    was.eventReportStorageCandidates()));
             GroupConfig g = rg.registry.group("g");
             List<Instance> others = new java.util.ArrayList<>();
             for (int i = 0; i < 12; i++) {
