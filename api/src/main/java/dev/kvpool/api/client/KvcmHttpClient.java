@@ -15,10 +15,14 @@ import dev.kvpool.api.proto.meta.GetCacheMetaResponse;
 import dev.kvpool.api.proto.meta.GetClusterInfoRequest;
 import dev.kvpool.api.proto.meta.GetClusterInfoResponse;
 import dev.kvpool.api.proto.meta.GetInstanceInfoRequest;
+import dev.kvpool.api.proto.meta.GetHostCacheStateRequest;
+import dev.kvpool.api.proto.meta.GetHostCacheStateResponse;
 import dev.kvpool.api.proto.meta.GetInstanceInfoResponse;
 import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
 import dev.kvpool.api.proto.meta.RegisterInstanceResponse;
 import dev.kvpool.api.proto.meta.RemoveCacheRequest;
+import dev.kvpool.api.proto.meta.ReportEventRequest;
+import dev.kvpool.api.proto.meta.ReportEventResponse;
 import dev.kvpool.api.proto.meta.StartWriteCacheRequest;
 import dev.kvpool.api.proto.meta.StartWriteCacheResponse;
 import dev.kvpool.api.proto.meta.TrimCacheRequest;
@@ -106,6 +110,14 @@ public final class KvcmHttpClient {
 
     public GetCacheLocationsByBackendResponse getCacheLocationsByBackend(GetCacheLocationsByBackendRequest request) {
         return call("GetCacheLocationsByBackend", request, GetCacheLocationsByBackendResponse.getDefaultInstance());
+    }
+
+    public ReportEventResponse reportEvent(ReportEventRequest request) {
+        return call("ReportEvent", request, ReportEventResponse.getDefaultInstance());
+    }
+
+    public GetHostCacheStateResponse getHostCacheState(GetHostCacheStateRequest request) {
+        return call("GetHostCacheState", request, GetHostCacheStateResponse.getDefaultInstance());
     }
 
     /**

@@ -129,7 +129,9 @@ class KvcmHttpClientTest {
                 () -> client.trimCache(TrimCacheRequest.newBuilder().setStrategy(TrimStrategy.TS_TIMESTAMP).build()),
                 () -> client.getClusterInfo(GetClusterInfoRequest.getDefaultInstance()),
                 () -> client.getCacheLocationLen(GetCacheLocationLenRequest.getDefaultInstance()),
-                () -> client.getCacheLocationsByBackend(GetCacheLocationsByBackendRequest.getDefaultInstance()));
+                () -> client.getCacheLocationsByBackend(GetCacheLocationsByBackendRequest.getDefaultInstance()),
+                () -> client.reportEvent(dev.kvpool.api.proto.meta.ReportEventRequest.getDefaultInstance()),
+                () -> client.getHostCacheState(dev.kvpool.api.proto.meta.GetHostCacheStateRequest.getDefaultInstance()));
         Set<String> paths = new TreeSet<>();
         for (Runnable call : calls) {
             call.run();

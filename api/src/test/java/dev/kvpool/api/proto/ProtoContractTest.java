@@ -125,7 +125,7 @@ class ProtoContractTest {
         // and nothing beyond the table (plus the §B additions checked below)
         Map<String, Long> declared = rows.stream().collect(Collectors.groupingBy(Row::message, Collectors.counting()));
         Map<String, Integer> additions = Map.of("MetaIndexerConfig", 1, "InstanceGroup", 3,
-                "GetManagerClusterInfoResponse", 1, "StorageConfig", 2);
+                "GetManagerClusterInfoResponse", 1, "StorageConfig", 4);
         declared.forEach((message, count) -> assertEquals(count + additions.getOrDefault(message, 0),
                 ADMIN.findMessageTypeByName(message).getFields().size(), message));
     }
@@ -170,7 +170,12 @@ class ProtoContractTest {
                 .matcher(section);
         int checked = 0;
         while (row.find()) {
-            assertEnum(ADMIN.findEnumTypeByName(row.group(1)), row.group(2));
+            String values = row.group(2);
+            if (row.group(1).equals("StorageType")) {
+                // kvcm-engine-events.md §2 (K7)
+                values += ", ST_DUMMY=6, ST_EVENT_REPORT_L1P5=7, ST_EVENT_REPORT_L2=8, ST_TAIRMEMPOOL_SSD=9";
+            }
+            assertEnum(ADMIN.findEnumTypeByName(row.group(1)), values);
             checked++;
         }
         assertEquals(4, checked); // StorageType, ReclaimPolicy, CachePreferStrategy, AccountRole
@@ -223,8 +228,16 @@ class ProtoContractTest {
         assertField(ADMIN, new Row("VineyardStorageSpec", "3", "cleanup_grace_ms", "int64"));
         assertField(ADMIN, new Row("VineyardStorageSpec", "4", "liveness_check_interval_ms", "int64"));
         assertEquals(3, ADMIN.findMessageTypeByName("VineyardStorageSpec").getFields().size(), "1 is reserved");
+        // kvcm-engine-events.md §6.1: K7's event-report storage (11 is storage_type there, integrity in @0368fbf)
+        assertField(ADMIN, new Row("StorageConfig", "11", "storage_type", "StorageType"));
+        assertField(ADMIN, new Row("StorageConfig", "oneof 14", "event_report", "EventReportStorageSpec"));
+        String[] er = {"heartbeat_timeout_ms", "cleanup_grace_ms", "liveness_check_interval_ms",
+            "snapshot_min_interval_ms", "snapshot_delta_drain_timeout_ms"};
+        for (int i = 0; i < er.length; i++) {
+            assertField(ADMIN, new Row("EventReportStorageSpec", String.valueOf(i + 1), er[i], "int64"));
+        }
         // §B.7: no checksum or integrity fields
-        assertTrue(ADMIN.findMessageTypeByName("StorageConfig").findFieldByNumber(11) == null);
+        assertTrue(ADMIN.findMessageTypeByName("StorageConfig").findFieldByName("integrity") == null);
         assertTrue(ADMIN.findMessageTypeByName("CacheLocation").findFieldByNumber(4) == null);
         assertTrue(ADMIN.findMessageTypeByName("DataIntegrityConfig") == null);
     }
