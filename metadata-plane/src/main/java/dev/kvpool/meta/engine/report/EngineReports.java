@@ -92,6 +92,28 @@ public class EngineReports {
         instances.clear();
     }
 
+    /** Reporters known in this process for an instance (tests, debugging). */
+    public int reporters(String instance) {
+        InstanceReports ir = instances.get(instance);
+        return ir == null ? 0 : ir.reporters.size();
+    }
+
+    /** The stored specs (name → URI with s_version) of one reported location, or an empty map. */
+    public Map<String, String> storedSpecs(String instance, boolean l2, String host, long key, String medium) {
+        InstanceReports ir = instances.get(instance);
+        Reporter r = ir == null ? null : ir.reporters.get(key(l2, host));
+        Map<String, String> out = new LinkedHashMap<>();
+        if (r != null) {
+            synchronized (r) {
+                Map<String, Reporter.Spec> loc = r.location(key, medium);
+                if (loc != null) {
+                    loc.forEach((n, sp) -> out.put(n, sp.uri()));
+                }
+            }
+        }
+        return out;
+    }
+
     private boolean leader() {
         BooleanSupplier o = leaderOverride;
         if (o != null) {
