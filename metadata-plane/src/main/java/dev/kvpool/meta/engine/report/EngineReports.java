@@ -986,14 +986,20 @@ public class EngineReports {
         InstanceReports ir = state(inst.id);
         long first = q.getBlockCacheKeys(0);
         // candidates: hosts with a live reporter holding the first key; a host's reporters (L1P5 and L2) count together
-        Map<String, List<Reporter>> hosts = new TreeMap<>();
+        Map<String, List<Reporter>> byHost = new HashMap<>();
+        Set<String> candidates = new HashSet<>();
         for (Reporter r : ir.reporters.values()) {
             synchronized (r) {
-                if (r.live(now) && r.holds(first, media)) {
-                    hosts.computeIfAbsent(r.host, h -> new ArrayList<>()).add(r);
+                if (r.live(now)) {
+                    byHost.computeIfAbsent(r.host, h -> new ArrayList<>(2)).add(r);
+                    if (r.holds(first, media)) {
+                        candidates.add(r.host);
+                    }
                 }
             }
         }
+        Map<String, List<Reporter>> hosts = new TreeMap<>();
+        candidates.forEach(h -> hosts.put(h, byHost.get(h)));
         boolean eagle = inst.info.getModelDeployment().getUseEaglePop();
         GetHostCacheStateResponse.Builder b = GetHostCacheStateResponse.newBuilder()
                 .setHeader(header(q.getTraceId(), ErrorCode.OK, ""));

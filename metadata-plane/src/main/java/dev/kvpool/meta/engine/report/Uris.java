@@ -1,7 +1,5 @@
 package dev.kvpool.meta.engine.report;
 
-import java.net.URI;
-import java.net.URISyntaxException;
 
 /**
  * Reported URIs and the {@code s_version} parameter KVCM appends to them (kvcm-engine-events.md §4.5): one extra
@@ -28,13 +26,20 @@ public final class Uris {
                 return "uri contains a space or control character";
             }
         }
-        try {
-            URI u = new URI(uri);
-            if (u.getScheme() == null) {
-                return "uri has no scheme";
+        // a scheme, then anything printable: RTP-LLM's "event_report://" has an '_' that RFC 3986 (and java.net.URI)
+        // do not allow in a scheme, so the check is KVCM's looser one
+        int colon = uri.indexOf(':');
+        if (colon <= 0 || !Character.isLetter(uri.charAt(0))) {
+            return "uri has no scheme";
+        }
+        for (int i = 1; i < colon; i++) {
+            char c = uri.charAt(i);
+            if (!(Character.isLetterOrDigit(c) || c == '+' || c == '-' || c == '.' || c == '_') || c > 0x7e) {
+                return "uri has an invalid scheme";
             }
-        } catch (URISyntaxException e) {
-            return "uri is malformed: " + e.getReason();
+        }
+        if (colon == uri.length() - 1) {
+            return "uri has nothing after its scheme";
         }
         if (versionCount(uri) > 0) {
             return "uri already carries s_version (the server appends it)";

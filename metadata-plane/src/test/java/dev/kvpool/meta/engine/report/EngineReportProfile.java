@@ -46,7 +46,8 @@ public class EngineReportProfile implements QuarkusTestProfile {
                     // the old spelling of field 10 (§6.1)
                     group.formatted("er-b", "er-b", "b", "[\"er_l1\"]", q, q, 1_000_000)
                             .replace("event_report_storage_candidates", "event_reporting_storage_candidates"),
-                    group.formatted("er-small", "er-small", "s", "[\"er_l1\"]", q, q, 5)));
+                    group.formatted("er-small", "er-small", "s", "[\"er_l1\"]", q, q, 5)
+                            .replace("\"mutex_shard_num\": 16", "\"mutex_shard_num\": 4")));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
