@@ -45,7 +45,7 @@ public class EngineReports {
 
     /** Input bounds (README "Engine cache events"): beyond them a request is INVALID_ARGUMENT naming the field. */
     public static final int MAX_EVENTS = 100_000, MAX_SNAPSHOT_BLOCKS = 1_000_000, MAX_QUERY_KEYS = 100_000,
-            MAX_MEDIUM = 64, MAX_HOST = 255, MAX_MEDIA = 64;
+            MAX_MEDIUM = 64, MAX_HOST = 255, MAX_MEDIA = 64, MAX_REPORTERS_PER_INSTANCE = 10_000;
 
     @Inject
     MetaRuntime runtime;
@@ -429,6 +429,11 @@ public class EngineReports {
         }
         if (downs > 0 && downs < n) {
             throw KvcmError.invalid("events: EVENT_HOST_DOWN must be alone in its request");
+        }
+        InstanceReports ir = state(inst.id);
+        if (ir.reporters.size() >= MAX_REPORTERS_PER_INSTANCE && !ir.reporters.containsKey(key(l2, q.getHostIpPort()))) {
+            throw KvcmError.capacity("instance " + inst.id + " has " + MAX_REPORTERS_PER_INSTANCE
+                    + " reporters, the bound");
         }
         return new Run(q, inst, st, l2, extra).run();
     }
