@@ -923,6 +923,73 @@ public class EngineReports {
         }
     }
 
+    /** The most p2p_host_count hosts that get a remote L2 peer evaluated. */
+    public static final int MAX_P2P_HOSTS = 16;
+
+    private static boolean holds(List<Reporter> rs, long key, Set<String> media, long now) {
+        for (Reporter r : rs) {
+            synchronized (r) {
+                if (r.live(now) && r.holds(key, media)) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    /**
+     * H3 P2P (§5.2): for the p2p_host_count hosts with the longest local match (ties: host order), one remote L2
+     * peer (another host's live ST_EVENT_REPORT_L2 reporter) is evaluated: the one whose blocks extend the host's
+     * contiguous prefix the furthest (ties: peer endpoint order). Answer per host: {p2p_1_fetch = keys of that
+     * prefix the host lacks and the peer supplies, p2p_1_total_match = the prefix after the pull}.
+     */
+    private static Map<String, long[]> p2p(GetHostCacheStateRequest q, Map<String, List<Reporter>> hosts,
+                                           Map<String, Long> locals, Map<String, List<Reporter>> byHost,
+                                           Set<String> media, long now) {
+        int want = Math.min(MAX_P2P_HOSTS, q.getP2PHostCount());
+        Map<String, long[]> out = new HashMap<>();
+        if (want <= 0 || hosts.isEmpty()) {
+            return out;
+        }
+        TreeMap<String, List<Reporter>> peers = new TreeMap<>();
+        byHost.forEach((h, rs) -> rs.stream().filter(r -> r.l2).forEach(r -> peers.computeIfAbsent(h,
+                x -> new ArrayList<>()).add(r)));
+        if (peers.isEmpty()) {
+            return out;
+        }
+        List<String> order = new ArrayList<>(locals.keySet());
+        order.sort((a, c) -> locals.get(a).equals(locals.get(c)) ? a.compareTo(c) : Long.compare(locals.get(c), locals.get(a)));
+        int n = q.getBlockCacheKeysCount();
+        for (String h : order.subList(0, Math.min(want, order.size()))) {
+            long bestTotal = -1, bestFetch = 0;
+            for (var p : peers.entrySet()) {
+                if (p.getKey().equals(h)) {
+                    continue;
+                }
+                long total = 0, fetch = 0;
+                for (int i = 0; i < n; i++) {
+                    long k = q.getBlockCacheKeys(i);
+                    if (holds(hosts.get(h), k, media, now)) {
+                        total++;
+                    } else if (holds(p.getValue(), k, media, now)) {
+                        total++;
+                        fetch++;
+                    } else {
+                        break;
+                    }
+                }
+                if (total > bestTotal) {
+                    bestTotal = total;
+                    bestFetch = fetch;
+                }
+            }
+            if (bestTotal >= 0) {
+                out.put(h, new long[] {bestFetch, bestTotal});
+            }
+        }
+        return out;
+    }
+
     // ---- GetHostCacheState --------------------------------------------------------------------------------------
 
     public GetHostCacheStateResponse getHostCacheState(GetHostCacheStateRequest q) {
@@ -1006,28 +1073,26 @@ public class EngineReports {
         Map<String, List<Reporter>> hosts = new TreeMap<>();
         candidates.forEach(h -> hosts.put(h, byHost.get(h)));
         boolean eagle = inst.info.getModelDeployment().getUseEaglePop();
-        GetHostCacheStateResponse.Builder b = GetHostCacheStateResponse.newBuilder()
-                .setHeader(header(q.getTraceId(), ErrorCode.OK, ""));
+        Map<String, Long> locals = new LinkedHashMap<>();
         for (var h : hosts.entrySet()) {
             long local = 0;
-            outer:
-            for (int i = 0; i < n; i++) {
-                long k = q.getBlockCacheKeys(i);
-                for (Reporter r : h.getValue()) {
-                    synchronized (r) {
-                        if (r.live(now) && r.holds(k, media)) {
-                            local++;
-                            continue outer;
-                        }
-                    }
-                }
-                break;
+            for (int i = 0; i < n && holds(h.getValue(), q.getBlockCacheKeys(i), media, now); i++) {
+                local++;
             }
-            if (eagle) {
-                local = Math.max(0, local - 1);
-            }
+            locals.put(h.getKey(), local);
+        }
+        Map<String, long[]> p2p = p2p(q, hosts, locals, byHost, media, now);
+        GetHostCacheStateResponse.Builder b = GetHostCacheStateResponse.newBuilder()
+                .setHeader(header(q.getTraceId(), ErrorCode.OK, ""));
+        for (var h : locals.entrySet()) {
+            long local = eagle ? Math.max(0, h.getValue() - 1) : h.getValue();
             if (local > 0) {
-                b.addHosts(HostCacheMatch.newBuilder().setHostIpPort(h.getKey()).setLocal(local));
+                HostCacheMatch.Builder m = HostCacheMatch.newBuilder().setHostIpPort(h.getKey()).setLocal(local);
+                long[] peer = p2p.get(h.getKey());
+                if (peer != null) {
+                    m.setP2P1Fetch(peer[0]).setP2P1TotalMatch(eagle ? Math.max(0, peer[1] - 1) : peer[1]);
+                }
+                b.addHosts(m);
             }
         }
         return b.build();

@@ -685,6 +685,29 @@ class EngineReportTest {
 
     @ParameterizedTest
     @EnumSource(Via.class)
+    void p2pEvaluatesOneRemoteL2Peer(Via via) {
+        String inst = instance("er-a"), a = "10.7.0.1:1", b = "10.7.0.2:1", c = "10.7.0.3:1";
+        ok(report(via, req(inst, a, add(1), add(2))));
+        ok(report(via, req(inst, b, StorageType.ST_EVENT_REPORT_L2, add(1), add(2), add(3), add(4))));
+        ok(report(via, req(inst, c, StorageType.ST_EVENT_REPORT_L2, add(3))));
+        GetHostCacheStateRequest q = query(inst, 1, 2, 3, 4, 5);
+        GetHostCacheStateResponse none = hosts(via, q);
+        assertEquals(List.of(0L, 0L), none.getHostsList().stream().map(HostCacheMatch::getP2P1TotalMatch).toList());
+        // one host: the longest local match (b, 4) gets a peer; c adds nothing to it
+        GetHostCacheStateResponse one = hosts(via, q.toBuilder().setP2PHostCount(1).build());
+        assertEquals(List.of(a, b), one.getHostsList().stream().map(HostCacheMatch::getHostIpPort).toList());
+        assertEquals(List.of(2L, 4L), one.getHostsList().stream().map(HostCacheMatch::getLocal).toList());
+        assertEquals(0, one.getHosts(0).getP2P1TotalMatch(), "a is not among the top 1");
+        assertEquals(4, one.getHosts(1).getP2P1TotalMatch());
+        assertEquals(0, one.getHosts(1).getP2P1Fetch());
+        // two hosts: a pulls 3 and 4 from b (b beats c, which would give only 3)
+        GetHostCacheStateResponse two = hosts(via, q.toBuilder().setP2PHostCount(2).build());
+        assertEquals(2, two.getHosts(0).getP2P1Fetch());
+        assertEquals(4, two.getHosts(0).getP2P1TotalMatch());
+    }
+
+    @ParameterizedTest
+    @EnumSource(Via.class)
     void bounds(Via via) {
         String inst = instance("er-small"), h = host();
         EventItem[] many = new EventItem[EngineReports.MAX_EVENTS + 1];
