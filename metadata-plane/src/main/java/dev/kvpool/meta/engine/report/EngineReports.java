@@ -98,6 +98,13 @@ public class EngineReports {
         return ir == null ? 0 : ir.reporters.size();
     }
 
+    /** A known reporter's write gate (tests hold it to play a concurrent snapshot or delta), or null. */
+    ReporterGate gate(String instance, boolean l2, String host) {
+        InstanceReports ir = instances.get(instance);
+        Reporter r = ir == null ? null : ir.reporters.get(key(l2, host));
+        return r == null ? null : r.gate;
+    }
+
     /** The stored specs (name → URI with s_version) of one reported location, or an empty map. */
     public Map<String, String> storedSpecs(String instance, boolean l2, String host, long key, String medium) {
         InstanceReports ir = instances.get(instance);

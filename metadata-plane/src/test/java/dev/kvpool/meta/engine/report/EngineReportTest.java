@@ -706,6 +706,41 @@ class EngineReportTest {
         assertEquals(4, two.getHosts(0).getP2P1TotalMatch());
     }
 
+    /** §4.6 through the transport: the test holds the reporter's gate as a concurrent snapshot or delta would. */
+    @Test
+    void writeGateRefusesOrBoundsTheWait() throws Exception {
+        String inst = instance("er-a"), h = host();
+        Via via = Via.HTTP;
+        ReportEventResponse first = ok(report(via, req(inst, h, register("hbm"), add(1))));
+        ReporterGate gate = reports.gate(inst, false, h);
+        // a snapshot is running: a second one is refused at once, a delta waits out the drain bound (2 s here)
+        assertEquals(ReporterGate.SnapshotEntry.ADMITTED, gate.beginSnapshot(0));
+        try {
+            assertCode(ErrorCode.SNAPSHOT_IN_PROGRESS, report(via, req(inst, h, snapshot(item(2)))));
+            long t0 = System.nanoTime();
+            ReportEventResponse waited = report(via, req(inst, h, heartbeat(), add(3), add(4)));
+            assertTrue(System.nanoTime() - t0 >= 1_900_000_000L, "the delta waited for the snapshot");
+            assertEquals(List.of(ErrorCode.OK, ErrorCode.SNAPSHOT_IN_PROGRESS, ErrorCode.SNAPSHOT_IN_PROGRESS),
+                    waited.getItemResultsList());
+        } finally {
+            gate.endSnapshot();
+        }
+        assertEquals(Map.of(h, 1L), local(via, query(inst, 1, 3)), "the refused deltas wrote nothing");
+        // a delta is admitted and does not drain: the snapshot gives up, the generation stays
+        assertTrue(gate.beginDelta(0));
+        try {
+            ReportEventResponse s = report(via, req(inst, h, snapshot(item(2))));
+            assertCode(ErrorCode.SNAPSHOT_IN_PROGRESS, s);
+            assertEquals(first.getCommittedSnapshotVersion(), s.getCommittedSnapshotVersion());
+        } finally {
+            gate.endDelta();
+        }
+        assertFalse(gate.snapshotRunning(), "the gate reopened");
+        ReportEventResponse s = ok(report(via, req(inst, h, snapshot(item(2)))));
+        assertNotEquals(first.getCommittedSnapshotVersion(), s.getCommittedSnapshotVersion());
+        assertEquals(Map.of(h, 1L), local(via, query(inst, 2, 1)));
+    }
+
     @ParameterizedTest
     @EnumSource(Via.class)
     void bounds(Via via) {
