@@ -850,7 +850,9 @@ public class EngineReports {
                 boolean gc;
                 synchronized (r) {
                     if (r.seen && !r.tombstoned) {
-                        long silent = now - r.lastHeartbeatMs;
+                        // the time now, not at the start of the pass: a long GC earlier in the pass must not judge a
+                        // later reporter (and its heartbeat since) by a stale time
+                        long silent = now() - r.lastHeartbeatMs;
                         if (silent > st.heartbeatTimeoutMs() + st.cleanupGraceMs()) {
                             tombstone(r);
                         } else if (silent > st.heartbeatTimeoutMs() && r.available) {
