@@ -572,6 +572,12 @@ class RedisReplicasIT {
         // exactly one leader; kill it; the other takes over within the lease ttl and runs the expiry
         await("one leader", 5000, () -> leader(a) ^ leader(b));
         MetaProcess dead = leader(a) ? a : b, alive = dead == a ? b : a;
+        // the engine-event APIs are leader-only (kvcm-engine-events.md §1): a follower refuses both, first thing
+        assertEquals("SERVER_NOT_LEADER", code(alive.rpc("reportEvent", "{\"trace_id\":\"t\",\"instance_id\":\""
+                + INST + "\",\"host_ip_port\":\"h:1\",\"storage_type\":\"ST_EVENT_REPORT_L1P5\",\"events\":[{"
+                + "\"event_type\":\"EVENT_HEARTBEAT\",\"heartbeat\":{}}]}")));
+        assertEquals("SERVER_NOT_LEADER", code(alive.rpc("getHostCacheState", "{\"trace_id\":\"t\",\"instance_id\":\""
+                + INST + "\",\"block_cache_keys\":[1]}")));
         long t0 = System.currentTimeMillis();
         dead.kill();
         await("the survivor becomes leader", 8000, () -> leader(alive));

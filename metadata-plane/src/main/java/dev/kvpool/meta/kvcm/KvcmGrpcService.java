@@ -91,18 +91,19 @@ public class KvcmGrpcService implements MetaService {
         return read(() -> m().getCacheLocationsByBackend(r));
     }
 
-    // engine-event APIs (kvcm-engine-events.md): UNSUPPORTED until the reporter table lands (issue 36, in progress)
+    @Inject
+    dev.kvpool.meta.engine.report.EngineReports reports;
+
+    // engine-event APIs (kvcm-engine-events.md Part 1): a snapshot may wait on the reporter's write gate
     @Override
+    @Blocking
     public Uni<ReportEventResponse> reportEvent(ReportEventRequest r) {
-        return Uni.createFrom().item(ReportEventResponse.newBuilder().setHeader(CommonResponseHeader.newBuilder()
-                .setStatus(Status.newBuilder().setCode(ErrorCode.UNSUPPORTED).setMessage("ReportEvent is not served yet"))
-                .setRequestId(r.getTraceId())).build());
+        return Uni.createFrom().item(() -> reports.reportEvent(r));
     }
 
     @Override
+    @Blocking
     public Uni<GetHostCacheStateResponse> getHostCacheState(GetHostCacheStateRequest r) {
-        return Uni.createFrom().item(GetHostCacheStateResponse.newBuilder().setHeader(CommonResponseHeader.newBuilder()
-                .setStatus(Status.newBuilder().setCode(ErrorCode.UNSUPPORTED).setMessage("GetHostCacheState is not served yet"))
-                .setRequestId(r.getTraceId())).build());
+        return Uni.createFrom().item(() -> reports.getHostCacheState(r));
     }
 }

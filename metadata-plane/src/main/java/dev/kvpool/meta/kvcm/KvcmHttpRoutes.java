@@ -48,13 +48,19 @@ public class KvcmHttpRoutes {
             Map.entry("getClusterInfo", rpc(GetClusterInfoRequest::newBuilder, KvcmMeta::getClusterInfo, false)),
             Map.entry("getCacheLocationLen", rpc(GetCacheLocationLenRequest::newBuilder, KvcmMeta::getCacheLocationLen, false)),
             Map.entry("getCacheLocationsByBackend", rpc(GetCacheLocationsByBackendRequest::newBuilder,
-                    KvcmMeta::getCacheLocationsByBackend, false)));
+                    KvcmMeta::getCacheLocationsByBackend, false)),
+            // engine-event APIs: answered by EngineReports (see answer()); on a worker (a snapshot may wait)
+            Map.entry("reportEvent", rpc(ReportEventRequest::newBuilder, (m, q) -> null, true)),
+            Map.entry("getHostCacheState", rpc(GetHostCacheStateRequest::newBuilder, (m, q) -> null, true)));
 
     @Inject
     MetaRuntime runtime;
 
     @Inject
     dev.kvpool.meta.runtime.MetaSettings settings;
+
+    @Inject
+    dev.kvpool.meta.engine.report.EngineReports reports;
     long maxBody;
 
     @jakarta.annotation.PostConstruct
@@ -116,18 +122,22 @@ public class KvcmHttpRoutes {
     }
 
     void handle(RoutingContext ctx, Rpc rpc, Buffer body) {
-        Message request;
+        Message parsed;
         try {
             // parse the received bytes where they are (a 1,024-key request is ~30 KB)
             io.netty.buffer.ByteBuf bb = body.getByteBuf();
-            request = (bb.hasArray()
+            parsed = (bb.hasArray()
                     ? ProtoJson.merge(bb.array(), bb.arrayOffset() + bb.readerIndex(), bb.readableBytes(), rpc.request().get())
                     : ProtoJson.merge(body.getBytes(), rpc.request().get())).build();
+            if (parsed instanceof ReportEventRequest q && q.getStorageTypeValue() == 0 && q.getEventsCount() > 0) {
+                parsed = dev.kvpool.meta.engine.report.ReportJson.legacyStorageType(body.getBytes(), q);
+            }
         } catch (ProtoJsonException e) {
             ctx.response().setStatusCode(400).putHeader("Content-Type", "application/json")
                     .putHeader("X-KVPool-Error", sanitize(e.getMessage())).end(EMPTY_JSON);
             return;
         }
+        Message request = parsed;
         if (!runtime.ready()) { // nothing is built yet, or usage and slots are being rebuilt
             if (request instanceof GetClusterInfoRequest q) {
                 respond(ctx, ProtoJson.print(KvcmMeta.clusterInfoWhileStarting(runtime.nodeId(), q)));
@@ -205,6 +215,8 @@ public class KvcmHttpRoutes {
         return switch (request) {
             case GetCacheLocationRequest q -> runtime.kvcm().getCacheLocationJson(q);
             case StartWriteCacheRequest q -> runtime.kvcm().startWriteCacheJson(q);
+            case ReportEventRequest q -> ProtoJson.print(reports.reportEvent(q));
+            case GetHostCacheStateRequest q -> reports.getHostCacheStateJson(q);
             default -> ProtoJson.print(rpc.call().apply(runtime.kvcm(), request));
         };
     }

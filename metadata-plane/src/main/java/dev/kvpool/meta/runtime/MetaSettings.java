@@ -189,6 +189,33 @@ public interface MetaSettings {
     @WithName("meta.whatif")
     WhatIf whatif();
 
+    /** KVCM engine-event APIs (ReportEvent / GetHostCacheState; README "Engine cache events"). */
+    @WithName("kvcm")
+    KvcmEngineEvents kvcm();
+
+    interface KvcmEngineEvents {
+        /**
+         * GetHostCacheState over HTTP also prints "global" (= local: no remote source is evaluated); off because
+         * strict proto3 JSON parsers of H3 clients refuse the unknown field.
+         */
+        @WithName("host-cache-state.emit-global")
+        @WithDefault("false")
+        boolean emitGlobal();
+
+        /**
+         * Reported (block, medium) locations one instance may hold over all its reporters when its group's
+         * max_key_count is 0 (unlimited); otherwise max_key_count is the bound.
+         */
+        @WithName("report.max-locations-per-instance")
+        @WithDefault("4000000")
+        long maxLocationsPerInstance();
+
+        /** How often the liveness sweep looks at reporters (each storage's liveness_check_interval_ms applies). */
+        @WithName("report.sweep-tick")
+        @WithDefault("1s")
+        Duration sweepTick();
+    }
+
     /** What-if replays on this plane (REST /api/v1/whatif, docs in README "What-if"). */
     interface WhatIf {
         /** The largest uploaded trace body: a larger one is refused with 413 before or as soon as it passes this. */
