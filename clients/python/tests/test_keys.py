@@ -1,11 +1,16 @@
-"""Pure functions: the token-to-key derivation (KVCM's test vectors), input checks, masks, file locations."""
+"""Pure functions: the token-to-key derivations (KVCM's and vLLM's test vectors), input checks, masks, file locations."""
 
 from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from kvpool_client import BlockMask, FileUri, InvalidArgument, string_key, token_block_keys
+from kvpool_client import BlockMask, FileUri, InvalidArgument, string_key, token_block_keys, vllm_block_keys
 from kvpool_client.keys import check_keys, int_list
 
 
@@ -93,3 +98,132 @@ def test_the_docstring_examples() -> None:
     import kvpool_client.keys
 
     assert doctest.testmod(kvpool_client.keys).failed == 0
+
+
+# ---- vLLM sha256_cbor / xxhash_cbor (shared/spec/hashing.md §2-§3) -------------------------------------------------
+# Each spec payload is assembled here from the spec's hex and hashed with hashlib / xxhash directly; the client's
+# vllm_block_keys must give the same int64 from the tokens and request-level extras.
+
+SHA_NONE_0 = "4e1195df020de59e0d65a33a4279f1183e7ae4e5d980e309f8b55adff2e61c3e"
+XXH_NONE_0 = "1ebe36576dcb573f26b99533a20aaeca"
+TOKENS_1_16 = "90" + "0102030405060708090a0b0c0d0e0f10"
+TOKENS_17_32 = "90" + "11121314151617" + "18181819181a181b181c181d181e181f1820"
+U64 = (1 << 64) - 1
+
+
+def _sha(payload_hex: str) -> bytes:
+    return hashlib.sha256(bytes.fromhex(payload_hex)).digest()
+
+
+def _int64(digest: bytes) -> int:
+    return int.from_bytes(digest[-8:], "big")  # unsigned, as the spec prints it
+
+
+def _unsigned(keys):
+    return [k & U64 for k in keys]
+
+
+def _shared_dir() -> Path:
+    env = os.environ.get("KVPOOL_SHARED")
+    if env:
+        return Path(env)
+    for d in Path(__file__).resolve().parents:
+        if (d.parent / "shared" / "data").is_dir():
+            return d.parent / "shared"
+    pytest.fail("shared/data not found above the tests; set KVPOOL_SHARED to the shared folder")
+
+
+def test_vllm_sha256_cbor_sample_file() -> None:
+    cases = json.loads((_shared_dir() / "data/hash-vectors/vllm_sha256_cbor_sample.json").read_text())["cases"]
+    assert cases
+    for c in cases:
+        bs = c["block_size"]
+        tokens = [90_000 + i for i in range(c["num_tokens"])]  # positions the file lists no block for
+        for b in c["blocks"]:
+            tokens[b["block_index"] * bs:(b["block_index"] + 1) * bs] = b["token_ids"]
+            assert b["extra_keys"] is None
+            assert hashlib.sha256(bytes.fromhex(b["cbor_payload_hex"])).hexdigest() == b["block_hash_hex"]
+        keys = vllm_block_keys(tokens, bs, c["python_hash_seed"])
+        assert len(keys) == c["num_tokens"] // bs
+        assert _unsigned(keys)[:len(c["blocks"])] == [b["external_int64_unsigned"] for b in c["blocks"]]
+        assert all(-(1 << 63) <= k < (1 << 63) for k in keys)
+
+
+def test_vllm_sha256_cbor_lora_and_salt() -> None:
+    d0 = _sha("835820" + SHA_NONE_0 + TOKENS_1_16 + "82" + "676d792d6c6f7261" + "6673616c742d41")
+    assert d0.hex().startswith("360a0f3e") and _int64(d0) == 859214314393778358
+    d1 = _sha("835820" + d0.hex() + TOKENS_17_32 + "81" + "676d792d6c6f7261")  # no salt after block 0
+    assert d1.hex().endswith("8bdf14") and _int64(d1) == 8381049053207322388
+    keys = vllm_block_keys(range(1, 33), 16, "0", lora_name="my-lora", cache_salt="salt-A")
+    assert _unsigned(keys) == [_int64(d0), _int64(d1)]
+
+
+def test_vllm_sha256_cbor_multimodal_offsets_8_and_minus_8() -> None:
+    d0 = _sha("835820" + SHA_NONE_0 + TOKENS_1_16 + "81" + "82" + "6b6d6d2d686173682d616263" + "08")
+    assert d0.hex().startswith("ac93157e") and _int64(d0) == 5879507683218172094
+    d1 = _sha("835820" + d0.hex() + TOKENS_17_32 + "81" + "82" + "6b6d6d2d686173682d616263" + "27")  # 27 = -8
+    assert d1.hex().startswith("3d2ef6fa") and _int64(d1) == 1674493178585245433
+    for items in ([("mm-hash-abc", 8, 16)], [{"identifier": "mm-hash-abc", "offset": 8, "length": 16}]):
+        assert _unsigned(vllm_block_keys(range(1, 33), 16, "0", mm_items=items)) == [_int64(d0), _int64(d1)]
+    # an item that ends inside block 0 leaves block 1 without extra keys
+    plain1 = _sha("835820" + d0.hex() + TOKENS_17_32 + "f6")
+    assert _unsigned(vllm_block_keys(range(1, 33), 16, "0", mm_items=[("mm-hash-abc", 8, 8)])) == \
+        [_int64(d0), _int64(plain1)]
+
+
+def test_vllm_keys_without_extras_and_partial_blocks() -> None:
+    d0 = _sha("835820" + SHA_NONE_0 + TOKENS_1_16 + "f6")
+    assert _unsigned(vllm_block_keys(list(range(1, 20)), 16, "0")) == [_int64(d0)]
+    assert vllm_block_keys([1, 2, 3], 16, "0") == []
+    # an empty salt and no items are no extra keys (null, not an empty array)
+    assert vllm_block_keys(range(1, 17), 16, "0", cache_salt="", mm_items=[]) == vllm_block_keys(range(1, 17), 16, "0")
+    # "" is a seed (PYTHONHASHSEED set to empty): H(cbor("")) = H(60)
+    root = hashlib.sha256(bytes.fromhex("60")).digest()
+    d = _sha("835820" + root.hex() + "84" + "01020304" + "f6")
+    assert _unsigned(vllm_block_keys([1, 2, 3, 4], 4, "")) == [_int64(d)]
+    assert vllm_block_keys(np.arange(1, 17, dtype=np.int64), 16, "0") == vllm_block_keys(range(1, 17), 16, "0")
+
+
+def test_vllm_xxhash_cbor_two_block_chain() -> None:
+    xxhash = pytest.importorskip("xxhash", reason="xxhash_cbor needs the xxhash wheel (run-tests.sh installs it)")
+    assert xxhash.xxh3_128_digest(b"abc").hex() == "06b05ab6733a618578af5f94892f3950"  # high half first
+    assert xxhash.xxh3_128_digest(bytes.fromhex("6130")).hex() == XXH_NONE_0
+    d0 = xxhash.xxh3_128_digest(bytes.fromhex("8350" + XXH_NONE_0 + TOKENS_1_16 + "f6"))
+    assert d0.hex() == "c2d7a75070fc6d6b0c3fb0af456c1009" and _int64(d0) == 882618318818381833
+    d1 = xxhash.xxh3_128_digest(bytes.fromhex("8350" + d0.hex() + TOKENS_17_32 + "f6"))
+    assert d1.hex() == "93add93233ea572fb2e2b1685bac6f8d" and _int64(d1) == 12890060145260523405
+    assert _unsigned(vllm_block_keys(range(1, 40), 16, "0", algo="xxhash_cbor")) == [_int64(d0), _int64(d1)]
+
+
+def test_vllm_keys_refuse_bad_inputs() -> None:
+    with pytest.raises(InvalidArgument, match="PYTHONHASHSEED"):
+        vllm_block_keys(range(1, 17), 16, None)
+    with pytest.raises(InvalidArgument, match="seed: expected the PYTHONHASHSEED string"):
+        vllm_block_keys(range(1, 17), 16, 0)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="algo: expected one of sha256_cbor, xxhash_cbor, got 'sha256'"):
+        vllm_block_keys(range(1, 17), 16, "0", algo="sha256")
+    with pytest.raises(InvalidArgument, match="block_size"):
+        vllm_block_keys(range(1, 17), 0, "0")
+    with pytest.raises(InvalidArgument, match=r"token_ids\[1\]: expected an integer"):
+        vllm_block_keys([1, 2.5], 1, "0")
+    with pytest.raises(InvalidArgument, match=r"token_ids\[0\]: .* outside"):
+        vllm_block_keys([1 << 63], 1, "0")
+    with pytest.raises(InvalidArgument, match="lora_name: must not be empty"):
+        vllm_block_keys([1], 1, "0", lora_name="")
+    with pytest.raises(InvalidArgument, match="cache_salt: at most 4096 UTF-8 bytes"):
+        vllm_block_keys([1], 1, "0", cache_salt="s" * 4097)
+    with pytest.raises(InvalidArgument, match=r"mm_items\[0\].offset: must be >= 0, was -8"):
+        vllm_block_keys([1], 1, "0", mm_items=[("x", -8, 16)])
+    with pytest.raises(InvalidArgument, match=r"mm_items\[0\].length is required"):
+        vllm_block_keys([1], 1, "0", mm_items=[{"identifier": "x", "offset": 0}])
+    with pytest.raises(InvalidArgument, match=r"mm_items\[0\].identifier: at most 1024 UTF-8 bytes, got 1536"):
+        vllm_block_keys([1], 1, "0", mm_items=[("中" * 512, 0, 1)])
+    with pytest.raises(InvalidArgument, match=r"mm_items\[0\].identifier: is not valid Unicode"):
+        vllm_block_keys([1], 1, "0", mm_items=[("a\ud800", 0, 1)])
+    with pytest.raises(InvalidArgument, match=r"mm_items\[0\].offset \+ length overflows"):
+        vllm_block_keys([1], 1, "0", mm_items=[("x", (1 << 63) - 1, 1)])
+    with pytest.raises(InvalidArgument, match=r"mm_items\[0\].offset: expected an integer"):
+        vllm_block_keys([1], 1, "0", mm_items=[("x", 1.5, 1)])
+    with pytest.raises(InvalidArgument, match="mm_items: at most 4096 items, got 4097"):
+        vllm_block_keys([1], 1, "0", mm_items=[("x", 0, 1)] * 4097)
+    assert len(vllm_block_keys([1], 1, "0", mm_items=[("x", 0, 1)] * 4096)) == 1

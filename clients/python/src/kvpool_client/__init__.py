@@ -9,7 +9,7 @@
 from .agent import MAX_KEYS_PER_CALL, AgentClient, LayerwiseLoad, Loaded
 from .errors import (BadRequest, HttpError, InvalidArgument, KvpoolError, LayerwiseLoadFailed, MetaError, NotFound,
                      PayloadTooLarge, ProtocolError, ServerError, TransportError)
-from .keys import INT64_MAX, INT64_MIN, string_key, token_block_keys
+from .keys import INT64_MAX, INT64_MIN, string_key, token_block_keys, vllm_block_keys
 from .meta import (BlockMask, CacheLocation, ClusterInfo, FileUri, GetCacheLocationResponse, InstanceInfo,
                    LocationSpec, LocationSpecGroup, LocationSpecInfo, MetaClient, ModelDeployment, QueryType,
                    RegisterInstanceRequest, RegisterInstanceResponse, StartWriteCacheResponse, StorageConfig,
@@ -24,5 +24,5 @@ __all__ = [
     "BlockMask", "GetCacheLocationResponse", "StartWriteCacheResponse", "InstanceInfo", "ClusterInfo", "FileUri",
     "KvpoolError", "InvalidArgument", "TransportError", "ProtocolError", "HttpError", "BadRequest", "NotFound",
     "PayloadTooLarge", "ServerError", "MetaError", "LayerwiseLoadFailed",
-    "token_block_keys", "string_key", "INT64_MIN", "INT64_MAX", "__version__",
+    "token_block_keys", "string_key", "vllm_block_keys", "INT64_MIN", "INT64_MAX", "__version__",
 ]

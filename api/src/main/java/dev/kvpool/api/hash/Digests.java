@@ -17,6 +17,14 @@ final class Digests {
         }
     }
 
+    /** Writes {@code v} big-endian at {@code off}. */
+    static void putLongBE(byte[] b, int off, long v) {
+        for (int i = 7; i >= 0; i--) {
+            b[off + i] = (byte) v;
+            v >>>= 8;
+        }
+    }
+
     /** The 8 bytes at {@code off}, big-endian, as a signed long. */
     static long longBE(byte[] b, int off) {
         long v = 0;

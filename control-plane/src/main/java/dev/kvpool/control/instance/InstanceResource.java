@@ -50,7 +50,7 @@ public class InstanceResource {
              "locationSpecInfos": [{"name": "tp0", "size": 1048576}], "locationSpecGroups": []}""")
     @JsonIgnoreProperties({"version", "createdAt", "updatedAt", "quotaGroupName"}) // read-only: GET, edit, POST works
     public record InstanceInput(String instanceId, String group, Integer blockSize,
-                                @Schema(description = "kvcm (default) or vllm-sha256-cbor") String hashScheme,
+                                @Schema(description = "kvcm (default), vllm-sha256-cbor or vllm-xxhash-cbor") String hashScheme,
                                 @Schema(description = "KVCM ModelDeployment, snake_case") JsonNode modelDeployment,
                                 @Schema(description = "[{name, size}]") JsonNode locationSpecInfos,
                                 @Schema(description = "[{name, spec_names}]") JsonNode locationSpecGroups) {

@@ -2,11 +2,13 @@ package dev.kvpool.meta.registry;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.kvpool.api.hash.ExtraKeyInputs;
 import dev.kvpool.api.hash.HashScheme;
 import dev.kvpool.api.hash.KvcmHash;
 import dev.kvpool.api.proto.meta.InstanceInfo;
 import dev.kvpool.api.proto.meta.LocationSpecGroup;
 import dev.kvpool.meta.index.InstanceIndex;
+import dev.kvpool.meta.kvcm.KvcmError;
 import dev.kvpool.meta.storage.SlotAllocator;
 import dev.kvpool.meta.storage.Slots;
 import dev.kvpool.meta.storage.Storage;
@@ -82,22 +84,43 @@ public final class Instance {
 
     /**
      * KVPool extension: {@code model_deployment.extra} may be a JSON object with {@code hash_scheme}
-     * ("kvcm" | "vllm-sha256-cbor") and {@code hash_seed} (vLLM's PYTHONHASHSEED). It is part of the identity,
-     * so an instance can never change scheme. Anything else in extra is opaque.
+     * ("kvcm" | "vllm-sha256-cbor" | "vllm-xxhash-cbor") and {@code hash_seed} (vLLM's PYTHONHASHSEED, a string;
+     * "" is a seed). It is part of the identity, so an instance can never change scheme. Anything else in extra is
+     * opaque. Returns {scheme, seed}; the seed is null when absent: a vLLM engine without PYTHONHASHSEED has a random
+     * root hash, so such an instance can use block keys but not token ids.
+     *
+     * @throws IllegalArgumentException for an unknown scheme or a seed that is not a string
      */
     public static String[] hashingOf(String extra) {
         if (extra == null || extra.isBlank() || !extra.trim().startsWith("{")) {
-            return new String[] {"kvcm", ""};
+            return new String[] {"kvcm", null};
         }
+        JsonNode n;
         try {
-            JsonNode n = JSON.readTree(extra);
-            String scheme = n.path("hash_scheme").asText("kvcm");
-            HashScheme.fromName(scheme); // validates
-            return new String[] {scheme, n.path("hash_seed").asText("")};
+            n = JSON.readTree(extra);
         } catch (java.io.IOException e) {
-            return new String[] {"kvcm", ""};
+            return new String[] {"kvcm", null};
         }
+        String scheme = n.path("hash_scheme").asText("kvcm");
+        HashScheme.fromName(scheme); // validates
+        JsonNode seed = n.get("hash_seed");
+        if (seed == null || seed.isNull()) {
+            return new String[] {scheme, null};
+        }
+        if (!seed.isTextual() && !seed.isIntegralNumber()) {
+            throw new IllegalArgumentException("hash_seed must be a string (the engine's PYTHONHASHSEED, e.g. \"0\"), "
+                    + "got " + seed.getNodeType().toString().toLowerCase(java.util.Locale.ROOT));
+        }
+        String text = seed.asText();
+        if (text.length() > MAX_SEED_CHARS) {
+            throw new IllegalArgumentException("hash_seed: at most " + MAX_SEED_CHARS + " characters, got "
+                    + text.length());
+        }
+        return new String[] {scheme, text};
     }
+
+    /** PYTHONHASHSEED is a decimal up to 4294967295 or "random"; this leaves room without taking essays. */
+    static final int MAX_SEED_CHARS = 256;
 
     public int specGroupNumber(String name) {
         Integer g = specGroupByName.get(name);
@@ -106,8 +129,24 @@ public final class Instance {
 
     /** Block keys of a token prefix under this instance's scheme; a trailing partial block is dropped. */
     public long[] keysOf(long[] tokens) {
-        return hashScheme == HashScheme.KVCM ? KvcmHash.keys(tokens, blockSize)
-                : hashScheme.keys(tokens, blockSize, hashSeed);
+        return keysOf(tokens, null);
+    }
+
+    /**
+     * Block keys of a token prefix with vLLM's extra keys (LoRA name, cache salt, multimodal items; null: none).
+     *
+     * @throws KvcmError INVALID_ARGUMENT naming why: extras on a kvcm instance, a vLLM instance without a seed
+     */
+    public long[] keysOf(long[] tokens, ExtraKeyInputs extras) {
+        if (hashScheme == HashScheme.KVCM && extras == null) {
+            return KvcmHash.keys(tokens, blockSize);
+        }
+        try {
+            return hashScheme.keys(tokens, blockSize, hashSeed, extras);
+        } catch (IllegalArgumentException e) {
+            throw KvcmError.invalid("instance '" + id + "' (hash scheme " + hashScheme.schemeName() + "): "
+                    + e.getMessage());
+        }
     }
 
     /** Bytes that a location of this spec group occupies on its storage. */

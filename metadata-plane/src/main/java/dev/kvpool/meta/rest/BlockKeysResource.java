@@ -1,8 +1,13 @@
 package dev.kvpool.meta.rest;
 
+import dev.kvpool.api.hash.ExtraKeyInputs;
+import dev.kvpool.api.hash.ExtraKeys;
 import dev.kvpool.api.hash.KvcmHash;
+import dev.kvpool.api.hash.MmItem;
+import dev.kvpool.api.limits.Limits;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.Loc;
+import dev.kvpool.meta.kvcm.KvcmError;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.runtime.MetaRuntime;
 import jakarta.inject.Inject;
@@ -34,7 +39,16 @@ public class BlockKeysResource {
                                   long file_slots) {
     }
 
-    public record BlockKeysRequest(List<Long> token_ids) {
+    /**
+     * Token ids and, for the vLLM schemes, the request-level inputs of vLLM's extra keys (shared/spec/hashing.md
+     * §3.4): the LoRA adapter's name, the cache salt (first block only) and the multimodal items in position order.
+     */
+    public record BlockKeysRequest(List<Long> token_ids, String lora_name, String cache_salt,
+                                   List<MmItemBody> mm_items) {
+    }
+
+    /** A multimodal item: vLLM's content identifier and its placeholder tokens [offset, offset + length). */
+    public record MmItemBody(String identifier, Long offset, Long length) {
     }
 
     public record KeyState(int block, String key, String hex, String status, boolean cached) {
@@ -64,7 +78,7 @@ public class BlockKeysResource {
     private InstanceSummary summary(Instance i) {
         long slots = runtime.registry().storages().stream().filter(st -> st.usesFiles())
                 .mapToLong(st -> i.allocator(st).usedSlots()).sum();
-        return new InstanceSummary(i.id, i.group, i.blockSize, i.hashScheme.toString(), List.of(i.specNames),
+        return new InstanceSummary(i.id, i.group, i.blockSize, i.hashScheme.schemeName(), List.of(i.specNames),
                 i.bytesPerKey, i.index.keyCount(), i.index.sessionCount(), slots);
     }
 
@@ -87,8 +101,9 @@ public class BlockKeysResource {
     @Consumes(MediaType.APPLICATION_JSON)
     @Operation(summary = "Block keys of a token sequence and which of them are cached",
             description = "Hashes token_ids with the instance's scheme and block size (a trailing partial block is "
-                    + "not keyed) and reports, per block, its key (signed decimal and the unsigned hex used in "
-                    + "storage paths), its location status, and whether a reader would get it.")
+                    + "not keyed; vllm-* schemes take vLLM's extra keys from lora_name, cache_salt and mm_items) and "
+                    + "reports, per block, its key (signed decimal and the unsigned hex used in storage paths), its "
+                    + "location status, and whether a reader would get it.")
     public BlockKeysResponse blockKeys(@PathParam("id") String id, BlockKeysRequest req) {
         Instance inst = instance(id);
         if (req == null || req.token_ids() == null || req.token_ids().isEmpty()) {
@@ -98,6 +113,14 @@ public class BlockKeysResource {
             throw problem(400, "instance '" + id + "' registered block_size " + inst.blockSize
                     + ", so token ids cannot be keyed");
         }
+        if (req.token_ids().size() > Limits.MAX_TOKENS_PER_CALL) {
+            throw problem(400, "token_ids: at most " + Limits.MAX_TOKENS_PER_CALL + " tokens per call, got "
+                    + req.token_ids().size());
+        }
+        if (req.token_ids().size() / inst.blockSize > Limits.MAX_KEYS_PER_CALL) {
+            throw problem(400, "token_ids: " + req.token_ids().size() + " tokens make more than "
+                    + Limits.MAX_KEYS_PER_CALL + " blocks of " + inst.blockSize);
+        }
         long[] tokens = new long[req.token_ids().size()];
         for (int i = 0; i < tokens.length; i++) {
             Long t = req.token_ids().get(i);
@@ -106,7 +129,13 @@ public class BlockKeysResource {
             }
             tokens[i] = t;
         }
-        long[] keys = inst.keysOf(tokens);
+        ExtraKeyInputs extras = extras(req);
+        long[] keys;
+        try {
+            keys = inst.keysOf(tokens, extras);
+        } catch (KvcmError e) {
+            throw problem(400, e.getMessage());
+        }
         Block[] blocks = new Block[keys.length];
         inst.index.getAll(keys, 0, keys.length, blocks);
         List<KeyState> out = new ArrayList<>(keys.length);
@@ -123,7 +152,43 @@ public class BlockKeysResource {
             }
             out.add(new KeyState(i, Long.toString(keys[i]), KvcmHash.hex(keys[i]), status, cached));
         }
-        return new BlockKeysResponse(id, inst.hashScheme.toString(), inst.blockSize, tokens.length,
+        return new BlockKeysResponse(id, inst.hashScheme.schemeName(), inst.blockSize, tokens.length,
                 tokens.length % inst.blockSize, prefix, out);
+    }
+
+    /** The request's extra-key inputs (null when it has none), checked field by field. */
+    private static ExtraKeyInputs extras(BlockKeysRequest req) {
+        if (req.lora_name() == null && req.cache_salt() == null && req.mm_items() == null) {
+            return null;
+        }
+        List<MmItem> items = null;
+        if (req.mm_items() != null) {
+            if (req.mm_items().size() > ExtraKeys.MAX_MM_ITEMS) {
+                throw problem(400, "mm_items: at most " + ExtraKeys.MAX_MM_ITEMS + " items, got "
+                        + req.mm_items().size());
+            }
+            items = new ArrayList<>(req.mm_items().size());
+            for (int i = 0; i < req.mm_items().size(); i++) {
+                MmItemBody m = req.mm_items().get(i);
+                String at = "mm_items[" + i + "]";
+                if (m == null) {
+                    throw problem(400, at + " is null");
+                }
+                if (m.identifier() == null || m.offset() == null || m.length() == null) {
+                    throw problem(400, at + "." + (m.identifier() == null ? "identifier"
+                            : m.offset() == null ? "offset" : "length") + " is required");
+                }
+                try {
+                    items.add(new MmItem(m.identifier(), m.offset(), m.length()));
+                } catch (IllegalArgumentException e) {
+                    throw problem(400, at + "." + e.getMessage());
+                }
+            }
+        }
+        try {
+            return new ExtraKeyInputs(req.lora_name(), req.cache_salt(), items);
+        } catch (IllegalArgumentException e) {
+            throw problem(400, e.getMessage());
+        }
     }
 }

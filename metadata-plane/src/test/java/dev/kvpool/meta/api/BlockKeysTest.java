@@ -155,7 +155,8 @@ class BlockKeysTest extends KvcmTestBase {
         java.util.Map<String, String> bad = new java.util.LinkedHashMap<>();
         bad.put("{\"token_ids\":\"x\"}", "request body: token_ids: expected an array, got the string \"x\"");
         bad.put("{\"token_ids\":[1,2.5]}", "request body: token_ids[1]: expected an integer, got 2.5");
-        bad.put("{\"token_idz\":[1]}", "request body: token_idz: unknown field; known fields: token_ids");
+        bad.put("{\"token_idz\":[1]}", "request body: token_idz: unknown field; known fields: cache_salt, lora_name, "
+                + "mm_items, token_ids");
         bad.put("{\"token_ids\":[1,null]}", "token_ids[1] is null");
         bad.put("{\"token_ids\":[1", "request body: malformed JSON at line 1, column 16: Unexpected end-of-input: "
                 + "expected close marker for Array (start marker at [line: 1, column: 14])");
@@ -164,5 +165,128 @@ class BlockKeysTest extends KvcmTestBase {
                     .post("/api/v1/instances/" + id + "/block-keys").then().statusCode(400)
                     .contentType("application/problem+json").body("detail", org.hamcrest.Matchers.is(b.getValue()));
         }
+    }
+
+    private static RegisterInstanceRequest.Builder vllmReg(String id, int blockSize, String extraJson) {
+        RegisterInstanceRequest.Builder b = reg(id, blockSize, "tp0", 1024);
+        return b.setModelDeployment(b.getModelDeployment().toBuilder().setExtra(extraJson));
+    }
+
+    private static io.restassured.response.ValidatableResponse restKeys(String id, String body) {
+        return io.restassured.RestAssured.given().contentType("application/json").body(body)
+                .post("/api/v1/instances/" + id + "/block-keys").then();
+    }
+
+    private static Object[] signed(String... unsigned) {
+        return java.util.Arrays.stream(unsigned).map(u -> Long.toString(Long.parseUnsignedLong(u))).toArray();
+    }
+
+    /** hashing.md §3.7: xxhash_cbor keys, through KVCM token mode and the REST, with the spec's int64 values. */
+    @org.junit.jupiter.api.Test
+    void vllmXxhashCborInstance_tokenModeAndRestAgreeWithTheSpec() {
+        MetaApi a = api(Transport.HTTP);
+        String id = registered(a, vllmReg(uid("xxh"), 16, "{\"hash_scheme\":\"vllm-xxhash-cbor\",\"hash_seed\":\"0\"}"));
+        // KVCM token mode derives the same keys: write block 0 only (a 16-token prompt)
+        StartWriteCacheResponse s = a.start(StartWriteCacheRequest.newBuilder().setTraceId(trace()).setInstanceId(id)
+                .addAllTokenIds(range(1, 17)).setWriteTimeoutSeconds(30).build());
+        assertOk(s);
+        assertOk(finish(a, id, s.getWriteSessionId(), bools(true)));
+        restKeys(id, "{\"token_ids\":" + range(1, 33) + "}").statusCode(200)
+                .body("hash_scheme", org.hamcrest.Matchers.is("vllm-xxhash-cbor"))
+                .body("blocks.key", org.hamcrest.Matchers.contains(signed("882618318818381833",
+                        "12890060145260523405")))
+                .body("blocks.hex", org.hamcrest.Matchers.contains("c3fb0af456c1009", "b2e2b1685bac6f8d"))
+                .body("blocks.cached", org.hamcrest.Matchers.contains(true, false))
+                .body("prefix_hit_blocks", org.hamcrest.Matchers.is(1));
+        io.restassured.RestAssured.given().get("/api/v1/instances/" + id).then().statusCode(200)
+                .body("hash_scheme", org.hamcrest.Matchers.is("vllm-xxhash-cbor"));
+        // extras change every key from the first block they touch
+        restKeys(id, "{\"token_ids\":" + range(1, 33) + ",\"lora_name\":\"my-lora\"}").statusCode(200)
+                .body("blocks.key", org.hamcrest.Matchers.not(org.hamcrest.Matchers.hasItem(
+                        Long.toString(Long.parseUnsignedLong("882618318818381833")))))
+                .body("blocks.cached", org.hamcrest.Matchers.contains(false, false));
+    }
+
+    /** hashing.md §3.7: LoRA + cache salt, and a multimodal item seen from blocks 0 (offset 8) and 1 (−8). */
+    @org.junit.jupiter.api.Test
+    void vllmSha256CborRestTakesLoraSaltAndMultimodalItems() {
+        MetaApi a = api(Transport.HTTP);
+        String id = registered(a, vllmReg(uid("sha"), 16, "{\"hash_scheme\":\"vllm-sha256-cbor\",\"hash_seed\":\"0\"}"));
+        restKeys(id, "{\"token_ids\":" + range(1, 33) + ",\"lora_name\":\"my-lora\",\"cache_salt\":\"salt-A\"}")
+                .statusCode(200).body("hash_scheme", org.hamcrest.Matchers.is("vllm-sha256-cbor"))
+                .body("blocks.key", org.hamcrest.Matchers.contains(signed("859214314393778358",
+                        "8381049053207322388")));
+        restKeys(id, "{\"token_ids\":" + range(1, 33)
+                + ",\"mm_items\":[{\"identifier\":\"mm-hash-abc\",\"offset\":8,\"length\":16}]}")
+                .statusCode(200).body("blocks.key", org.hamcrest.Matchers.contains(signed("5879507683218172094",
+                        "1674493178585245433")));
+        // an empty salt and an empty item list are no extras at all
+        String plain = restKeys(id, "{\"token_ids\":" + range(1, 33) + "}").statusCode(200).extract()
+                .path("blocks.key").toString();
+        assertEquals(plain, restKeys(id, "{\"token_ids\":" + range(1, 33) + ",\"cache_salt\":\"\",\"mm_items\":[]}")
+                .statusCode(200).extract().path("blocks.key").toString());
+    }
+
+    @org.junit.jupiter.api.Test
+    void badExtrasAnswer400NamingTheField() {
+        MetaApi a = api(Transport.HTTP);
+        String vllm = registered(a, vllmReg(uid("bad"), 4, "{\"hash_scheme\":\"vllm-sha256-cbor\",\"hash_seed\":\"0\"}"));
+        String kvcm = registered(a, reg(uid("badk"), 4, "tp0", 1024));
+        String t = "\"token_ids\":[1,2,3,4]";
+        java.util.Map<String, String> bad = new java.util.LinkedHashMap<>();
+        bad.put("{" + t + ",\"mm_items\":[{\"identifier\":\"x\",\"offset\":-1,\"length\":2}]}",
+                "mm_items[0].offset: must be >= 0, was -1");
+        bad.put("{" + t + ",\"mm_items\":[{\"identifier\":\"x\",\"offset\":0,\"length\":2},"
+                + "{\"identifier\":\"\",\"offset\":0,\"length\":2}]}", "mm_items[1].identifier: must not be empty");
+        bad.put("{" + t + ",\"mm_items\":[{\"identifier\":\"x\",\"offset\":0}]}", "mm_items[0].length is required");
+        bad.put("{" + t + ",\"mm_items\":[null]}", "mm_items[0] is null");
+        bad.put("{" + t + ",\"mm_items\":[{\"identifier\":\"x\",\"offset\":9223372036854775807,\"length\":1}]}",
+                "mm_items[0].offset + length overflows a 64-bit integer (9223372036854775807 + 1)");
+        bad.put("{" + t + ",\"mm_items\":[{\"identifier\":\"" + "x".repeat(1025) + "\",\"offset\":0,\"length\":1}]}",
+                "mm_items[0].identifier: at most 1024 UTF-8 bytes, got 1025 characters");
+        bad.put("{" + t + ",\"lora_name\":\"\"}", "lora_name: must not be empty (leave it out when there is no LoRA)");
+        bad.put("{" + t + ",\"cache_salt\":\"" + "s".repeat(4097) + "\"}",
+                "cache_salt: at most 4096 UTF-8 bytes, got 4097 characters");
+        String many = "{\"identifier\":\"x\",\"offset\":0,\"length\":1}";
+        bad.put("{" + t + ",\"mm_items\":[" + String.join(",", Collections.nCopies(4097, many)) + "]}",
+                "mm_items: at most 4096 items, got 4097");
+        for (var b : bad.entrySet()) {
+            restKeys(vllm, b.getKey()).statusCode(400).contentType("application/problem+json")
+                    .body("detail", org.hamcrest.Matchers.is(b.getValue()));
+        }
+        // what Jackson refuses names the nested field too
+        restKeys(vllm, "{" + t + ",\"mm_items\":[{\"identifier\":\"x\",\"offset\":1.5,\"length\":1}]}")
+                .statusCode(400).body("detail", org.hamcrest.Matchers.containsString("mm_items[0].offset"));
+        restKeys(vllm, "{" + t + ",\"mm_items\":[{\"identifier\":\"x\",\"offset\":1,\"length\":1,\"hash\":2}]}")
+                .statusCode(400).body("detail", org.hamcrest.Matchers.containsString("hash: unknown field"));
+        // the kvcm scheme has no extra keys
+        restKeys(kvcm, "{" + t + ",\"lora_name\":\"my-lora\"}").statusCode(400)
+                .body("detail", org.hamcrest.Matchers.containsString("kvcm hash scheme has no extra keys"));
+        restKeys(kvcm, "{" + t + ",\"cache_salt\":\"\",\"mm_items\":[]}").statusCode(200);
+    }
+
+    /** hashing.md §3.2: without PYTHONHASHSEED vLLM's root hash is random, so token ids cannot be keyed. */
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void vllmInstanceWithoutASeedRefusesTokenIdsButTakesKeys(Transport tr) {
+        MetaApi a = api(tr);
+        String id = registered(a, vllmReg(uid("noseed"), 4, "{\"hash_scheme\":\"vllm-xxhash-cbor\"}"));
+        assertCode(ErrorCode.INVALID_ARGUMENT, a.start(StartWriteCacheRequest.newBuilder().setInstanceId(id)
+                .addAllTokenIds(range(1, 9)).build()));
+        assertCode(ErrorCode.INVALID_ARGUMENT, a.location(GetCacheLocationRequest.newBuilder().setInstanceId(id)
+                .setQueryType(QueryType.QT_PREFIX_MATCH).addAllTokenIds(range(1, 9)).build()));
+        long k = rndKey();
+        write(a, id, k);
+        assertEquals(1, prefix(a, id, k).size());
+        if (tr == Transport.HTTP) {
+            restKeys(id, "{\"token_ids\":[1,2,3,4]}").statusCode(400)
+                    .body("detail", org.hamcrest.Matchers.containsString("PYTHONHASHSEED"));
+        }
+        // a seed that is not a string is refused at registration
+        RegisterInstanceResponse r = a.register(vllmReg(uid("objseed"), 4,
+                "{\"hash_scheme\":\"vllm-xxhash-cbor\",\"hash_seed\":{\"v\":0}}").build());
+        assertCode(ErrorCode.INVALID_ARGUMENT, r);
+        assertTrue(r.getHeader().getStatus().getMessage().contains("hash_seed must be a string"),
+                r.getHeader().getStatus().getMessage());
     }
 }

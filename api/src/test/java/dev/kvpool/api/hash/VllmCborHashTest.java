@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -15,15 +16,27 @@ import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.stream.Stream;
+import net.openhft.hashing.LongTupleHashFunction;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
-/** vLLM sha256_cbor block hashes against shared/data/hash-vectors/vllm_sha256_cbor_sample.json. */
-class VllmSha256CborTest {
+/**
+ * vLLM's CBOR-chained block hashes: sha256_cbor against shared/data/hash-vectors/vllm_sha256_cbor_sample.json, the
+ * canonical CBOR writer, and XXH3-128's byte order (spec hashing.md §3.6).
+ */
+class VllmCborHashTest {
 
     private static final HexFormat HEX = HexFormat.of();
+
+    static VllmCborHash sha(String seed) {
+        return new VllmCborHash(VllmCborHash.Algorithm.SHA256_CBOR, seed);
+    }
+
+    static VllmCborHash xxh(String seed) {
+        return new VllmCborHash(VllmCborHash.Algorithm.XXHASH_CBOR, seed);
+    }
 
     static Stream<JsonNode> sampleCases() throws IOException {
         JsonNode root = new ObjectMapper().readTree(
@@ -38,7 +51,7 @@ class VllmSha256CborTest {
     void sampleVectors(JsonNode c) {
         String seed = c.get("python_hash_seed").asText();
         int blockSize = c.get("block_size").asInt();
-        VllmSha256Cbor hasher = new VllmSha256Cbor(seed);
+        VllmCborHash hasher = new VllmCborHash(VllmCborHash.Algorithm.SHA256_CBOR, seed);
 
         CborWriter seedCbor = new CborWriter().writeText(seed);
         assertEquals(c.get("none_hash_cbor_input_hex").asText(), HEX.formatHex(seedCbor.toByteArray()));
@@ -57,7 +70,7 @@ class VllmSha256CborTest {
             extras.add(extraKeys(b.get("extra_keys")));
             byte[] parent = HEX.parseHex(b.get("parent_hex").asText());
             // the payload, byte for byte
-            assertEquals(b.get("cbor_payload_hex").asText(), HEX.formatHex(VllmSha256Cbor.blockPayload(
+            assertEquals(b.get("cbor_payload_hex").asText(), HEX.formatHex(VllmCborHash.blockPayload(
                     parent, tokens, index * blockSize, (index + 1) * blockSize, extras.get(index))), "block " + index);
         }
 
@@ -68,7 +81,7 @@ class VllmSha256CborTest {
             JsonNode b = blocks.get(i);
             assertEquals(b.get("block_hash_hex").asText(), HEX.formatHex(digests.get(i)), "digest of block " + i);
             long expectedKey = b.get("external_int64_unsigned").bigIntegerValue().longValue();
-            assertEquals(expectedKey, VllmSha256Cbor.toKey(digests.get(i)));
+            assertEquals(expectedKey, VllmCborHash.toKey(digests.get(i)));
             assertEquals(expectedKey, keys[i]);
             assertEquals(b.get("external_int64_unsigned").asText(), Long.toUnsignedString(keys[i]));
         }
@@ -128,7 +141,7 @@ class VllmSha256CborTest {
 
     @Test
     void extraKeysChangeTheChain_nullDiffersFromEmpty() {
-        VllmSha256Cbor h = new VllmSha256Cbor("0");
+        VllmCborHash h = sha("0");
         long[] tokens = KvcmHashTest.range(1, 8);
         List<byte[]> none = h.blockDigests(tokens, 4, null);
         List<byte[]> explicitNulls = h.blockDigests(tokens, 4, Arrays.asList(null, null));
@@ -146,8 +159,66 @@ class VllmSha256CborTest {
 
     @Test
     void seedMattersAndIsRequired() {
-        assertFalse(Arrays.equals(new VllmSha256Cbor("0").noneHash(), new VllmSha256Cbor("1").noneHash()));
-        assertThrows(IllegalArgumentException.class, () -> new VllmSha256Cbor(null));
-        assertEquals(0, new VllmSha256Cbor("0").keys(new long[3], 4).length);
+        assertFalse(Arrays.equals(sha("0").noneHash(), sha("1").noneHash()));
+        assertThrows(IllegalArgumentException.class, () -> sha(null));
+        assertEquals(0, sha("0").keys(new long[3], 4).length);
+    }
+
+    @Test
+    void xxh3_128IsWrittenHighHalfFirst() {
+        byte[] abc = "abc".getBytes(StandardCharsets.US_ASCII);
+        // §3.6: xxh3_128_digest("abc") = 06b05ab6733a6185 78af5f94892f3950
+        assertEquals("06b05ab6733a618578af5f94892f3950",
+                HEX.formatHex(VllmCborHash.Algorithm.XXHASH_CBOR.digest(abc, abc.length)));
+        long[] lowHigh = LongTupleHashFunction.xx128().hashBytes(abc);
+        assertEquals(0x78af5f94892f3950L, lowHigh[0], "the library returns the low half first");
+        assertEquals(0x06b05ab6733a6185L, lowHigh[1]);
+        // the published int64 is the low half
+        assertEquals(0x78af5f94892f3950L, VllmCborHash.toKey(VllmCborHash.Algorithm.XXHASH_CBOR.digest(abc, 3)));
+        // only the first len bytes of the buffer count
+        byte[] padded = Arrays.copyOf(abc, 64);
+        assertEquals("06b05ab6733a618578af5f94892f3950",
+                HEX.formatHex(VllmCborHash.Algorithm.XXHASH_CBOR.digest(padded, 3)));
+    }
+
+    @ParameterizedTest
+    @CsvSource({
+        // spec §3.2 table, seed "0"
+        "SHA256_CBOR, 0, 4e1195df020de59e0d65a33a4279f1183e7ae4e5d980e309f8b55adff2e61c3e",
+        "XXHASH_CBOR, 0, 1ebe36576dcb573f26b99533a20aaeca",
+    })
+    void noneHashOfSeedZero(VllmCborHash.Algorithm algorithm, String seed, String hex) {
+        assertEquals(hex, HEX.formatHex(new VllmCborHash(algorithm, seed).noneHash()));
+        assertEquals(algorithm.digestBytes(), new VllmCborHash(algorithm, seed).noneHash().length);
+    }
+
+    @Test
+    void emptySeedIsASeedButAnUnsetOneIsRefused() {
+        // PYTHONHASHSEED="" is set: H(cbor("")) = H(60)
+        assertArrayEquals(Digests.sha256().digest(new byte[] {0x60}), sha("").noneHash());
+        for (VllmCborHash.Algorithm a : VllmCborHash.Algorithm.values()) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new VllmCborHash(a, null));
+            assertTrue(e.getMessage().contains("PYTHONHASHSEED") && e.getMessage().contains("random"),
+                    e.getMessage());
+        }
+    }
+
+    @Test
+    void xxhashChainUsesFullSixteenByteParents() {
+        VllmCborHash h = xxh("0");
+        long[] tokens = KvcmHashTest.range(1, 40);
+        List<byte[]> d = h.blockDigests(tokens, 16, null);
+        assertEquals(2, d.size());
+        assertEquals(16, d.get(0).length);
+        // block 1's payload starts 83 50 <16-byte digest of block 0>
+        byte[] payload = VllmCborHash.blockPayload(d.get(0), tokens, 16, 32, null);
+        assertEquals("8350" + HEX.formatHex(d.get(0)), HEX.formatHex(payload, 0, 18));
+        byte[] expected = new byte[16];
+        long[] lowHigh = LongTupleHashFunction.xx128().hashBytes(payload);
+        for (int i = 0; i < 8; i++) {
+            expected[i] = (byte) (lowHigh[1] >>> (56 - 8 * i));
+            expected[8 + i] = (byte) (lowHigh[0] >>> (56 - 8 * i));
+        }
+        assertArrayEquals(expected, d.get(1));
     }
 }
