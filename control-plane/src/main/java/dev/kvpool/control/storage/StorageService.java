@@ -64,6 +64,14 @@ public class StorageService {
                         + StorageTypes.EVENT_REPORT_DEFAULTS.keySet());
             }
             // absent (or null) fields take KVCM's defaults; a 0 given here is a 0 and is checked as one
+            // a misspelt duration would silently take its default: refuse what is not one of the five
+            for (String k : (Iterable<String>) sp::fieldNames) {
+                if (!StorageTypes.EVENT_REPORT_DEFAULTS.containsKey(k)) {
+                    throw ApiException.invalid("spec", "spec of a " + t + " storage has no field '"
+                            + dev.kvpool.api.naming.Text.safe(k) + "'; its fields are "
+                            + StorageTypes.EVENT_REPORT_DEFAULTS.keySet());
+                }
+            }
             ObjectNode filled = ((ObjectNode) sp).deepCopy();
             StorageTypes.EVENT_REPORT_DEFAULTS.forEach((k, v) -> {
                 if (!filled.hasNonNull(k)) {
