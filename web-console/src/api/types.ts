@@ -9,7 +9,23 @@ export interface Page<T> {
 
 export type EvictionPolicy = 'LRU' | 'LFU' | 'TTL' | 'PREFIX_LRU';
 export const POLICIES: EvictionPolicy[] = ['LRU', 'LFU', 'TTL', 'PREFIX_LRU'];
+/** Data storage types (hold block bytes: quotas, placement candidates). */
 export const STORAGE_TYPES = ['nfs', 'hf3fs', 'mooncake', 'tair_mem_pool', 'vcns_hf3fs'] as const;
+/** Event-report storages: no bytes; where engines report their own caches (KVCM ReportEvent). */
+export const EVENT_REPORT_TYPES = ['event_report_l1p5', 'event_report_l2'] as const;
+export const ALL_STORAGE_TYPES = [...STORAGE_TYPES, ...EVENT_REPORT_TYPES] as const;
+export const isEventReportType = (t: string | undefined): boolean =>
+  (EVENT_REPORT_TYPES as readonly string[]).includes(t ?? '');
+/** The five durations of an event-report storage with KVCM's defaults (ms), and their lower bounds. */
+export const EVENT_REPORT_FIELDS = [
+  { key: 'heartbeat_timeout_ms', label: 'Heartbeat timeout (ms)', dflt: 30_000, min: 1 },
+  { key: 'cleanup_grace_ms', label: 'Cleanup grace (ms)', dflt: 300_000, min: 0 },
+  { key: 'liveness_check_interval_ms', label: 'Liveness check interval (ms)', dflt: 5_000, min: 1 },
+  { key: 'snapshot_min_interval_ms', label: 'Snapshot min interval (ms)', dflt: 30_000, min: 1 },
+  { key: 'snapshot_delta_drain_timeout_ms', label: 'Snapshot delta drain timeout (ms)', dflt: 10_000, min: 0 },
+] as const;
+/** Upper bound of each duration (one day), as the control plane checks it. */
+export const MAX_EVENT_REPORT_MS = 86_400_000;
 export const ROLES = ['admin', 'operator', 'tenant'] as const;
 
 export interface WaterLevels {
@@ -33,7 +49,9 @@ export interface Group {
   waterLevels: WaterLevels;
   eviction: Eviction;
   storageCandidates: string[];
-  /** Candidates that name no storage (yet): shown as missing; the metadata plane skips them. */
+  /** Event-report storages the group's engines report to (no bytes). */
+  eventReportStorageCandidates?: string[];
+  /** Candidates (of either list) that name no storage (yet): shown as missing; the metadata plane skips them. */
   missingStorages?: string[];
   maxInstanceCount: number;
   quotaGroupName?: string;
@@ -53,6 +71,7 @@ export interface GroupInput {
   waterLevels?: Partial<WaterLevels>;
   eviction?: Partial<Eviction>;
   storageCandidates?: string[];
+  eventReportStorageCandidates?: string[];
   maxInstanceCount?: number;
   allowAnonymousMeta?: boolean;
 }

@@ -5,9 +5,10 @@ import { Label } from '@patternfly/react-core';
  * given; the REST view's `missingStorages`, recomputed on every read) carries a "missing" label: the metadata plane
  * places nothing on it until the storage is added.
  */
-export function Candidates({ names, missing }: { names: string[]; missing?: string[] }) {
+export function Candidates({ names, missing, testId = 'group-candidates' }:
+  { names: string[]; missing?: string[]; testId?: string }) {
   return (
-    <span data-testid="group-candidates">
+    <span data-testid={testId}>
       {names.map((n, i) => {
         const gone = missing?.includes(n) ?? false;
         return (

@@ -26,6 +26,7 @@ export interface GroupFormValues {
   ttlSeconds: string;
   readerLeaseMs: string;
   storageCandidates: string[];
+  eventReportStorageCandidates: string[];
   maxInstanceCount: string;
   allowAnonymousMeta: boolean;
 }
@@ -35,14 +36,14 @@ export const GROUP_FIELDS = [
   'name', 'quotaBytes', ...STORAGE_TYPES.map((t) => `storageTypeQuotas.${t}`), 'storageTypeQuotas',
   'waterLevels.softPercent', 'waterLevels.hardPercent', 'eviction.policy', 'eviction.triggerPeriodSeconds',
   'eviction.stepSize', 'eviction.stepPercentage', 'eviction.ttlSeconds', 'eviction.readerLeaseMs',
-  'storageCandidates', 'maxInstanceCount', 'allowAnonymousMeta',
+  'storageCandidates', 'eventReportStorageCandidates', 'maxInstanceCount', 'allowAnonymousMeta',
 ] as const;
 
 export function emptyGroupForm(): GroupFormValues {
   return {
     name: '', quotaBytes: '', typeQuotas: {}, softPercent: '80', hardPercent: '95', policy: 'LRU',
     triggerPeriodSeconds: '5', stepSize: '1000', stepPercentage: '10', ttlSeconds: '0', readerLeaseMs: '1000',
-    storageCandidates: [], maxInstanceCount: '0', allowAnonymousMeta: false,
+    storageCandidates: [], eventReportStorageCandidates: [], maxInstanceCount: '0', allowAnonymousMeta: false,
   };
 }
 
@@ -62,6 +63,7 @@ export function groupToForm(g: Group): GroupFormValues {
     ttlSeconds: String(g.eviction?.ttlSeconds ?? 0),
     readerLeaseMs: String(g.eviction?.readerLeaseMs ?? 1000),
     storageCandidates: [...(g.storageCandidates ?? [])],
+    eventReportStorageCandidates: [...(g.eventReportStorageCandidates ?? [])],
     maxInstanceCount: String(g.maxInstanceCount ?? 0),
     allowAnonymousMeta: !!g.allowAnonymousMeta,
   };
@@ -134,6 +136,7 @@ export function groupFormToInput(v: GroupFormValues, isNew: boolean): GroupInput
       readerLeaseMs: int(v.readerLeaseMs),
     },
     storageCandidates: v.storageCandidates,
+    eventReportStorageCandidates: v.eventReportStorageCandidates,
     maxInstanceCount: int(v.maxInstanceCount),
     allowAnonymousMeta: v.allowAnonymousMeta,
   };
@@ -182,6 +185,9 @@ export function groupConflictRows(current: Group, mine: GroupFormValues, origina
   const yes = (v: GroupFormValues) => (v.allowAnonymousMeta ? 'yes' : 'no');
   rows.push({ field: 'storageCandidates', label: 'Storage candidates', current: list(cur), mine: list(mine),
     original: original && list(original) });
+  const reports = (v: GroupFormValues) => v.eventReportStorageCandidates.join(', ') || '–';
+  rows.push({ field: 'eventReportStorageCandidates', label: 'Event-report storages', current: reports(cur),
+    mine: reports(mine), original: original && reports(original) });
   rows.push({ field: 'allowAnonymousMeta', label: 'Anonymous access', current: yes(cur), mine: yes(mine),
     original: original && yes(original) });
   return rows;

@@ -114,7 +114,7 @@ describe('group form', () => {
       name: 'search', quotaBytes: 30_000_000_000, storageTypeQuotas: { nfs: 10_000_000_000 },
       waterLevels: { softPercent: 80, hardPercent: 95 },
       eviction: { policy: 'LRU', triggerPeriodSeconds: 5, stepSize: 1000, stepPercentage: 10, ttlSeconds: 0, readerLeaseMs: 1000 },
-      storageCandidates: ['nfs_01'], maxInstanceCount: 0, allowAnonymousMeta: true,
+      storageCandidates: ['nfs_01'], eventReportStorageCandidates: [], maxInstanceCount: 0, allowAnonymousMeta: true,
     });
     expect(groupFormToInput(v, false).name).toBeUndefined();
   });

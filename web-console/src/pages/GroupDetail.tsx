@@ -117,6 +117,9 @@ function GroupDetailView({ name }: { name: string }) {
                           ['TTL', q.data.data.eviction.ttlSeconds ? `${q.data.data.eviction.ttlSeconds} s` : 'none'],
                           ['Reader lease', `${q.data.data.eviction.readerLeaseMs} ms`],
                           ['Storage candidates', <Candidates names={q.data.data.storageCandidates} missing={q.data.data.missingStorages} />],
+                          ['Event-report storages', (q.data.data.eventReportStorageCandidates ?? []).length === 0 ? '–'
+                            : <Candidates names={q.data.data.eventReportStorageCandidates ?? []} missing={q.data.data.missingStorages}
+                              testId="group-report-candidates" />],
                           ['Max instance count', q.data.data.maxInstanceCount ? String(q.data.data.maxInstanceCount) : 'unlimited'],
                           ['Anonymous access', q.data.data.allowAnonymousMeta ? 'allowed' : 'no'],
                           ['Version', String(q.data.data.version ?? q.data.etag ?? '–')],

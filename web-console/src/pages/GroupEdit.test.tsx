@@ -137,3 +137,62 @@ describe('missing storage candidates', () => {
     expect(shown).not.toHaveTextContent('missing');
   });
 });
+
+describe('event-report storages', () => {
+  const withReports = { items: [
+    { name: 'nfs_01', type: 'nfs', enabled: true, spec: {} },
+    { name: 'engine_events', type: 'event_report_l1p5', enabled: true, spec: { heartbeat_timeout_ms: 30000 } },
+    { name: 'peer_events', type: 'event_report_l2', enabled: true, spec: {} },
+  ], page: 0, size: 500, total: 3 };
+  const g = { ...group(1000, 80), eventReportStorageCandidates: ['engine_events', 'later_events'],
+    missingStorages: ['later_events'] };
+
+  it('the detail lists them, marking the missing one; the form offers only event-report storages there', async () => {
+    signInAs('admin');
+    const calls = stubFetch({
+      ...empty,
+      'GET /api/v1/storages': () => json(withReports),
+      'GET /api/v1/instance-groups/g': () => json(g, 200, { ETag: '"1"' }),
+      'PUT /api/v1/instance-groups/g': () => json({ ...g, eventReportStorageCandidates: ['later_events', 'peer_events'] },
+        200, { ETag: '"2"' }),
+    });
+    const detail = renderWithProviders(<App />, { route: '/groups/g' });
+    const shown = await screen.findByTestId('group-report-candidates');
+    expect(shown).toHaveTextContent('engine_events, later_events missing');
+    expect(within(shown).queryByTestId('candidate-missing-engine_events')).toBeNull();
+    detail.unmount();
+
+    renderWithProviders(<App />, { route: '/groups/g/edit' });
+    const box = await screen.findByTestId('group-report-engine_events');
+    expect(box).toBeChecked();
+    expect(screen.getByTestId('group-report-later_events')).toBeChecked();
+    expect(screen.getByTestId('report-missing-later_events')).toHaveTextContent('missing');
+    expect(screen.getByTestId('group-report-peer_events')).not.toBeChecked();
+    // data and event-report storages are kept apart
+    expect(screen.queryByTestId('group-report-nfs_01')).toBeNull();
+    expect(screen.queryByTestId('group-candidate-engine_events')).toBeNull();
+    await userEvent.click(box);
+    await userEvent.click(screen.getByTestId('group-report-peer_events'));
+    await userEvent.click(screen.getByTestId('group-save'));
+    await waitFor(() => expect(calls.filter((c) => c.method === 'PUT')).toHaveLength(1));
+    const put = JSON.parse(calls.filter((c) => c.method === 'PUT')[0].body!);
+    expect(put.eventReportStorageCandidates).toEqual(['later_events', 'peer_events']);
+    expect(put.storageCandidates).toEqual(['nfs_01']);
+  });
+
+  it('a refusal naming an event-report candidate lands next to the field', async () => {
+    signInAs('admin');
+    stubFetch({
+      ...empty,
+      'GET /api/v1/storages': () => json(withReports),
+      'GET /api/v1/instance-groups/g': () => json(g, 200, { ETag: '"1"' }),
+      'PUT /api/v1/instance-groups/g': () => json({ status: 400, title: 'Bad Request',
+        detail: "storage 'x' is a nfs storage, not an event-report storage", field: 'eventReportStorageCandidates[0]' }, 400),
+    });
+    renderWithProviders(<App />, { route: '/groups/g/edit' });
+    await screen.findByTestId('group-report-engine_events');
+    await userEvent.click(screen.getByTestId('group-save'));
+    const field = await screen.findByTestId('group-eventReportStorageCandidates');
+    await waitFor(() => expect(field).toHaveTextContent('not an event-report storage'));
+  });
+});

@@ -7,7 +7,7 @@ import {
 import { useQueryClient } from '@tanstack/react-query';
 import { ApiError, api } from '../api/client';
 import { fetchGroup, keys, useGroup, useStorages } from '../api/hooks';
-import { POLICIES, STORAGE_TYPES, type Group } from '../api/types';
+import { POLICIES, STORAGE_TYPES, isEventReportType, type Group } from '../api/types';
 import { ConflictView } from '../components/ConflictView';
 import { Helper, SelectField, TextField } from '../components/FormFields';
 import { ErrorState, Loading, PageHeader } from '../components/States';
@@ -118,11 +118,20 @@ function GroupForm({ initial, etag: initialEtag, isNew }: { initial: GroupFormVa
   const toggleCandidate = (s: string, on: boolean) =>
     set('storageCandidates', on ? [...v.storageCandidates.filter((x) => x !== s), s] : v.storageCandidates.filter((x) => x !== s));
 
+  const toggleReport = (s: string, on: boolean) =>
+    set('eventReportStorageCandidates', on ? [...v.eventReportStorageCandidates.filter((x) => x !== s), s]
+      : v.eventReportStorageCandidates.filter((x) => x !== s));
+
   const quotaPreview = parseBytes(v.quotaBytes);
-  const storageNames = storages.data?.items.map((s) => s.name) ?? [];
+  const known = storages.data?.items ?? [];
+  const knownNames = known.map((s) => s.name);
+  // data storages hold bytes (placement candidates); event-report storages only receive engines' reports
+  const storageNames = known.filter((s) => !isEventReportType(s.type)).map((s) => s.name);
+  const reportNames = known.filter((s) => isEventReportType(s.type)).map((s) => s.name);
   // candidates the group lists but the storage list lacks (not added yet) still show, marked missing, so they can be
   // kept or unticked
-  const allCandidates = [...storageNames, ...v.storageCandidates.filter((c) => !storageNames.includes(c))];
+  const allCandidates = [...storageNames, ...v.storageCandidates.filter((c) => !knownNames.includes(c))];
+  const allReports = [...reportNames, ...v.eventReportStorageCandidates.filter((c) => !knownNames.includes(c))];
 
   return (
     <>
@@ -211,6 +220,20 @@ function GroupForm({ initial, etag: initialEtag, isNew }: { initial: GroupFormVa
               <div>Preference order: {v.storageCandidates.map((c, i) => <Label key={c} isCompact>{i + 1}. {c}</Label>)}</div>
             ) : null}
             <Helper error={errors.storageCandidates} helper="In the order ticked (first = preferred)" />
+          </FormGroup>
+          <FormGroup role="group" label="Event-report storages" fieldId="group-eventReportStorageCandidates"
+            data-testid="group-eventReportStorageCandidates">
+            {storages.isPending || storages.isError ? null
+              : allReports.length === 0 ? <Alert variant="info" isInline isPlain data-testid="group-no-report-storages"
+                title="No event-report storage yet: add one (event_report_l1p5 or event_report_l2) on the Storages page." />
+                : allReports.map((s) => (
+                  <Checkbox key={s} id={`group-report-${s}`} isChecked={v.eventReportStorageCandidates.includes(s)}
+                    label={reportNames.includes(s) ? s : <>{s} <Label isCompact color="orange"
+                      data-testid={`report-missing-${s}`}>missing</Label></>}
+                    onChange={(_e, on) => toggleReport(s, on)} data-testid={`group-report-${s}`} />
+                ))}
+            <Helper error={errors.eventReportStorageCandidates}
+              helper="Where this group's engines report their own caches (KVCM ReportEvent); no bytes are stored there" />
           </FormGroup>
           <TextField prefix={P} name="maxInstanceCount" label="Max instance count" value={v.maxInstanceCount}
             inputMode="numeric" onChange={(x) => set('maxInstanceCount', x)} error={errors.maxInstanceCount} helper="0 = unlimited" />

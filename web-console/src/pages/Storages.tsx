@@ -7,7 +7,9 @@ import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
 import { useQueryClient } from '@tanstack/react-query';
 import { ApiError, api, errorMessage } from '../api/client';
 import { fetchStorage, keys, useStatsSummary, useStorages } from '../api/hooks';
-import { STORAGE_TYPES, type Storage, type StorageInput } from '../api/types';
+import {
+  ALL_STORAGE_TYPES, EVENT_REPORT_FIELDS, MAX_EVENT_REPORT_MS, isEventReportType, type Storage, type StorageInput,
+} from '../api/types';
 import { ConfirmModal } from '../components/ConfirmModal';
 import { Helper, SelectField, TextField } from '../components/FormFields';
 import { Empty, ErrorState, Loading, PageHeader } from '../components/States';
@@ -24,8 +26,16 @@ const TEMPLATES: Record<string, Record<string, unknown>> = {
     meta_storage_uri: 'redis://localhost:6379' },
 };
 
-const SPEC_MEMBERS = ['nfs.', 'threefs.', 'mooncake.', 'tair_mem_pool.', 'vcnsthreefs.'];
-const STORAGE_FIELDS = ['name', 'type', 'enabled', 'spec', 'spec.root_path', 'spec.key_count_per_file'];
+const SPEC_MEMBERS = ['nfs.', 'threefs.', 'mooncake.', 'tair_mem_pool.', 'vcnsthreefs.', 'event_report.'];
+const NFS_FIELDS = ['spec.root_path', 'spec.key_count_per_file'];
+const REPORT_FIELDS = EVENT_REPORT_FIELDS.map((f) => `spec.${f.key}`);
+const STORAGE_FIELDS = ['name', 'type', 'enabled', 'spec', ...NFS_FIELDS, ...REPORT_FIELDS];
+
+/** The form fields a storage type shows (a refusal naming another lands on the form). */
+function formFields(type: string): string[] {
+  const own = type === 'nfs' ? NFS_FIELDS : isEventReportType(type) ? REPORT_FIELDS : [];
+  return STORAGE_FIELDS.filter((f) => !f.startsWith('spec.') || own.includes(f));
+}
 
 /** The control plane names spec fields by their KVCM oneof member (nfs.root_path): the form calls them spec.*. */
 export function storageProblemField(field: string | undefined): string | undefined {
@@ -43,18 +53,27 @@ interface StorageFormValues {
   rootPath: string;
   keysPerFile: string;
   specJson: string;
+  /** Event-report durations as typed (ms), by spec field; blank = KVCM's default. */
+  report?: Record<string, string>;
+}
+
+function reportForm(spec?: Record<string, unknown>): Record<string, string> {
+  const r: Record<string, string> = {};
+  for (const f of EVENT_REPORT_FIELDS) r[f.key] = String(spec?.[f.key] ?? f.dflt);
+  return r;
 }
 
 function toForm(s?: Storage): StorageFormValues {
   const type = s?.type ?? 'nfs';
-  const spec = s?.spec ?? TEMPLATES[type];
+  const spec = s?.spec ?? TEMPLATES[type] ?? {};
   return {
     name: s?.name ?? '',
     type,
     enabled: s?.enabled ?? true,
     rootPath: String((spec as { root_path?: string }).root_path ?? ''),
     keysPerFile: String((spec as { key_count_per_file?: number }).key_count_per_file ?? 8),
-    specJson: JSON.stringify(spec, null, 2),
+    specJson: JSON.stringify(spec ?? {}, null, 2),
+    report: reportForm(isEventReportType(type) ? s?.spec : undefined),
   };
 }
 
@@ -64,13 +83,21 @@ export function validateStorageForm(v: StorageFormValues, isNew: boolean): { err
     const p = nameProblem(v.name, 'storage');
     if (p) e.name = `Name ${p}`;
   }
-  if (!STORAGE_TYPES.includes(v.type as (typeof STORAGE_TYPES)[number])) e.type = 'Choose a type';
+  if (!(ALL_STORAGE_TYPES as readonly string[]).includes(v.type)) e.type = 'Choose a type';
   let spec: Record<string, unknown> = {};
   if (v.type === 'nfs') {
     if (!v.rootPath.trim()) e['spec.root_path'] = 'Root path is required';
     const k = intProblem(v.keysPerFile, 0, 1 << 20);
     if (k) e['spec.key_count_per_file'] = `Keys per file ${k}`;
     spec = { root_path: v.rootPath.trim(), key_count_per_file: Number(v.keysPerFile) };
+  } else if (isEventReportType(v.type)) {
+    // the control plane's bounds: snapshot_min_interval_ms and the liveness pair > 0, all at most a day
+    for (const f of EVENT_REPORT_FIELDS) {
+      const raw = (v.report?.[f.key] ?? '').trim();
+      const p = intProblem(raw, f.min, MAX_EVENT_REPORT_MS, false);
+      if (p) e[`spec.${f.key}`] = `${f.label} ${p}`;
+      else if (raw) spec[f.key] = Number(raw);
+    }
   } else {
     try {
       const j = JSON.parse(v.specJson || '{}');
@@ -114,7 +141,7 @@ function StorageFormModal({ storage, onClose }: { storage?: { data: Storage; eta
       } else {
         const field = err instanceof ApiError ? storageProblemField(err.field) : undefined;
         const s = serverErrors(err instanceof ApiError ? new ApiError(err.status, { ...err.problem, field }) : err,
-          v.type === 'nfs' ? STORAGE_FIELDS : STORAGE_FIELDS.filter((f) => !f.startsWith('spec.')));
+          formFields(v.type));
         setErrors(s.fields);
         setFormError(s.form ?? null);
       }
@@ -134,7 +161,7 @@ function StorageFormModal({ storage, onClose }: { storage?: { data: Storage; eta
             error={errors.name} isRequired isDisabled={!isNew} />
           <SelectField prefix="storage" name="type" label="Type" value={v.type}
             onChange={(x) => setV((o) => ({ ...o, type: x, specJson: JSON.stringify(TEMPLATES[x] ?? {}, null, 2) }))}
-            error={errors.type} options={STORAGE_TYPES.map((t) => ({ value: t, label: t }))} />
+            error={errors.type} options={ALL_STORAGE_TYPES.map((t) => ({ value: t, label: t }))} />
           <FormGroup label="Enabled" fieldId="storage-enabled">
             <Switch id="storage-enabled" aria-label="Enabled" label="Used for new writes and reads" isChecked={v.enabled}
               onChange={(_e, on) => set('enabled', on)} data-testid="storage-enabled" ouiaId="storage-enabled" />
@@ -146,6 +173,19 @@ function StorageFormModal({ storage, onClose }: { storage?: { data: Storage; eta
                 helper="A directory every data agent and the metadata plane reach" />
               <TextField prefix="storage" name="spec.key_count_per_file" label="Keys per file" value={v.keysPerFile}
                 onChange={(x) => set('keysPerFile', x)} error={errors['spec.key_count_per_file']} inputMode="numeric" />
+              {errors.spec ? <Helper error={errors.spec} /> : null}
+            </>
+          ) : isEventReportType(v.type) ? (
+            <>
+              <Alert variant="info" isInline isPlain data-testid="storage-report-note"
+                title={`Engines report their own caches here (KVCM ReportEvent); no bytes are stored. ${v.type === 'event_report_l2'
+                  ? 'L2: peer-shareable caches.' : 'L1P5: caches owned by the engine on its host.'}`} />
+              {EVENT_REPORT_FIELDS.map((f) => (
+                <TextField key={f.key} prefix="storage" name={`spec.${f.key}`} label={f.label} value={v.report?.[f.key] ?? ''}
+                  onChange={(x) => setV((o) => ({ ...o, report: { ...o.report, [f.key]: x } }))}
+                  error={errors[`spec.${f.key}`]} inputMode="numeric"
+                  helper={`Default ${f.dflt.toLocaleString('en-US')}; ${f.min > 0 ? 'more than 0' : '0 or more'}, at most one day`} />
+              ))}
               {errors.spec ? <Helper error={errors.spec} /> : null}
             </>
           ) : (
@@ -252,7 +292,7 @@ export default function Storages() {
                       </Td>
                       <Td dataLabel="Spec"><code>{Object.entries(s.spec ?? {}).map(([k, x]) => `${k}=${String(x)}`).join(' ')}</code></Td>
                       <Td dataLabel="Usage (type)" data-testid="storage-usage">
-                        {usageByType.has(s.type) ? formatBytes(usageByType.get(s.type))
+                        {isEventReportType(s.type) ? 'no bytes (engine reports)' : usageByType.has(s.type) ? formatBytes(usageByType.get(s.type))
                           + ((perType.get(s.type) ?? 0) > 1 ? ` (all ${s.type})` : '') : '–'}
                       </Td>
                       <Td isActionCell style={{ whiteSpace: 'nowrap' }}>
@@ -276,7 +316,7 @@ export default function Storages() {
               deleting.version !== undefined ? `"${deleting.version}"` : undefined);
             await qc.invalidateQueries({ queryKey: keys.storages });
           }}>
-          The server refuses while an instance group lists it as a candidate.
+          The server refuses while an instance group lists it as a candidate (storage or event-report).
         </ConfirmModal>
       ) : null}
     </>

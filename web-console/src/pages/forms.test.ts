@@ -21,6 +21,22 @@ describe('storage form', () => {
     expect(storageProblemField('threefs.mountpoint')).toBe('spec.mountpoint');
     expect(storageProblemField('global_unique_name')).toBe('name');
     expect(storageProblemField('type')).toBe('type');
+    expect(storageProblemField('event_report.snapshot_min_interval_ms')).toBe('spec.snapshot_min_interval_ms');
+  });
+  it('builds an event-report storage from its five durations; blank takes the default', () => {
+    const ev = { ...base, name: 'engine_events', type: 'event_report_l1p5', report: {
+      heartbeat_timeout_ms: '1000', cleanup_grace_ms: '0', liveness_check_interval_ms: '',
+      snapshot_min_interval_ms: '30000', snapshot_delta_drain_timeout_ms: '0' } };
+    expect(validateStorageForm(ev, true).input).toEqual({ name: 'engine_events', type: 'event_report_l1p5',
+      enabled: true, spec: { heartbeat_timeout_ms: 1000, cleanup_grace_ms: 0, snapshot_min_interval_ms: 30000,
+        snapshot_delta_drain_timeout_ms: 0 } });
+    const bad = validateStorageForm({ ...ev, type: 'event_report_l2', report: { snapshot_min_interval_ms: '0',
+      cleanup_grace_ms: '-1', heartbeat_timeout_ms: '86400001', liveness_check_interval_ms: 'soon' } }, true);
+    expect(bad.input).toBeUndefined();
+    expect(bad.errors['spec.snapshot_min_interval_ms']).toMatch(/between 1 and 86,400,000/);
+    expect(bad.errors['spec.cleanup_grace_ms']).toMatch(/between 0 and/);
+    expect(bad.errors['spec.heartbeat_timeout_ms']).toMatch(/between 1 and/);
+    expect(bad.errors['spec.liveness_check_interval_ms']).toMatch(/whole number/);
   });
 });
 

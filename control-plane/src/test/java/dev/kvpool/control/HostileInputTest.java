@@ -85,6 +85,8 @@ class HostileInputTest {
         admin = Api.adminToken();
         Api.nfsStorage("hi_nfs");
         Api.nfsStorage("hi_upd");
+        Api.admin().body(java.util.Map.of("name", "hi_ev", "type", "event_report_l2")).post("/api/v1/storages").then()
+                .statusCode(201);
         Api.group("hi-g", "hi_nfs");
         Api.group("hi-upd", "hi_nfs");
         Api.admin().body(INSTANCE).post("/api/v1/instances").then().statusCode(201);
@@ -108,8 +110,8 @@ class HostileInputTest {
              "waterLevels":{"softPercent":70,"hardPercent":90},
              "eviction":{"policy":"LRU","triggerPeriodSeconds":5,"stepSize":10,"stepPercentage":10,"ttlSeconds":0,
                          "readerLeaseMs":1000},
-             "storageCandidates":["hi_nfs"],"maxInstanceCount":10,"quotaGroupName":"hi-q","allowAnonymousMeta":false,
-             "userData":"u"}""";
+             "storageCandidates":["hi_nfs"],"eventReportStorageCandidates":["hi_ev"],"maxInstanceCount":10,
+             "quotaGroupName":"hi-q","allowAnonymousMeta":false,"userData":"u"}""";
 
     /**
      * A valid body per REST operation, aimed so that the valid form itself changes nothing shared: creations name an
@@ -163,7 +165,7 @@ class HostileInputTest {
                "meta_indexer_config":{"max_key_count":"1000","mutex_shard_num":"16","batch_key_size":"16",
                  "meta_storage_backend_config":{"storage_type":"local","storage_uri":""},
                  "meta_cache_policy_config":{"capacity":"100","type":"LRU","cache_shard_bits":2,"high_pri_pool_ratio":0.5}}},
-             "user_data":"u","version":"%d","extra_info":"","event_reporting_storage_candidates":[]}%s}""";
+             "user_data":"u","version":"%d","extra_info":"","event_reporting_storage_candidates":["hi_ev"]}%s}""";
 
     static final String UPD_SNAPSHOT = "{\"format\":\"kvpool-config-v1\",\"storages\":[{\"global_unique_name\":\"hi_upd\","
             + "\"nfs\":{\"root_path\":\"/mnt/upd/\",\"key_count_per_file\":8},\"is_available\":true}],"
@@ -172,8 +174,11 @@ class HostileInputTest {
     /** A valid body per KVCM admin RPC, aimed as the REST samples are; an RPC without one gets a trace id only. */
     static Map<String, String> kvcmSamples() {
         Map<String, String> m = new LinkedHashMap<>();
-        m.put("addStorage", "{\"trace_id\":\"t\",\"storage\":{\"global_unique_name\":\"hi_nfs\",\"nfs\":{\"root_path\":"
-                + "\"/mnt/hi/\",\"key_count_per_file\":8},\"check_storage_available_when_open\":false}}");
+        // an event-report storage (storage_type 11 + oneof 14); updateStorage below fuzzes a data storage's spec
+        m.put("addStorage", "{\"trace_id\":\"t\",\"storage\":{\"global_unique_name\":\"hi_ev\",\"storage_type\":"
+                + "\"ST_EVENT_REPORT_L2\",\"event_report\":{\"heartbeat_timeout_ms\":\"30000\",\"cleanup_grace_ms\":"
+                + "\"300000\",\"liveness_check_interval_ms\":\"5000\",\"snapshot_min_interval_ms\":\"30000\","
+                + "\"snapshot_delta_drain_timeout_ms\":\"10000\"},\"check_storage_available_when_open\":false}}");
         m.put("enableStorage", "{\"trace_id\":\"t\",\"storage_unique_name\":\"hi_upd\"}");
         m.put("disableStorage", "{\"trace_id\":\"t\",\"storage_unique_name\":\"hi_upd\"}");
         m.put("removeStorage", "{\"trace_id\":\"t\",\"storage_unique_name\":\"hi_ghost\"}");

@@ -78,6 +78,18 @@ class LauncherIT {
         assertEquals(List.of("launcher", "control-plane", "metadata-plane", "data-agent"), List.copyOf(pids.keySet()));
         assertEquals(a.pid(), pids.get("launcher"));
         assertTrue(Files.exists(shm));
+        // the seeded default group lists the event-report storage engines report to out of the box
+        assertTrue(output("a").contains("event-report storage engine_events"), output("a"));
+        String cp = "http://127.0.0.1:" + env.get("KVPOOL_CONTROL_HTTP_PORT");
+        String pw = Files.readString(data.resolve("control-plane/admin-password")).trim();
+        String tok = HTTP.send(HttpRequest.newBuilder(URI.create(cp + "/api/v1/tokens"))
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"user\":\"admin\",\"password\":\"" + pw + "\"}")).build(),
+                HttpResponse.BodyHandlers.ofString()).body().replaceAll("(?s).*\"token\":\"([^\"]+)\".*", "$1");
+        String group = HTTP.send(HttpRequest.newBuilder(URI.create(cp + "/api/v1/instance-groups/default"))
+                .header("Authorization", "Bearer " + tok).build(), HttpResponse.BodyHandlers.ofString()).body();
+        assertTrue(group.contains("\"eventReportStorageCandidates\":[\"engine_events\"]")
+                && group.contains("\"missingStorages\":[]"), group);
 
         // a second one on the same data directory: refused at once, the first one untouched
         Map<Path, byte[]> before = new LinkedHashMap<>();

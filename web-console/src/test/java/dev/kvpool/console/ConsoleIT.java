@@ -481,4 +481,60 @@ class ConsoleIT {
         assertEquals(200, a.status(), a.raw());
         assertEquals("operator", a.body().path("role").asText());
     }
+
+    // ---- event-report storages (issue 36) ---------------------------------------------------------------------
+
+    @Test
+    @Order(12)
+    void anAdminAddsAnEventReportStorageAndListsItInAGroup() throws Exception {
+        Page p = signIn("/storages", "admin", Stack.ADMIN_PW);
+        p.getByTestId("storage-create").click();
+        p.locator("#storage-name").fill("ui_events");
+        p.locator("#storage-type").selectOption("event_report_l2");
+        // the five durations with KVCM's defaults shown
+        assertThat(p.locator("#storage-spec-heartbeat_timeout_ms")).hasValue("30000");
+        assertThat(p.locator("#storage-spec-snapshot_min_interval_ms")).hasValue("30000");
+        assertThat(p.locator("#storage-spec-snapshot_delta_drain_timeout_ms")).hasValue("10000");
+        // a bound the server checks is checked before sending, with the same words
+        p.locator("#storage-spec-snapshot_min_interval_ms").fill("0");
+        p.getByTestId("storage-save").click();
+        assertThat(p.locator("#storage-spec-snapshot_min_interval_ms-helper")).containsText("between 1 and");
+        p.locator("#storage-spec-snapshot_min_interval_ms").fill("60000");
+        p.locator("#storage-spec-heartbeat_timeout_ms").fill("2000");
+        p.getByTestId("storage-save").click();
+        assertThat(p.getByTestId("storage-row-ui_events")).isVisible();
+        assertThat(p.getByTestId("storage-row-ui_events")).containsText("event_report_l2");
+        assertThat(p.getByTestId("storage-row-ui_events").getByTestId("storage-usage")).containsText("no bytes");
+        Stack.Res s = stack.rest("GET", "/api/v1/storages/ui_events", null, admin(), null);
+        assertEquals(200, s.status(), s.raw());
+        assertEquals(2000, s.body().path("spec").path("heartbeat_timeout_ms").asLong(), s.raw());
+        assertEquals(60000, s.body().path("spec").path("snapshot_min_interval_ms").asLong(), s.raw());
+        assertEquals(300000, s.body().path("spec").path("cleanup_grace_ms").asLong(), s.raw());
+        // edit shows what is stored
+        p.getByTestId("storage-edit-ui_events").click();
+        assertThat(p.locator("#storage-spec-heartbeat_timeout_ms")).hasValue("2000");
+        p.getByTestId("storage-cancel").click();
+
+        // the group form offers it under "Event-report storages" only, and a pending name stays marked missing
+        p.navigate(stack.cp + "/groups/" + GROUP + "/edit");
+        assertThat(p.getByTestId("group-candidate-ui_events")).hasCount(0);
+        p.getByTestId("group-report-ui_events").check();
+        p.getByTestId("group-save").click();
+        p.waitForURL("**/groups/" + GROUP);
+        assertThat(p.getByTestId("group-report-candidates")).containsText("ui_events");
+        Stack.Res g = stack.rest("GET", "/api/v1/instance-groups/" + GROUP, null, admin(), null);
+        assertEquals("ui_events", g.body().path("eventReportStorageCandidates").path(0).asText(), g.raw());
+        var changed = ((com.fasterxml.jackson.databind.node.ObjectNode) g.body());
+        changed.putArray("eventReportStorageCandidates").add("ui_events").add("later_events");
+        Stack.Res put = stack.rest("PUT", "/api/v1/instance-groups/" + GROUP, changed, admin(), g.etag());
+        assertEquals(200, put.status(), put.raw());
+        p.reload();
+        assertThat(p.getByTestId("group-report-candidates").getByTestId("candidate-missing-later_events")).isVisible();
+        assertThat(p.getByTestId("group-report-candidates").getByTestId("candidate-missing-ui_events")).hasCount(0);
+        // the server's refusal lands next to the storage: listed by a group, it cannot be deleted
+        p.navigate(stack.cp + "/storages");
+        p.getByTestId("storage-delete-ui_events").click();
+        p.getByTestId("storage-delete-modal-confirm").click();
+        assertThat(p.getByTestId("modal-error")).containsText("eventReportStorageCandidates");
+    }
 }

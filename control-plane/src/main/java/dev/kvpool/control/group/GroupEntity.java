@@ -59,6 +59,13 @@ public class GroupEntity extends VersionedEntity {
     @Column(name = "storage_name", nullable = false)
     public List<String> storageCandidates = new ArrayList<>();
 
+    /** Event-report storages (no bytes: where engines report their own caches, kvcm-engine-events.md §6.1). */
+    @ElementCollection(fetch = FetchType.EAGER)
+    @CollectionTable(name = "group_event_report_candidate", joinColumns = @JoinColumn(name = "group_id"))
+    @OrderColumn(name = "position")
+    @Column(name = "storage_name", nullable = false)
+    public List<String> eventReportStorageCandidates = new ArrayList<>();
+
     @ElementCollection(fetch = FetchType.EAGER)
     @CollectionTable(name = "group_type_quota", joinColumns = @JoinColumn(name = "group_id"))
     @MapKeyColumn(name = "storage_type")

@@ -21,4 +21,11 @@ public class GroupRepository implements PanacheRepository<GroupEntity> {
         return getEntityManager().createQuery("select distinct g.name from GroupEntity g join g.storageCandidates c "
                 + "where c = :s order by g.name", String.class).setParameter("s", storage).getResultList();
     }
+
+    /** Names of the groups that list {@code storage} among their event-report candidates. */
+    public List<String> referencingForEvents(String storage) {
+        return getEntityManager().createQuery("select distinct g.name from GroupEntity g join "
+                + "g.eventReportStorageCandidates c where c = :s order by g.name", String.class)
+                .setParameter("s", storage).getResultList();
+    }
 }

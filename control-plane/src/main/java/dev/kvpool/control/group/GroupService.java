@@ -63,7 +63,8 @@ public class GroupService {
 
     public record GroupView(String name, long quotaBytes, Map<String, Long> storageTypeQuotas,
                             GroupSpec.WaterLevels waterLevels, GroupSpec.Eviction eviction,
-                            List<String> storageCandidates, List<String> missingStorages, long maxInstanceCount,
+                            List<String> storageCandidates, List<String> eventReportStorageCandidates,
+                            List<String> missingStorages, long maxInstanceCount,
                             String quotaGroupName,
                             boolean allowAnonymousMeta, String userData, long version, Instant createdAt,
                             Instant updatedAt, Usage usage, JsonNode kvcm) {
@@ -77,11 +78,19 @@ public class GroupService {
                 new GroupSpec.WaterLevels(g.softWaterPct, g.hardWaterPct),
                 new GroupSpec.Eviction(g.evictionPolicy, g.triggerPeriodSeconds, g.stepSize, g.stepPercentage,
                         g.ttlSeconds, g.readerLeaseMs),
-                List.copyOf(g.storageCandidates), storages.missing(g.storageCandidates), g.maxInstanceCount,
+                List.copyOf(g.storageCandidates), List.copyOf(g.eventReportStorageCandidates),
+                storages.missing(allCandidates(g)), g.maxInstanceCount,
                 g.quotaGroupName, g.allowAnonymousMeta,
                 g.userData, g.version, g.createdAt, g.updatedAt,
                 new Usage(u.usedBytes(), pct, level, u.byType()),
                 Json.read(g.kvcmJson));
+    }
+
+    /** Both candidate lists (missingStorages covers both: a storage is missing whatever it would be used for). */
+    private static List<String> allCandidates(GroupEntity g) {
+        List<String> all = new ArrayList<>(g.storageCandidates);
+        g.eventReportStorageCandidates.stream().filter(n -> !all.contains(n)).forEach(all::add);
+        return all;
     }
 
     /**
@@ -185,8 +194,9 @@ public class GroupService {
     // ---------------------------------------------------------------- validation
 
     record Resolved(String name, long quota, Map<String, Long> typeQuotas, int soft, int hard, String policy,
-                    int period, int step, int stepPct, long ttl, long lease, List<String> candidates, long maxInstances,
-                    String quotaGroup, boolean anonymous, String userData) {
+                    int period, int step, int stepPct, long ttl, long lease, List<String> candidates,
+                    List<String> reportCandidates, long maxInstances, String quotaGroup, boolean anonymous,
+                    String userData) {
     }
 
     /** Fills defaults (from {@code old} on update), validates everything, and throws on the first problem. */
@@ -215,6 +225,10 @@ public class GroupService {
             String t = StorageTypes.canonical(e.getKey(), f);
             if (e.getValue() == null) {
                 throw ApiException.invalid(f, f + " must be a number of bytes, got null");
+            }
+            if (StorageTypes.eventReport(t)) {
+                throw ApiException.invalid(f, f + ": " + t + " storages hold no bytes and take no quota; quota types "
+                        + "are " + StorageTypes.DATA_NAMES);
             }
             Inputs.range(f, e.getValue(), 0, Limits.MAX_QUOTA_BYTES);
             if (tq.put(t, e.getValue()) != null) {
@@ -258,14 +272,34 @@ public class GroupService {
         Inputs.count("storageCandidates", cands, Inputs.MAX_CANDIDATES);
         Set<String> seen = new HashSet<>();
         for (int i = 0; i < cands.size(); i++) {
-            String c = cands.get(i);
-            Inputs.name(Identifiers.Kind.STORAGE, "storageCandidates[" + i + "]", c);
+            String c = cands.get(i), f = "storageCandidates[" + i + "]";
+            Inputs.name(Identifiers.Kind.STORAGE, f, c);
             if (!seen.add(c)) {
                 throw ApiException.invalid("storageCandidates[" + i + "]", "storage candidate '" + c
                         + "' is listed twice");
             }
             // a candidate need not exist yet (KVCM §3.11 CreateInstanceGroup: "stored as given"): it shows as missing
-            // in the view, and the metadata plane skips it until the storage is added
+            // in the view, and the metadata plane skips it until the storage is added. One that exists must hold bytes
+            storages.byName(c).filter(st -> StorageTypes.eventReport(st.type)).ifPresent(st -> {
+                throw ApiException.invalid(f, "storage '" + c + "' is an " + st.type + " storage: it holds no "
+                        + "bytes and cannot be a placement candidate; list it in eventReportStorageCandidates");
+            });
+        }
+        List<String> reportCands = s.eventReportStorageCandidates() != null ? s.eventReportStorageCandidates()
+                : old != null ? List.copyOf(old.eventReportStorageCandidates) : List.of();
+        Inputs.count("eventReportStorageCandidates", reportCands, Inputs.MAX_CANDIDATES);
+        Set<String> seenReport = new HashSet<>();
+        for (int i = 0; i < reportCands.size(); i++) {
+            String c = reportCands.get(i), f = "eventReportStorageCandidates[" + i + "]";
+            Inputs.name(Identifiers.Kind.STORAGE, f, c);
+            if (!seenReport.add(c)) {
+                throw ApiException.invalid(f, "event-report storage candidate '" + c + "' is listed twice");
+            }
+            // same pending rule as storageCandidates; one that exists must be an event-report storage
+            storages.byName(c).filter(st -> !StorageTypes.eventReport(st.type)).ifPresent(st -> {
+                throw ApiException.invalid(f, "storage '" + c + "' is a " + st.type + " storage, not an event-report "
+                        + "storage (" + StorageTypes.EVENT_REPORT_L1P5 + " or " + StorageTypes.EVENT_REPORT_L2 + ")");
+            });
         }
         long maxInst = s.maxInstanceCount() != null ? s.maxInstanceCount() : old != null ? old.maxInstanceCount : 0;
         Inputs.range("maxInstanceCount", maxInst, 0, Limits.MAX_INSTANCES_PER_GROUP);
@@ -290,7 +324,7 @@ public class GroupService {
             }
         }
         return new Resolved(name, quota, tq, soft, hard, policy, period, step, stepPct, ttl, lease, List.copyOf(cands),
-                maxInst, qg, anon, userData);
+                List.copyOf(reportCands), maxInst, qg, anon, userData);
     }
 
     private static void pct(String f, long v) {
@@ -314,6 +348,8 @@ public class GroupService {
         g.readerLeaseMs = r.lease;
         g.storageCandidates.clear();
         g.storageCandidates.addAll(r.candidates);
+        g.eventReportStorageCandidates.clear();
+        g.eventReportStorageCandidates.addAll(r.reportCandidates);
         g.maxInstanceCount = r.maxInstances;
         g.quotaGroupName = r.quotaGroup;
         g.allowAnonymousMeta = r.anonymous;
@@ -328,6 +364,7 @@ public class GroupService {
     public static InstanceGroup toKvcm(GroupEntity g, InstanceGroup base) {
         InstanceGroup.Builder b = base.toBuilder();
         b.setName(g.name).clearStorageCandidates().addAllStorageCandidates(g.storageCandidates)
+                .clearEventReportStorageCandidates().addAllEventReportStorageCandidates(g.eventReportStorageCandidates)
                 .setGlobalQuotaGroupName(g.quotaGroupName).setMaxInstanceCount(g.maxInstanceCount)
                 .setUserData(g.userData).setVersion(g.version);
         InstanceGroupQuota.Builder q = InstanceGroupQuota.newBuilder().setCapacity(g.quotaBytes);
@@ -466,7 +503,12 @@ public class GroupService {
             if (q.getStorageType() == dev.kvpool.api.proto.admin.StorageType.ST_UNSPECIFIED
                     || q.getStorageType() == dev.kvpool.api.proto.admin.StorageType.UNRECOGNIZED) {
                 throw ApiException.invalid(f + ".storage_type", f + ".storage_type must be one of "
-                        + StorageTypes.NAMES + ", got " + q.getStorageTypeValue());
+                        + StorageTypes.DATA_NAMES + ", got " + q.getStorageTypeValue());
+            }
+            if (q.getStorageType() == dev.kvpool.api.proto.admin.StorageType.ST_EVENT_REPORT_L1P5
+                    || q.getStorageType() == dev.kvpool.api.proto.admin.StorageType.ST_EVENT_REPORT_L2) {
+                throw ApiException.invalid(f + ".storage_type", f + ".storage_type " + q.getStorageType()
+                        + ": event-report storages hold no bytes and take no quota");
             }
             Inputs.range(f + ".capacity", q.getCapacity(), 0, Limits.MAX_QUOTA_BYTES);
             // one entry per type: two would have to be summed, and a sum is where overflow hides
@@ -488,6 +530,7 @@ public class GroupService {
                         rs.getReclaimStepPercentage(), ttl, (long) rs.getDelayBeforeDeleteMs()),
                 new ArrayList<>(g.getStorageCandidatesList()), g.getMaxInstanceCount(), g.getGlobalQuotaGroupName(),
                 // created by KVCM tooling for KVCM connectors, which send no token; an update keeps the flag
-                old == null ? Boolean.TRUE : null, g.getUserData());
+                old == null ? Boolean.TRUE : null, g.getUserData(),
+                new ArrayList<>(g.getEventReportStorageCandidatesList()));
     }
 }

@@ -11,7 +11,8 @@ import org.eclipse.microprofile.openapi.annotations.media.Schema;
          "waterLevels": {"softPercent": 80, "hardPercent": 95},
          "eviction": {"policy": "LRU", "triggerPeriodSeconds": 5, "stepSize": 1000, "stepPercentage": 10,
                       "ttlSeconds": 0, "readerLeaseMs": 1000},
-         "storageCandidates": ["nfs_01"], "maxInstanceCount": 100, "allowAnonymousMeta": true}""")
+         "storageCandidates": ["nfs_01"], "eventReportStorageCandidates": ["engine_events"],
+         "maxInstanceCount": 100, "allowAnonymousMeta": true}""")
 @JsonIgnoreProperties({"version", "createdAt", "updatedAt", "usage", "kvcm", "missingStorages"}) // read-only: GET, edit, PUT works
 public record GroupSpec(
         String name,
@@ -20,12 +21,18 @@ public record GroupSpec(
         Map<String, Long> storageTypeQuotas,
         WaterLevels waterLevels,
         Eviction eviction,
-        @Schema(description = "storage names, in preference order; each must exist") List<String> storageCandidates,
+        @Schema(description = "data storage names, in preference order; a name not yet added is kept (missingStorages);"
+                + " an existing event-report storage is refused") List<String> storageCandidates,
         @Schema(description = "0 = unlimited") Long maxInstanceCount,
         @Schema(description = "KVCM global_quota_group_name; defaults to the group name") String quotaGroupName,
         @Schema(description = "let KVCM connectors (which send no token) call the metadata plane for this group")
         Boolean allowAnonymousMeta,
-        String userData) {
+        String userData,
+        @Schema(description = "event-report storages (event_report_l1p5 / event_report_l2) where engines of this group "
+                + "report their caches (KVCM ReportEvent); a name not yet added is kept, an existing data storage is "
+                + "refused; absent on update keeps the list")
+        List<String> eventReportStorageCandidates) {
+
 
     /** Percentages of the quota: eviction starts at {@code softPercent}, writes are refused at {@code hardPercent}. */
     public record WaterLevels(Integer softPercent, Integer hardPercent) {

@@ -240,7 +240,7 @@ public class KvcmAdmin {
         if (!q.hasStorage()) {
             throw ApiException.invalid("storage", "storage is required");
         }
-        storages.create(q.getStorage(), true);
+        storages.create(dev.kvpool.control.storage.StorageTypes.withEventReportDefaults(q.getStorage()), true);
         return CommonResponse.getDefaultInstance();
     }
 
@@ -270,7 +270,8 @@ public class KvcmAdmin {
         if (!q.hasStorage()) {
             throw ApiException.invalid("storage", "storage is required");
         }
-        storages.update(q.getStorage(), null, null, false);
+        storages.update(dev.kvpool.control.storage.StorageTypes.withEventReportDefaults(q.getStorage()), null, null,
+                false);
         return CommonResponse.getDefaultInstance();
     }
 

@@ -126,7 +126,8 @@ public class KvcmSnapshots {
                     throw ApiException.invalid("config_snapshot.storages.is_available", "is_available must be true or false");
                 }
                 boolean available = av == null || av.booleanValue();
-                StorageConfig c = ProtoJson.merge(Json.write(o), StorageConfig.newBuilder()).build();
+                StorageConfig c = dev.kvpool.control.storage.StorageTypes.withEventReportDefaults(
+                        ProtoJson.merge(Json.write(o), StorageConfig.newBuilder()).build());
                 StorageService.check(c);
                 if (storageRepo.byName(c.getGlobalUniqueName()).isPresent()) {
                     storages.update(c, available, null, false);

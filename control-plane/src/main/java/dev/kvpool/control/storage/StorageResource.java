@@ -40,10 +40,13 @@ public class StorageResource {
     @JsonIgnoreProperties({"version", "createdAt", "updatedAt"}) // read-only: GET, edit, PUT works
     public record StorageInput(
             @Schema(description = "unique name, KVCM global_unique_name") String name,
-            @Schema(description = "nfs | hf3fs | mooncake | tair_mem_pool | vcns_hf3fs") String type,
+            @Schema(description = "nfs | hf3fs | mooncake | tair_mem_pool | vcns_hf3fs | event_report_l1p5 | "
+                    + "event_report_l2 (event-report storages hold no bytes)") String type,
             @Schema(description = "false keeps it out of new writes and reads") Boolean enabled,
             Boolean checkAvailableWhenOpen,
-            @Schema(description = "fields of the type's KVCM spec message, snake_case (nfs: root_path, key_count_per_file)")
+            @Schema(description = "fields of the type's KVCM spec message, snake_case (nfs: root_path, key_count_per_file;"
+                    + " event_report_*: heartbeat_timeout_ms 30000, cleanup_grace_ms 300000, liveness_check_interval_ms"
+                    + " 5000, snapshot_min_interval_ms 30000, snapshot_delta_drain_timeout_ms 10000 — absent = default)")
             JsonNode spec) {
     }
 

@@ -36,8 +36,15 @@ public class StorageService {
 
     public static StorageView view(StorageEntity e) {
         StorageConfig c = toProto(e);
-        return new StorageView(e.name, e.type, e.enabled, e.checkAvailable,
-                Json.read(Json.proto(StorageTypes.spec(c))), e.version, e.createdAt, e.updatedAt);
+        JsonNode spec = Json.read(Json.proto(StorageTypes.spec(c)));
+        if (StorageTypes.eventReport(e.type)) {
+            // proto JSON writes int64 as strings; REST shows these durations as the numbers clients send
+            ObjectNode n = Json.MAPPER.createObjectNode();
+            spec.properties().forEach(f -> n.put(f.getKey(), f.getValue().asLong()));
+            spec = n;
+        }
+        return new StorageView(e.name, e.type, e.enabled, e.checkAvailable, spec, e.version, e.createdAt,
+                e.updatedAt);
     }
 
     public static StorageConfig toProto(StorageEntity e) {
@@ -50,7 +57,31 @@ public class StorageService {
         String t = StorageTypes.canonical(type, "type");
         ObjectNode n = Json.MAPPER.createObjectNode();
         n.put("global_unique_name", name);
-        n.set(StorageTypes.member(t), spec == null || spec.isNull() ? Json.MAPPER.createObjectNode() : spec);
+        JsonNode sp = spec == null || spec.isNull() ? Json.MAPPER.createObjectNode() : spec;
+        if (StorageTypes.eventReport(t)) {
+            if (!sp.isObject()) {
+                throw ApiException.invalid("spec", "spec of a " + t + " storage must be an object with "
+                        + StorageTypes.EVENT_REPORT_DEFAULTS.keySet());
+            }
+            // absent (or null) fields take KVCM's defaults; a 0 given here is a 0 and is checked as one
+            // a misspelt duration would silently take its default: refuse what is not one of the five
+            for (String k : (Iterable<String>) sp::fieldNames) {
+                if (!StorageTypes.EVENT_REPORT_DEFAULTS.containsKey(k)) {
+                    throw ApiException.invalid("spec", "spec of a " + t + " storage has no field '"
+                            + dev.kvpool.api.naming.Text.safe(k) + "'; its fields are "
+                            + StorageTypes.EVENT_REPORT_DEFAULTS.keySet());
+                }
+            }
+            ObjectNode filled = ((ObjectNode) sp).deepCopy();
+            StorageTypes.EVENT_REPORT_DEFAULTS.forEach((k, v) -> {
+                if (!filled.hasNonNull(k)) {
+                    filled.put(k, v);
+                }
+            });
+            sp = filled;
+            n.put("storage_type", StorageTypes.wire(t).name());
+        }
+        n.set(StorageTypes.member(t), sp);
         n.put("check_storage_available_when_open", checkAvailable);
         try {
             return ProtoJson.merge(Json.write(n), StorageConfig.newBuilder()).build();
@@ -77,6 +108,7 @@ public class StorageService {
                 Inputs.range("vcnsthreefs.remote_port", c.getVcnsthreefs().getRemotePort(), 1, 65_535);
             }
             case TAIR_MEM_POOL -> Inputs.range("tair_mem_pool.timeout", c.getTairMemPool().getTimeout(), 0, 3_600_000);
+            // event_report: StorageTypes.validate bounds its five durations
             default -> {
             }
         }
@@ -118,6 +150,15 @@ public class StorageService {
         outbox.lock();
         StorageEntity e = get(c.getGlobalUniqueName());
         Etags.check(ifMatch, e.version, requireIfMatch);
+        if (StorageTypes.eventReport(type) != StorageTypes.eventReport(e.type)) {
+            // a group's data candidates hold only data storages and its event-report candidates only those
+            List<String> users = StorageTypes.eventReport(e.type) ? groups.referencingForEvents(e.name)
+                    : groups.referencing(e.name);
+            if (!users.isEmpty()) {
+                throw ApiException.conflict("type", "storage '" + e.name + "' is a " + e.type + " candidate of "
+                        + "instance group(s) " + users + "; it cannot become a " + type + " storage while they list it");
+            }
+        }
         e.type = type;
         e.specJson = Json.proto(c);
         e.checkAvailable = c.getCheckStorageAvailableWhenOpen();
@@ -152,6 +193,11 @@ public class StorageService {
         if (!users.isEmpty()) {
             throw ApiException.conflict("name", "storage '" + name + "' is still a storage candidate of instance "
                     + "group(s) " + users + "; remove it from their storageCandidates first");
+        }
+        users = groups.referencingForEvents(name);
+        if (!users.isEmpty()) {
+            throw ApiException.conflict("name", "storage '" + name + "' is still an event-report storage candidate "
+                    + "of instance group(s) " + users + "; remove it from their eventReportStorageCandidates first");
         }
         repo.delete(e);
         outbox.record(ConfigEvent.STORAGE, name, ConfigEvent.DELETED, e.version + 1, null);

@@ -19,6 +19,7 @@ import dev.kvpool.meta.reclaim.ReclaimPolicy;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
+import dev.kvpool.meta.registry.EventReportStorage;
 import dev.kvpool.meta.storage.StorageKind;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -230,10 +231,18 @@ public final class ControlPlaneSync implements AutoCloseable {
 
     private StartupConfig startupConfig() {
         List<StartupConfig.StorageDef> defs = new ArrayList<>();
+        List<EventReportStorage> reports = new ArrayList<>();
         Set<String> disabled = new LinkedHashSet<>();
         synchronized (this) {
             for (JsonNode s : storages.values()) {
                 try {
+                    if (isEventReport(s)) {
+                        // a disabled one is not offered to reporters (ReportEvent finds no storage)
+                        if (s.path("enabled").asBoolean(true)) {
+                            reports.add(eventReportStorage(s));
+                        }
+                        continue;
+                    }
                     defs.add(storageDef(s));
                     if (!s.path("enabled").asBoolean(true)) {
                         disabled.add(s.path("name").asText());
@@ -253,7 +262,7 @@ public final class ControlPlaneSync implements AutoCloseable {
                 }
             }
             this.disabledAtStart = disabled;
-            return StartupConfig.of(defs, gs);
+            return StartupConfig.of(defs, reports, gs);
         }
     }
 
@@ -379,7 +388,11 @@ public final class ControlPlaneSync implements AutoCloseable {
         }
         for (String gone : oldStorages) {
             if (!storages.containsKey(gone)) {
-                reg.disableStorage(gone); // at once: nothing is written there from here on; its blocks go below
+                if (reg.eventReportStorage(gone) != null) {
+                    reg.removeEventReportStorage(gone);
+                } else {
+                    reg.disableStorage(gone); // at once: nothing is written there from here on; its blocks go below
+                }
             }
         }
         for (JsonNode g : groups.values()) {
@@ -419,8 +432,8 @@ public final class ControlPlaneSync implements AutoCloseable {
             scheduleResync(2000);
         }
         for (String gone : oldStorages) {
-            if (!storages.containsKey(gone)) {
-                storageDeleted(gone);
+            if (!storages.containsKey(gone) && reg.storage(gone) != null) {
+                storageDeleted(gone); // a data storage: its blocks are released (event-report ones hold none)
             }
         }
         boolean first = !synced;
@@ -550,8 +563,12 @@ public final class ControlPlaneSync implements AutoCloseable {
             case "Storage" -> {
                 if (deleted) {
                     storages.remove(name);
-                    reg.disableStorage(name);
-                    storageDeleted(name);
+                    if (reg.eventReportStorage(name) != null) {
+                        reg.removeEventReportStorage(name); // metadata only: no bytes live there
+                    } else {
+                        reg.disableStorage(name);
+                        storageDeleted(name);
+                    }
                 } else {
                     storages.put(name, obj);
                     applyStorage(obj);
@@ -594,6 +611,19 @@ public final class ControlPlaneSync implements AutoCloseable {
 
     private void applyStorage(JsonNode s) {
         try {
+            if (isEventReport(s)) {
+                String name = s.path("name").asText();
+                if (registry.storage(name) != null) {
+                    registry.disableStorage(name); // was a data storage of that name: nothing is written there now
+                }
+                if (s.path("enabled").asBoolean(true)) {
+                    registry.putEventReportStorage(eventReportStorage(s));
+                } else {
+                    registry.removeEventReportStorage(name);
+                }
+                return;
+            }
+            registry.removeEventReportStorage(s.path("name").asText());
             registry.putStorage(storageDef(s), s.path("enabled").asBoolean(true));
         } catch (RuntimeException e) {
             LOG.errorf("storage %s from the control plane is not usable here: %s", s.path("name").asText(), e.getMessage());
@@ -636,6 +666,19 @@ public final class ControlPlaneSync implements AutoCloseable {
     }
 
     // ---- conversions -----------------------------------------------------------------------------------------
+
+    static boolean isEventReport(JsonNode s) {
+        return StartupConfig.isEventReport(s.path("type").asText(""));
+    }
+
+    /** An event-report storage REST view ({name, type, spec with the five durations}). */
+    static EventReportStorage eventReportStorage(JsonNode s) {
+        ObjectNode n = ControlPlaneClient.JSON.createObjectNode();
+        n.put("global_unique_name", s.path("name").asText());
+        n.put("type", s.path("type").asText());
+        n.set("storage_spec", s.path("spec").isObject() ? s.get("spec") : ControlPlaneClient.JSON.createObjectNode());
+        return StartupConfig.eventReportStorage(n);
+    }
 
     /** A storage REST view ({name, type, enabled, spec}) as a KVCM-shaped storage definition. */
     static StartupConfig.StorageDef storageDef(JsonNode s) {

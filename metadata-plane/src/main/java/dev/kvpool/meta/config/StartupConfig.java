@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvpool.meta.reclaim.ReclaimConfig;
+import dev.kvpool.meta.registry.EventReportStorage;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.storage.Storage;
 import dev.kvpool.meta.storage.StorageKind;
@@ -37,17 +38,33 @@ public final class StartupConfig {
     }
 
     public final List<StorageDef> storages;
+    /** Event-report storages (no bytes; kvcm-engine-events.md §6.1): never in {@link #storages}. */
+    public final List<EventReportStorage> eventReportStorages;
     public final List<GroupConfig> groups;
 
-    private StartupConfig(List<StorageDef> storages, List<GroupConfig> groups) {
+    private StartupConfig(List<StorageDef> storages, List<EventReportStorage> eventReportStorages,
+                          List<GroupConfig> groups) {
         this.storages = storages;
+        this.eventReportStorages = eventReportStorages;
         this.groups = groups;
+        java.util.Set<String> data = new java.util.HashSet<>();
+        storages.forEach(s -> data.add(s.name()));
+        java.util.Set<String> seen = new java.util.HashSet<>();
+        for (EventReportStorage e : eventReportStorages) {
+            if (data.contains(e.name()) || !seen.add(e.name())) {
+                throw new IllegalArgumentException("storage '" + e.name() + "' is defined twice");
+            }
+        }
     }
 
     /** A configuration built elsewhere (the control plane's snapshot). */
-    static StartupConfig of(List<StorageDef> storages, List<GroupConfig> groups) {
-        return new StartupConfig(List.copyOf(storages), List.copyOf(groups));
+    static StartupConfig of(List<StorageDef> storages, List<EventReportStorage> eventReportStorages,
+                            List<GroupConfig> groups) {
+        return new StartupConfig(List.copyOf(storages), List.copyOf(eventReportStorages), List.copyOf(groups));
     }
+
+    /** The name of the event-report storage of the built-in default group (engines report there out of the box). */
+    public static final String DEFAULT_EVENT_REPORT_STORAGE = "engine_events";
 
     /** KVPool's built-in default: KVCM's default group and file storage, rooted under the data directory. */
     public static StartupConfig defaults(Path dataDir) {
@@ -55,8 +72,12 @@ public final class StartupConfig {
         spec.put("root_path", Storage.normaliseRoot(dataDir.toAbsolutePath().resolve("nfs").toString()));
         spec.put("key_count_per_file", 8);
         ObjectNode root = JSON.createObjectNode();
-        ObjectNode st = root.putArray("storages").addObject().putObject("storage_config");
+        com.fasterxml.jackson.databind.node.ArrayNode all = root.putArray("storages");
+        ObjectNode st = all.addObject().putObject("storage_config");
         st.put("type", "file").put("global_unique_name", "nfs_01").set("storage_spec", spec);
+        // where engines report their own caches (ReportEvent): defaults, listed by the default group
+        all.addObject().putObject("storage_config").put("type", "event_report_l1p5")
+                .put("global_unique_name", DEFAULT_EVENT_REPORT_STORAGE).putObject("storage_spec");
         root.putArray("instance_groups").add(defaultGroupJson());
         return parse(root, "built-in default");
     }
@@ -65,6 +86,7 @@ public final class StartupConfig {
         try {
             return (ObjectNode) JSON.readTree("""
                     {"name":"default","storage_candidates":["nfs_01"],"global_quota_group_name":"default_quota_group",
+                     "event_report_storage_candidates":["engine_events"],
                      "max_instance_count":100,
                      "quota":{"capacity":30000000000,"quota_config":[{"storage_type":"file","capacity":10000000000},
                        {"storage_type":"hf3fs","capacity":10000000000},{"storage_type":"pace","capacity":10000000000}]},
@@ -91,14 +113,20 @@ public final class StartupConfig {
     static StartupConfig parse(JsonNode root, String source) {
         try {
             List<StorageDef> storages = new ArrayList<>();
+            List<EventReportStorage> reports = new ArrayList<>();
             for (JsonNode s : list(root, "storages", "storage")) {
-                storages.add(storage(s.has("storage_config") ? s.get("storage_config") : s));
+                JsonNode def = s.has("storage_config") ? s.get("storage_config") : s;
+                if (isEventReport(def.path("type").asText(""))) {
+                    reports.add(eventReportStorage(def));
+                } else {
+                    storages.add(storage(def));
+                }
             }
             List<GroupConfig> groups = new ArrayList<>();
             for (JsonNode g : list(root, "instance_groups", "instance_group")) {
                 groups.add(group(g));
             }
-            return new StartupConfig(storages, groups);
+            return new StartupConfig(storages, reports, groups);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("startup config " + source + ": " + e.getMessage(), e);
         }
@@ -172,6 +200,63 @@ public final class StartupConfig {
         String v = n.path(field).asText("");
         if (v.isEmpty()) {
             throw new IllegalArgumentException(what + ": '" + field + "' is required");
+        }
+        return v;
+    }
+
+    /** Whether a storage type names an event-report storage: L1P5 or L2 (the control plane's REST and KVCM names). */
+    public static boolean isEventReport(String type) {
+        return eventReportL2(type) != null;
+    }
+
+    /** TRUE for L2, FALSE for L1P5 (the legacy "st_event_report" included), null for any other type. */
+    private static Boolean eventReportL2(String type) {
+        return switch (type.trim().toLowerCase(java.util.Locale.ROOT)) {
+            case "event_report_l1p5", "st_event_report_l1p5", "7", "event_report", "st_event_report" -> Boolean.FALSE;
+            case "event_report_l2", "st_event_report_l2", "8" -> Boolean.TRUE;
+            default -> null;
+        };
+    }
+
+    /** Longest event-report duration taken (a day, as the control plane bounds it). */
+    static final long MAX_EVENT_REPORT_MS = 86_400_000;
+
+    /**
+     * An event-report storage ({@code global_unique_name}, {@code type}, {@code storage_spec} with the five
+     * durations; absent ones take KVCM's defaults, numbers or decimal strings as proto JSON writes int64).
+     */
+    static EventReportStorage eventReportStorage(JsonNode s) {
+        String name = req(s, "global_unique_name", "storage");
+        Identifiers.require(Identifiers.Kind.STORAGE, "storage name", name);
+        boolean l2 = eventReportL2(req(s, "type", "storage '" + name + "'"));
+        JsonNode spec = s.path("storage_spec");
+        String what = "event-report storage '" + name + "'";
+        return new EventReportStorage(name, l2,
+                millis(spec, "heartbeat_timeout_ms", EventReportStorage.HEARTBEAT_TIMEOUT_MS, 1, what),
+                millis(spec, "cleanup_grace_ms", EventReportStorage.CLEANUP_GRACE_MS, 0, what),
+                millis(spec, "liveness_check_interval_ms", EventReportStorage.LIVENESS_CHECK_INTERVAL_MS, 1, what),
+                millis(spec, "snapshot_min_interval_ms", EventReportStorage.SNAPSHOT_MIN_INTERVAL_MS, 1, what),
+                millis(spec, "snapshot_delta_drain_timeout_ms", EventReportStorage.SNAPSHOT_DRAIN_TIMEOUT_MS, 0, what));
+    }
+
+    private static long millis(JsonNode spec, String field, long dflt, long min, String what) {
+        JsonNode n = spec.path(field);
+        if (n.isMissingNode() || n.isNull()) {
+            return dflt;
+        }
+        long v = Long.MIN_VALUE;
+        if (n.isIntegralNumber() && n.canConvertToLong()) {
+            v = n.asLong();
+        } else if (n.isTextual()) {
+            try {
+                v = Long.parseLong(n.asText());
+            } catch (NumberFormatException e) {
+                v = Long.MIN_VALUE;
+            }
+        }
+        if (v < min || v > MAX_EVENT_REPORT_MS) {
+            throw new IllegalArgumentException(what + ": " + field + " must be a whole number of milliseconds "
+                    + "between " + min + " and " + MAX_EVENT_REPORT_MS + ", got " + Text.safe(n.toString()));
         }
         return v;
     }

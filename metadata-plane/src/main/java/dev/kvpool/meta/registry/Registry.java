@@ -67,6 +67,7 @@ public final class Registry {
         for (StartupConfig.StorageDef def : config.storagesByName().values()) {
             install(def.toStorage(numberOf(def.name())));
         }
+        config.eventReportStorages.forEach(this::putEventReportStorage);
         for (GroupConfig g : config.groups) {
             if (groups.put(g.name(), g) != null) {
                 throw new IllegalArgumentException("instance group '" + g.name() + "' is defined twice");

@@ -67,4 +67,20 @@ class ControlPlaneSyncTest {
         assertEquals("a", i.getLocationSpecGroups(0).getName(), "normalised like a local registration");
         assertEquals(List.of("tp0", "tp1"), i.getLocationSpecGroups(1).getSpecNamesList());
     }
+
+    @Test
+    void eventReportStorageViews() throws Exception {
+        var v = M.readTree("""
+                {"name":"ev","type":"event_report_l2","enabled":true,"spec":{"heartbeat_timeout_ms":1000,
+                 "cleanup_grace_ms":0,"liveness_check_interval_ms":500,"snapshot_min_interval_ms":60000,
+                 "snapshot_delta_drain_timeout_ms":"0"}}""");
+        assertEquals(true, ControlPlaneSync.isEventReport(v));
+        assertEquals(new dev.kvpool.meta.registry.EventReportStorage("ev", true, 1000, 0, 500, 60_000, 0),
+                ControlPlaneSync.eventReportStorage(v));
+        assertEquals(false, ControlPlaneSync.isEventReport(M.readTree("{\"name\":\"n\",\"type\":\"nfs\"}")));
+        GroupConfig g = ControlPlaneSync.groupConfig(M.readTree("""
+                {"name":"g","quotaBytes":1000,"storageCandidates":["nfs_01"],"eventReportStorageCandidates":["ev"],
+                 "waterLevels":{"softPercent":80,"hardPercent":95},"version":1}"""));
+        assertEquals(List.of("ev"), g.eventReportStorageCandidates());
+    }
 }

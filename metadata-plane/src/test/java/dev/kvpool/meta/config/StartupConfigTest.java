@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.kvpool.meta.registry.EventReportStorage;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.storage.StorageKind;
 import java.nio.file.Files;
@@ -159,5 +160,49 @@ class StartupConfigTest {
         assertTrue(assertThrows(IllegalArgumentException.class, () -> StartupConfig.load(broken)).getMessage()
                 .contains(broken.toString()));
         assertFalse(parse("{}").storages.size() > 0);
+    }
+
+    @Test
+    void eventReportStoragesAreNotDataStorages(@TempDir Path dir) throws Exception {
+        StartupConfig c = parse("{\"storages\":[" + STORAGE + ","
+                + "{\"storage_config\":{\"type\":\"event_report_l1p5\",\"global_unique_name\":\"ev1\"}},"
+                + "{\"storage_config\":{\"type\":\"ST_EVENT_REPORT_L2\",\"global_unique_name\":\"ev2\","
+                + "\"storage_spec\":{\"heartbeat_timeout_ms\":\"1000\",\"cleanup_grace_ms\":0,"
+                + "\"snapshot_delta_drain_timeout_ms\":0}}},"
+                + "{\"type\":\"st_event_report\",\"global_unique_name\":\"ev3\"}],"
+                + "\"instance_groups\":[{\"name\":\"g\",\"storage_candidates\":[\"nfs_01\"],"
+                + "\"event_reporting_storage_candidates\":[\"ev2\",\"ev1\"],\"quota\":{\"capacity\":1000}}]}");
+        assertEquals(List.of("nfs_01"), c.storages.stream().map(StartupConfig.StorageDef::name).toList());
+        assertEquals(List.of(EventReportStorage.withDefaults("ev1", false),
+                new EventReportStorage("ev2", true, 1000, 0, 5000, 30_000, 0),
+                EventReportStorage.withDefaults("ev3", false)), c.eventReportStorages);
+        assertEquals(List.of("ev2", "ev1"), c.groups.get(0).eventReportStorageCandidates());
+        // bounds name the storage and the field
+        for (String bad : List.of("\"snapshot_min_interval_ms\":0", "\"heartbeat_timeout_ms\":-1",
+                "\"cleanup_grace_ms\":\"x\"", "\"liveness_check_interval_ms\":86400001")) {
+            String m = messageOf("{\"storages\":[{\"type\":\"event_report_l2\",\"global_unique_name\":\"evb\","
+                    + "\"storage_spec\":{" + bad + "}}]}");
+            assertTrue(m.contains("evb") && m.contains(bad.substring(1, bad.indexOf('"', 1))), m);
+        }
+        assertTrue(messageOf("{\"storages\":[" + STORAGE + ",{\"type\":\"event_report_l2\","
+                + "\"global_unique_name\":\"nfs_01\"}]}").contains("defined twice"));
+        String bad = messageOf("{\"storages\":[{\"type\":\"event_report_l2\",\"global_unique_name\":\"a/b\"}]}");
+        assertTrue(bad.contains("storage name"), bad);
+
+        // the built-in default: the default group reports to engine_events (L1P5, defaults), which holds no bytes
+        StartupConfig d = StartupConfig.defaults(dir);
+        assertEquals(List.of(EventReportStorage.withDefaults(StartupConfig.DEFAULT_EVENT_REPORT_STORAGE, false)),
+                d.eventReportStorages);
+        assertEquals(List.of("engine_events"), d.groups.get(0).eventReportStorageCandidates());
+        assertEquals(List.of("nfs_01"), d.storages.stream().map(StartupConfig.StorageDef::name).toList());
+        var store = new dev.kvpool.meta.index.embedded.EmbeddedStore(dev.kvpool.meta.index.embedded.EmbeddedStore.Options.memory(4));
+        try {
+            var reg = new dev.kvpool.meta.registry.Registry(store, d, store::index);
+            assertEquals(d.eventReportStorages.get(0), reg.eventReportStorageFor("default", false));
+            assertNull(reg.eventReportStorageFor("default", true));
+            assertNull(reg.storage("engine_events"));
+        } finally {
+            store.close();
+        }
     }
 }
