@@ -90,6 +90,27 @@ class LauncherIT {
                 .header("Authorization", "Bearer " + tok).build(), HttpResponse.BodyHandlers.ofString()).body();
         assertTrue(group.contains("\"eventReportStorageCandidates\":[\"engine_events\"]")
                 && group.contains("\"missingStorages\":[]"), group);
+        // and an engine publisher's call sequence (kvcm-engine-events.md §7.1) works against it unchanged
+        String reg = meta("/api/registerInstance", """
+                {"trace_id":"rtp-reg","instance_group":"default","instance_id":"rtp-model","block_size":64,
+                 "location_spec_infos":[{"name":"rtp_llm_hbm_64","size":2097152}],
+                 "model_deployment":{"model_name":"m","dtype":"fp16","tp_size":1,"dp_size":1,"pp_size":1},
+                 "location_spec_groups":[{"name":"default","spec_names":["rtp_llm_hbm_64"]}]}""");
+        assertTrue(reg.contains("\"code\":\"OK\""), reg);
+        String ev = """
+                {"trace_id":"rtp-kv-event-0-%s","instance_id":"rtp-model","host_ip_port":"10.0.0.8:8080",
+                 "storage_type":"ST_EVENT_REPORT_L1P5","events":[%s]}""";
+        String r1 = meta("/api/reportEvent", ev.formatted("register-1",
+                "{\"event_type\":\"EVENT_NODE_REGISTER\",\"node_register\":{\"mediums\":[\"hbm\"]}}"));
+        assertTrue(r1.contains("\"code\":\"OK\""), r1);
+        String r2 = meta("/api/reportEvent", ev.formatted("add-2", "{\"event_type\":\"EVENT_BLOCK_ADD\",\"block_add\":"
+                + "{\"block_key\":\"-7046029254386353131\",\"medium\":\"hbm\",\"specs\":[{\"name\":\"rtp_llm_hbm_64\","
+                + "\"uri\":\"event_report://10.0.0.8:8080/hbm?size=2097152\"}]}}"));
+        assertTrue(r2.contains("\"code\":\"OK\"") && r2.contains("\"snapshot_required\":true"), r2);
+        String hosts = meta("/api/getHostCacheState", """
+                {"trace_id":"q1","instance_id":"rtp-model","query_type":"QT_PREFIX_MATCH",
+                 "block_cache_keys":["-7046029254386353131","42"]}""");
+        assertTrue(hosts.contains("\"host_ip_port\":\"10.0.0.8:8080\"") && hosts.contains("\"local\":\"1\""), hosts);
 
         // a second one on the same data directory: refused at once, the first one untouched
         Map<Path, byte[]> before = new LinkedHashMap<>();
@@ -141,6 +162,15 @@ class LauncherIT {
         assertEquals(200, health("/ready"));
         assertTrue(Files.readString(data.resolve("agent/agent.log")).contains("shared segment " + shm
                 + ": taken over from an agent that did not stop cleanly"));
+        // the engine's reports survived the restart: its first event after it is answered as after a KVCM restart
+        // (snapshot_required, no generation) and what it reported before is visible again (soft, §4.7)
+        String hb = meta("/api/reportEvent", ev.formatted("heartbeat-3",
+                "{\"event_type\":\"EVENT_HEARTBEAT\",\"heartbeat\":{\"system_status\":{\"engine\":\"rtp-llm\"}}}"));
+        assertTrue(hb.contains("\"code\":\"OK\"") && hb.contains("\"snapshot_required\":true")
+                && hb.contains("\"committed_snapshot_version\":\"\""), hb);
+        String again = meta("/api/getHostCacheState", """
+                {"trace_id":"q2","instance_id":"rtp-model","block_cache_keys":["-7046029254386353131"]}""");
+        assertTrue(again.contains("\"host_ip_port\":\"10.0.0.8:8080\"") && again.contains("\"local\":\"1\""), again);
         Map<String, Long> cPids = services();
         c.destroy(); // SIGTERM, as a service manager stops it
         assertTrue(c.waitFor(90, TimeUnit.SECONDS), "the launcher did not stop:\n" + output("c"));
@@ -150,6 +180,16 @@ class LauncherIT {
                     e.getKey() + " still runs");
         }
         assertFalse(Files.exists(shm), "a clean stop removes the segment");
+    }
+
+    /** A KVCM JSON call on the metadata plane's HTTP port, as an engine connector makes it (no token). */
+    private String meta(String route, String body) throws Exception {
+        HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(
+                        URI.create("http://127.0.0.1:" + env.get("KVPOOL_META_HTTP_PORT") + route))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode(), route + " → " + r.body());
+        return r.body();
     }
 
     /** Whatever a failed run left: launchers stopped (they stop their services), stragglers killed. */
