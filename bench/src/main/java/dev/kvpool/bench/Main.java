@@ -72,9 +72,10 @@ public final class Main {
             case "control-plane-ha" -> ControlPlaneHaBench.run(opt);
             case "gds" -> dev.kvpool.bench.agent.GdsBench.run(opt);
             case "propagation" -> PropagationBench.run(opt);
+            case "engine-ingest" -> EngineIngestBench.run(opt);
             case "heap" -> HeapPerBlock.main(opt.containsKey("blocks") ? new String[] {opt.get("blocks")} : new String[0]);
             default -> System.out.println("""
-                    usage: ./kvpool bench <replay|prefix|writes|deletes|reclaim|sweep|propagation|heap|policies|agent|gpu|gds|control-plane-ha> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
+                    usage: ./kvpool bench <replay|prefix|writes|deletes|reclaim|sweep|propagation|engine-ingest|heap|policies|agent|gpu|gds|control-plane-ha> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
                       replay   [--trace ../shared/data/mooncake/conversation_trace.jsonl] [--limit N]
                       prefix   [--keys 1024] [--rounds 10] [--iters 200] [--warmup 3000] [--grpc 127.0.0.1:6381]
                       writes   [--threads 4] [--batch 64] [--batches 200] [--rounds 6] [--floor false] (no native-floor phase)
