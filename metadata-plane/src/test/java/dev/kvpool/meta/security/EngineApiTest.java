@@ -220,6 +220,8 @@ class EngineApiTest {
                 {"{\"name\":\"s1\",\"instance_id\":\"eng-a\",\"endpoint\":\"tcp://h:1\",\"pod\":\"a b\"}", "pod"},
                 {"{\"name\":\"s1\",\"instance_id\":\"eng-a\",\"endpoint\":\"tcp://h:1\",\"tier_aliases\":{\"CPU\":\"\"}}",
                         "tier_aliases"},
+                {"{\"name\":\"s1\",\"instance_id\":\"eng-a\",\"endpoint\":\"tcp://h:1\",\"tier_aliases\":{\"CPU\":null}}",
+                        "tier_aliases"},
         };
         for (String[] c : bad) {
             Reply r = call("POST", "/api/v1/engine/sources", ADMIN, c[0]);
