@@ -1,7 +1,7 @@
 package dev.kvpool.bench;
 
 import dev.kvpool.api.events.Topics;
-import dev.kvpool.engine.view.MapWalkEngineView;
+import dev.kvpool.engine.view.IndexedEngineView;
 import dev.kvpool.meta.engine.ingest.EngineEventsConsumer;
 import dev.kvpool.meta.engine.ingest.EngineEventsProducer;
 import dev.kvpool.meta.engine.ingest.EventApplier;
@@ -35,7 +35,7 @@ import org.msgpack.core.MessagePack;
  * local KRaft broker with vLLM KV-event batches (legacy array encoding) made from the Mooncake conversation trace: per
  * request a BlockStored of its hash_ids on one of the pods, every 4th request also a BlockRemoved of the previous
  * request's last blocks. Then, in rounds, (a) Kafka's own consumer reading the topic (poll loop touching each value's
- * bytes: the floor) and (b) KVPool's ingest (EngineEventsConsumer: consume + decode + apply to a view). Reports
+ * bytes: the floor) and (b) KVPool's ingest (EngineEventsConsumer: consume + decode + apply to the metadata plane's IndexedEngineView). Reports
  * events/s of each and the ratio b/a.
  */
 final class EngineIngestBench {
@@ -150,7 +150,7 @@ final class EngineIngestBench {
     /** Seconds for KVPool's consumer to read, decode and apply every record to a fresh view. */
     private static double kvpool(String bootstrap, int records) {
         var meters = new SimpleMeterRegistry();
-        var applier = new EventApplier(new MapWalkEngineView(), new PodStates(), Clock.systemUTC(), s -> Map.of(),
+        var applier = new EventApplier(new IndexedEngineView(), new PodStates(), Clock.systemUTC(), s -> Map.of(),
                 meters);
         long t0 = System.nanoTime();
         try (var c = new EngineEventsConsumer(bootstrap, Topics.ENGINE_EVENTS, Map.of(), "bench", applier, meters)) {
