@@ -27,6 +27,8 @@ import org.zeromq.ZContext;
  */
 class ZmqIngestTest {
     static final String INSTANCE = "llama";
+    /** Generous: a loaded 2-core CI machine can stall a reply; a timeout would read as pruned history. */
+    static final Duration REPLAY_TIMEOUT = Duration.ofSeconds(10);
     final SimpleMeterRegistry meters = new SimpleMeterRegistry();
     final MapWalkEngineView view = new MapWalkEngineView();
     final PodStates states = new PodStates();
@@ -73,7 +75,7 @@ class ZmqIngestTest {
         EngineSource src = new EngineSource("pod-a", INSTANCE, null, engine.endpoint(),
                 replay ? engine.replayEndpoint() : null, "", Map.of());
         sub = new ZmqSubscriber(ctx, src, applier::apply, states, applier,
-                new ZmqSubscriber.Settings(Duration.ofSeconds(2), 100_000, 100_000), replays);
+                new ZmqSubscriber.Settings(REPLAY_TIMEOUT, 100_000, 100_000), replays);
         String pod = src.podOf(topic);
         byte[] first = batch(0, stored("GPU", 1));
         // a SUB misses what is published before its subscription reaches the PUB: resend batch 0 until it arrives
@@ -207,7 +209,7 @@ class ZmqIngestTest {
         EngineSource src = new EngineSource("late", INSTANCE, "late-pod", engine.endpoint(), engine.replayEndpoint(),
                 "", Map.of());
         sub = new ZmqSubscriber(ctx, src, applier::apply, states, applier,
-                new ZmqSubscriber.Settings(Duration.ofSeconds(2), 100_000, 100_000), replays);
+                new ZmqSubscriber.Settings(REPLAY_TIMEOUT, 100_000, 100_000), replays);
         byte[] b2 = batch(0, stored("GPU", 3));
         engine.buffer.put(2L, b2);
         await("batch 2", () -> {
@@ -225,7 +227,7 @@ class ZmqIngestTest {
             port = probe.getLocalPort();
         }
         sub = new ZmqSubscriber(ctx, "bind", INSTANCE, "tcp://127.0.0.1:" + port, "kv@", applier::apply, states,
-                applier, new ZmqSubscriber.Settings(Duration.ofSeconds(2), 100_000, 100_000), replays);
+                applier, new ZmqSubscriber.Settings(REPLAY_TIMEOUT, 100_000, 100_000), replays);
         try (ZContext podCtx = new ZContext()) {
             var pub = podCtx.createSocket(org.zeromq.SocketType.PUB);
             pub.connect("tcp://127.0.0.1:" + port); // vLLM connects when its endpoint has no '*'
