@@ -156,9 +156,7 @@ public final class IndexedEngineView implements EngineView {
         } finally {
             in.lock.readLock().unlock();
         }
-        out.sort(Comparator.comparingDouble(PrefixScores.PodScore::score).reversed()
-                .thenComparing(PrefixScores.PodScore::pod));
-        return new PrefixScores(keys.length, out);
+        return new PrefixScores(keys.length, out); // already best first (Inst.score)
     }
 
     @Override
@@ -244,6 +242,7 @@ public final class IndexedEngineView implements EngineView {
         boolean[] visible = new boolean[8];
         /** Tiers a pod has had since its last clear (the map walk's per-pod tier sets, even when empty). */
         int[] touched = new int[8];
+        int[] nameRank = new int[8];
         long[][] counts = new long[8][];
         final KeyTable table = new KeyTable();
 
@@ -261,6 +260,16 @@ public final class IndexedEngineView implements EngineView {
             }
             podNames.add(pod);
             podIds.put(pod, p);
+            // rank of each pod's name, so scores sort by (score, name) on ints; pods join rarely
+            Integer[] byName = new Integer[p + 1];
+            for (int i = 0; i <= p; i++) {
+                byName[i] = i;
+            }
+            Arrays.sort(byName, Comparator.comparing(podNames::get));
+            nameRank = new int[visible.length];
+            for (int r = 0; r <= p; r++) {
+                nameRank[byName[r]] = r;
+            }
             visible[p] = true;
             counts[p] = new long[MAX_TIERS];
             return p;
@@ -386,8 +395,14 @@ public final class IndexedEngineView implements EngineView {
                 }
                 live = kept;
             }
-            List<PrefixScores.PodScore> out = new ArrayList<>(c);
+            // best first: score desc, then pod name asc (the map walk's order), sorted on primitives
+            int[] sorted = new int[c];
             for (int i = 0; i < c; i++) {
+                sorted[i] = i;
+            }
+            mergeSort(sorted, new int[c], 0, c, score, pod);
+            List<PrefixScores.PodScore> out = new ArrayList<>(c);
+            for (int i : sorted) {
                 Map<String, Integer> tiers = new TreeMap<>();
                 for (int t = 0; t < nt; t++) {
                     int n = (alive[i] & (1 << t)) != 0 ? longest[i] : perTier[i * nt + t];
@@ -398,6 +413,36 @@ public final class IndexedEngineView implements EngineView {
                 out.add(new PrefixScores.PodScore(podNames.get(pod[i]), longest[i], tiers, score[i]));
             }
             return out;
+        }
+
+        private boolean before(int a, int b, double[] score, int[] pod) {
+            int c = Double.compare(score[b], score[a]);
+            return c != 0 ? c < 0 : nameRank[pod[a]] < nameRank[pod[b]];
+        }
+
+        private void mergeSort(int[] a, int[] tmp, int from, int to, double[] score, int[] pod) {
+            if (to - from < 12) {
+                for (int i = from + 1; i < to; i++) {
+                    int v = a[i];
+                    int j = i - 1;
+                    while (j >= from && before(v, a[j], score, pod)) {
+                        a[j + 1] = a[j];
+                        j--;
+                    }
+                    a[j + 1] = v;
+                }
+                return;
+            }
+            int mid = (from + to) >>> 1;
+            mergeSort(a, tmp, from, mid, score, pod);
+            mergeSort(a, tmp, mid, to, score, pod);
+            if (!before(a[mid], a[mid - 1], score, pod)) {
+                return;
+            }
+            System.arraycopy(a, from, tmp, from, to - from);
+            for (int i = from, l = from, r = mid; i < to; i++) {
+                a[i] = r >= to || (l < mid && !before(tmp[r], tmp[l], score, pod)) ? tmp[l++] : tmp[r++];
+            }
         }
 
         /** The tier mask of pod among entries[from, to), 0 when absent. */
