@@ -33,6 +33,7 @@ const ALL: (NavItem & { needs?: keyof Permissions })[] = [
   { path: '/', label: 'Overview', testId: 'nav-overview' },
   { path: '/groups', label: 'Instance groups', testId: 'nav-groups' },
   { path: '/instances', label: 'Instances', testId: 'nav-instances' },
+  { path: '/engine', label: 'Engine caches', testId: 'nav-engine' },
   { path: '/storages', label: 'Storages', testId: 'nav-storages', needs: 'storages' },
   { path: '/accounts', label: 'Accounts', testId: 'nav-accounts', needs: 'accounts' },
   { path: '/whatif', label: 'What-if capacity', testId: 'nav-whatif', needs: 'whatIf' },
