@@ -50,7 +50,7 @@ function TierTotalsRow({ label, totals, tiers, testId }: {
   const sum = Object.values(totals).reduce((a, b) => a + b, 0);
   return (
     <Tr data-testid={testId}>
-      <Th>{label}</Th>
+      <Td dataLabel="Pod">{label}</Td>
       <Td />
       <Td />
       {tiers.map((t) => <Td key={t} dataLabel={tierLabel(t)} data-testid={`${testId}-${t}`}>{formatCount(totals[t] ?? 0)}</Td>)}
