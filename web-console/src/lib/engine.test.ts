@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import type { EnginePod } from '../api/engine';
 import { normaliseEngineCache, normaliseEngineInstances, scoreBody } from '../api/engine';
 import { parseBlockKeys, parseTierWeights, podTiers, routerSeries, tierOrder, tierTotals } from './engine';
 
-const pods = [
+const pods: EnginePod[] = [
   { pod: 'a', visible: true, state: 'live', tiers: { cpu: 5, gpu: 10 } },
   { pod: 'b', visible: false, state: 'uncertain', tiers: { gpu: 3, disk: 7 } },
 ];
