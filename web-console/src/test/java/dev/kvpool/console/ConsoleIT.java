@@ -334,6 +334,46 @@ class ConsoleIT {
         assertThat(p.getByTestId("prompt-miss-summary")).containsText("8");
     }
 
+    // ---- engine caches (issue 36) -----------------------------------------------------------------------------
+
+    @Test
+    @Order(7) // reads the instance only, as the prompt-miss test of the same order does: either may run first
+    void engineCachesShowAnInstanceNoEngineReportsForAndScoreAPromptThroughTheRealStack() throws Exception {
+        Page p = signIn("/instances/" + INSTANCE, "admin", Stack.ADMIN_PW);
+        p.getByTestId("instance-engine-caches").click();
+        p.waitForURL("**/engine/" + INSTANCE);
+        // no engine has reported: the pods say so, the pool still holds the 8 blocks written
+        assertThat(p.getByTestId("engine-pods-empty")).isVisible();
+        assertThat(p.getByTestId("pool-keys")).hasText("8");
+        assertThat(p.getByTestId("pool-storages")).containsText(STORAGE);
+        assertThat(p.getByTestId("error-state")).hasCount(0);
+
+        // scores through the control plane's proxy and the metadata plane: no pod, the pool's SERVING prefix
+        StringBuilder ids = new StringBuilder();
+        for (long t : tokens(48)) {
+            ids.append(ids.isEmpty() ? "" : ", ").append(t);
+        }
+        p.getByTestId("score-input").fill(ids.toString());
+        p.getByTestId("score-weights").fill("gpu=1, cpu=0.5");
+        p.getByTestId("score-run").click();
+        assertThat(p.getByTestId("score-summary")).containsText("12 blocks; the pool serves a prefix of 8");
+        assertThat(p.getByTestId("score-no-pods")).isVisible();
+        assertThat(p.getByTestId("score-error")).hasCount(0);
+
+        // a refusal of the server (not caught by the form) comes back as the problem, shown against its field
+        Object refused = p.evaluate("async (id) => { const s = JSON.parse(sessionStorage.getItem('kvpool.session'));"
+                + " const r = await fetch('/api/v1/meta/engine/scores', {method: 'POST', headers: {Authorization:"
+                + " 'Bearer ' + s.token, 'Content-Type': 'application/json'}, body: JSON.stringify({instance_id: id})});"
+                + " return r.status + ' ' + r.headers.get('Content-Type'); }", INSTANCE);
+        assertTrue(String.valueOf(refused).startsWith("400 application/problem+json"),
+                "a score request with neither token_ids nor block_keys: " + refused);
+
+        // the nav's list answers (this instance has no engine pods: listed with 0, or not listed at all)
+        p.getByTestId("nav-engine").click();
+        assertThat(p.getByTestId("engine-instances-table").or(p.getByTestId("engine-instances-empty"))).isVisible();
+        assertThat(p.getByTestId("error-state")).hasCount(0);
+    }
+
     // ---- what-if capacity ------------------------------------------------------------------------------------
 
     /** The first {@code n} requests of Mooncake's conversation trace, as a JSONL file a user would upload. */
