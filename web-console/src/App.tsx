@@ -63,7 +63,8 @@ function Shell() {
             element={<Allowed needs="writeGroups" what="group editing"><GroupEdit /></Allowed>} />
           <Route path="/instances" element={<Instances />} />
           <Route path="/instances/:id" element={<InstanceDetail />} />
-          <Route path="/engine" element={<EngineCaches />} />
+          <Route path="/engine"
+            element={<Allowed needs="engineInstances" what="the list of engine caches"><EngineCaches /></Allowed>} />
           <Route path="/engine/:id" element={<EngineCache />} />
           <Route path="/storages" element={<Allowed needs="storages" what="storages"><Storages /></Allowed>} />
           <Route path="/accounts" element={<Allowed needs="accounts" what="accounts"><Accounts /></Allowed>} />

@@ -11,7 +11,7 @@ describe('role-based navigation', () => {
   });
   it('tenant sees no storages, accounts or what-if', () => {
     const paths = navItems('tenant').map((i) => i.path);
-    expect(paths).toEqual(['/', '/groups', '/instances', '/engine']);
+    expect(paths).toEqual(['/', '/groups', '/instances']);
     expect(permissions('tenant').writeGroups).toBe(false);
   });
   it('a tenant sees only the groups in its token', () => {

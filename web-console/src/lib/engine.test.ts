@@ -80,7 +80,10 @@ describe('score form parsing', () => {
     expect(() => parseTierWeights('gpu')).toThrow(/tier=weight/);
     expect(() => parseTierWeights('gpu=-1')).toThrow(/≥ 0/);
     expect(() => parseTierWeights('gpu=x')).toThrow(/≥ 0/);
-    expect(() => parseTierWeights('g#pu=1')).toThrow(/without '#'/);
+    expect(() => parseTierWeights('g#pu=1')).toThrow(/letters, digits/);
+    expect(() => parseTierWeights('host mem=1')).toThrow(/letters, digits/);
+    expect(parseTierWeights('GPU_0.a-b=1')).toEqual({ 'GPU_0.a-b': 1 });
+    expect(() => parseTierWeights(Array.from({ length: 65 }, (_, i) => `t${i}=1`).join(','))).toThrow(/at most 64 tiers/);
     expect(() => parseTierWeights('gpu=1, gpu=2')).toThrow(/twice/);
     expect(() => parseTierWeights('[1]')).toThrow(/tier=weight|object/);
   });

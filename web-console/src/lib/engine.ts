@@ -64,6 +64,8 @@ export function routerSeries(points: RouterPoint[]): Series[] {
 }
 
 export const MAX_SCORE_ITEMS = 131_072;
+/** The metadata plane's bound on tier_weights (EngineScoresResource.MAX_TIERS). */
+export const MAX_TIERS = 64;
 const U64_MAX = (1n << 64n) - 1n;
 const I64_MIN = -(1n << 63n);
 
@@ -113,7 +115,8 @@ export function parseBlockKeys(raw: string): string[] {
 
 /**
  * Tier weights as "gpu=1, cpu=0.8" (or ':' instead of '='), or a JSON object; empty means the server's defaults
- * (llm-d's: gpu 1.0, cpu 0.8). Tier names as engines send them (medium): non-empty, no '#', at most 64 characters.
+ * (llm-d's: gpu 1.0, cpu 0.8). Tier names as the metadata plane accepts them (EngineSource.tierProblem): 1–64 letters,
+ * digits, '_', '-' and '.'.
  */
 export function parseTierWeights(raw: string): Record<string, number> | undefined {
   const t = raw.trim();
@@ -135,10 +138,11 @@ export function parseTierWeights(raw: string): Record<string, number> | undefine
       return [m[1].trim(), m[2].trim() === '' ? NaN : Number(m[2].trim())];
     });
   }
+  if (pairs.length > MAX_TIERS) throw new Error(`at most ${MAX_TIERS} tiers, got ${pairs.length}`);
   const out: Record<string, number> = {};
   for (const [name, w] of pairs) {
-    if (!name || name.length > 64 || name.includes('#')) {
-      throw new Error(`tier name '${name.slice(0, 30)}' must be 1–64 characters without '#'`);
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name)) {
+      throw new Error(`tier name '${name.slice(0, 30)}' must be 1–64 letters, digits, '_', '-' or '.'`);
     }
     if (typeof w !== 'number' || !Number.isFinite(w) || w < 0) {
       throw new Error(`weight of tier '${name}' must be a number ≥ 0`);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { screen, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { Route, Routes } from 'react-router-dom';
+import App from '../App';
 import EngineCaches from './EngineCaches';
 import EngineCachePage from './EngineCache';
 import { json, renderWithProviders, signInAs, stubFetch, type FetchCall } from '../testing/utils';
@@ -49,7 +50,7 @@ function renderPage(route = '/engine/i1') {
 
 describe('engine caches list', () => {
   it('lists the instances engines report for, tolerating a wrapped list', async () => {
-    signInAs('tenant', ['g1']);
+    signInAs('operator');
     stubFetch({ 'GET /api/v1/meta/engine/instances': () => json({ items: [{ instance_id: 'i2', pods: 1 }, { instance_id: 'i1', pods: 3, instance_group: 'g1' }] }) });
     renderPage('/engine');
     const table = await screen.findByTestId('engine-instances-table');
@@ -57,6 +58,15 @@ describe('engine caches list', () => {
     expect(rows.map((r) => r.getAttribute('data-testid'))).toEqual(['engine-instance-row-i1', 'engine-instance-row-i2']);
     expect(within(rows[0]).getByTestId('engine-instance-pods')).toHaveTextContent('3');
     expect(within(rows[0]).getByTestId('engine-instance-link')).toHaveAttribute('href', '/engine/i1');
+  });
+
+  it('is not offered to a tenant, who reaches its instances\' engine caches from their pages', async () => {
+    signInAs('tenant', ['g1']);
+    const calls = stubFetch({ ...routes(), 'GET /api/v1/services': () => json({}), 'GET /api/v1/stats/summary': () => json({}) });
+    renderWithProviders(<App />, { route: '/engine' });
+    expect(await screen.findByTestId('forbidden')).toBeInTheDocument();
+    expect(screen.queryByTestId('nav-engine')).toBeNull();
+    expect(calls.filter((c) => c.url.includes('/engine'))).toEqual([]);
   });
 
   it('says so when no engine reports yet', async () => {
@@ -195,7 +205,7 @@ describe('score a prompt', () => {
   it('refuses bad input before sending, and shows a 400 problem against its field', async () => {
     signInAs('admin');
     const calls = stubFetch(routes({ 'POST /api/v1/meta/engine/scores': () => json({ type: 'about:blank', title: 'Bad Request',
-      status: 400, detail: 'tier_weights: unknown tier "hbm2"', field: 'tier_weights' }, 400) }));
+      status: 400, detail: 'tier_weights.hbm2: must be a finite number >= 0, got NaN' }, 400) }));
     renderPage();
     await userEvent.type(await screen.findByTestId('score-input'), '1, two');
     await userEvent.type(screen.getByTestId('score-weights'), 'gpu=-2');
@@ -211,8 +221,10 @@ describe('score a prompt', () => {
     await userEvent.click(screen.getByTestId('score-run'));
     const alert = await screen.findByTestId('score-error');
     expect(alert).toHaveTextContent('The server refused this prompt');
-    expect(alert).toHaveTextContent('tier_weights: unknown tier "hbm2" (HTTP 400)');
-    expect(screen.getByTestId('field-error')).toHaveTextContent('unknown tier');
+    expect(alert).toHaveTextContent('tier_weights.hbm2: must be a finite number >= 0, got NaN (HTTP 400)');
+    // the plane's problems name no field: its detail names it, and the message goes under that field
+    expect(screen.getByTestId('field-error')).toHaveTextContent('tier_weights.hbm2');
+    expect(screen.getByTestId('score-weights')).toHaveAttribute('aria-invalid', 'true');
     expect(screen.queryByTestId('score-result')).toBeNull();
   });
 });

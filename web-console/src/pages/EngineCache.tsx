@@ -12,6 +12,8 @@ import {
   scorePrompt, useEngineCache, type EngineCache, type EnginePod, type RouterStats, type ScoreRequest, type ScoreResponse,
 } from '../api/engine';
 import { useGroup, useInstance, useMetaInstance } from '../api/hooks';
+import { permissions } from '../auth/roles';
+import { loadSession } from '../auth/session';
 import { TimeLineChart } from '../charts';
 import { Helper } from '../components/FormFields';
 import { Pairs } from '../components/Pairs';
@@ -392,11 +394,14 @@ export function EngineCacheView({ instanceId }: { instanceId: string }) {
 
 export default function EngineCachePage() {
   const { id = '' } = useParams();
+  const session = loadSession();
+  // a tenant has no list of engine caches (the metadata plane lists every instance): it comes from its instances
+  const list = session && permissions(session.role).engineInstances;
   return (
     <>
       <PageSection>
         <Breadcrumb>
-          <BreadcrumbItem><Link to="/engine">Engine caches</Link></BreadcrumbItem>
+          <BreadcrumbItem>{list ? <Link to="/engine">Engine caches</Link> : <Link to="/instances">Instances</Link>}</BreadcrumbItem>
           <BreadcrumbItem isActive>{id}</BreadcrumbItem>
         </Breadcrumb>
       </PageSection>
