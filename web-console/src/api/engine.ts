@@ -49,6 +49,10 @@ export interface EngineCache {
 export interface EngineInstance {
   instance_id: string;
   pods: number;
+  /** Pods the router uses; uncertain pods (events lost); whether the instance is registered with the pool. */
+  visible_pods?: number;
+  uncertain_pods?: number;
+  registered?: boolean;
   group?: string;
   extra: Record<string, unknown>;
 }
@@ -96,11 +100,14 @@ export function normaliseEngineInstances(raw: unknown): EngineInstance[] {
     if (typeof id !== 'string' || !id) continue;
     const pods = Array.isArray(o.pods) ? o.pods.length : num(o.pods) ?? num(o.pod_count) ?? 0;
     const group = typeof o.instance_group === 'string' ? o.instance_group : typeof o.group === 'string' ? o.group : undefined;
+    const known = ['instance_id', 'instanceId', 'id', 'pods', 'pod_count', 'instance_group', 'group', 'visible_pods',
+      'uncertain_pods', 'registered'];
     const extra: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(o)) {
-      if (!['instance_id', 'instanceId', 'id', 'pods', 'pod_count', 'instance_group', 'group'].includes(k)) extra[k] = v;
+      if (!known.includes(k)) extra[k] = v;
     }
-    out.push({ instance_id: id, pods, group, extra });
+    out.push({ instance_id: id, pods, group, extra, visible_pods: num(o.visible_pods), uncertain_pods: num(o.uncertain_pods),
+      registered: typeof o.registered === 'boolean' ? o.registered : undefined });
   }
   return out.sort((a, b) => a.instance_id.localeCompare(b.instance_id));
 }

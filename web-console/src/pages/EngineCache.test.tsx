@@ -51,13 +51,19 @@ function renderPage(route = '/engine/i1') {
 describe('engine caches list', () => {
   it('lists the instances engines report for, tolerating a wrapped list', async () => {
     signInAs('operator');
-    stubFetch({ 'GET /api/v1/meta/engine/instances': () => json({ items: [{ instance_id: 'i2', pods: 1 }, { instance_id: 'i1', pods: 3, instance_group: 'g1' }] }) });
+    stubFetch({ 'GET /api/v1/meta/engine/instances': () => json({ items: [{ instance_id: 'i2', pods: 1, registered: false },
+      { instance_id: 'i1', pods: 3, instance_group: 'g1', registered: true, visible_pods: 2, uncertain_pods: 1 }] }) });
     renderPage('/engine');
     const table = await screen.findByTestId('engine-instances-table');
     const rows = within(table).getAllByTestId(/^engine-instance-row-/);
     expect(rows.map((r) => r.getAttribute('data-testid'))).toEqual(['engine-instance-row-i1', 'engine-instance-row-i2']);
     expect(within(rows[0]).getByTestId('engine-instance-pods')).toHaveTextContent('3');
     expect(within(rows[0]).getByTestId('engine-instance-link')).toHaveAttribute('href', '/engine/i1');
+    expect(within(rows[0]).getByTestId('engine-instance-visible')).toHaveTextContent('2');
+    expect(within(rows[0]).getByTestId('engine-instance-uncertain')).toHaveTextContent('1');
+    expect(within(rows[0]).queryByTestId('engine-instance-unregistered')).toBeNull();
+    expect(within(rows[1]).getByTestId('engine-instance-unregistered')).toHaveTextContent('not registered');
+    expect(within(rows[1]).getByTestId('engine-instance-visible')).toHaveTextContent('–');
   });
 
   it('is not offered to a tenant, who reaches its instances\' engine caches from their pages', async () => {
@@ -148,6 +154,18 @@ describe('one instance: where its cache lives', () => {
     expect(screen.queryByTestId('uncertain-warning')).toBeNull();
     expect(await screen.findByTestId('pool-keys')).toHaveTextContent('0');
     expect(screen.getByTestId('score-form')).toBeInTheDocument();
+  });
+
+  it('an instance only engines know (not registered with the pool) says so instead of failing', async () => {
+    signInAs('admin');
+    stubFetch(routes({
+      'GET /api/v1/meta/engine/instances/i1/cache': () => json({ ...cache, pool: { keys: 0 } }),
+      'GET /api/v1/instances/i1': () => json({ status: 404, title: 'Not Found', detail: 'no instance i1' }, 404),
+    }));
+    renderPage();
+    expect(await screen.findByTestId('pool-unregistered')).toHaveTextContent('Not registered with the pool');
+    expect(screen.getByTestId('engine-pods-table')).toBeInTheDocument();
+    expect(screen.queryByTestId('error-state')).toBeNull();
   });
 
   it('a failed cache fetch is shown in both cards, the score form stays usable', async () => {

@@ -128,6 +128,13 @@ export function PoolTiers({ instanceId, poolKeys }: { instanceId: string; poolKe
   const meta = useMetaInstance(instanceId, { enabled: inst.isSuccess });
   const group = useGroup(inst.data?.group ?? '', { enabled: !!inst.data?.group });
   if (inst.isPending) return <Loading what="Loading the pool's view" />;
+  if (inst.isError && inst.error instanceof ApiError && inst.error.status === 404) {
+    // engines may report for a model no KVCM connector registered: then the pool holds none of its cache
+    return (
+      <Alert variant="info" isInline isPlain data-testid="pool-unregistered"
+        title="Not registered with the pool: engines report for it, but the pool stores none of its cache" />
+    );
+  }
   if (inst.isError) return <ErrorState error={inst.error} what={`instance ${instanceId}`} retry={() => inst.refetch()} />;
   if (meta.isPending) return <Loading what="Loading key counts" />;
   if (meta.isError) return <ErrorState error={meta.error} what="the metadata plane's view" retry={() => meta.refetch()} />;

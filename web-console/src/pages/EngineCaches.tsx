@@ -1,5 +1,6 @@
 import { Link } from 'react-router-dom';
-import { PageSection } from '@patternfly/react-core';
+import { Label, PageSection } from '@patternfly/react-core';
+import ExclamationTriangleIcon from '@patternfly/react-icons/dist/esm/icons/exclamation-triangle-icon';
 import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
 import { useEngineInstances } from '../api/engine';
 import { Empty, ErrorState, Loading, PageHeader } from '../components/States';
@@ -25,7 +26,9 @@ export function EngineInstancesTable() {
           <Th>Instance</Th>
           <Th>Group</Th>
           <Th>Engine pods</Th>
-          <Th>Pool view</Th>
+          <Th>Used by the router</Th>
+          <Th>Uncertain</Th>
+          <Th>In the pool</Th>
         </Tr>
       </Thead>
       <Tbody>
@@ -36,7 +39,15 @@ export function EngineInstancesTable() {
             </Td>
             <Td dataLabel="Group">{i.group ?? '–'}</Td>
             <Td dataLabel="Engine pods" data-testid="engine-instance-pods">{formatCount(i.pods)}</Td>
-            <Td dataLabel="Pool view"><Link to={`/instances/${encodeURIComponent(i.instance_id)}`}>instance details</Link></Td>
+            <Td dataLabel="Used by the router" data-testid="engine-instance-visible">{formatCount(i.visible_pods)}</Td>
+            <Td dataLabel="Uncertain" data-testid="engine-instance-uncertain">
+              {i.uncertain_pods ? <Label color="orange" isCompact icon={<ExclamationTriangleIcon />}>{formatCount(i.uncertain_pods)}</Label>
+                : formatCount(i.uncertain_pods)}
+            </Td>
+            <Td dataLabel="In the pool">
+              {i.registered === false ? <Label variant="outline" isCompact data-testid="engine-instance-unregistered">not registered</Label>
+                : <Link to={`/instances/${encodeURIComponent(i.instance_id)}`}>instance details</Link>}
+            </Td>
           </Tr>
         ))}
       </Tbody>
