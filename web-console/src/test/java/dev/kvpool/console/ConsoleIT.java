@@ -359,6 +359,15 @@ class ConsoleIT {
         assertThat(p.getByTestId("score-summary")).containsText("12 blocks; the pool serves a prefix of 8");
         assertThat(p.getByTestId("score-no-pods")).isVisible();
         assertThat(p.getByTestId("score-error")).hasCount(0);
+        // that prompt counts for the router's hit rate: no pod had any of it, the pool 8 of its 12 blocks
+        assertThat(p.getByTestId("router-empty")).hasCount(0, new com.microsoft.playwright.assertions.LocatorAssertions
+                .HasCountOptions().setTimeout(20_000)); // the page refetches every 10 s
+        assertThat(p.getByTestId("rate-pool-value")).hasText("66.7 %");
+        assertThat(p.getByTestId("rate-routed-value")).hasText("0.0 %");
+        assertThat(p.getByTestId("router-queries")).hasText("1");
+        java.nio.file.Files.createDirectories(stack.dir.resolve("screenshots"));
+        p.screenshot(new Page.ScreenshotOptions().setFullPage(true)
+                .setPath(stack.dir.resolve("screenshots").resolve("engine-caches.png")));
 
         // a refusal of the server (not caught by the form) comes back as the problem, shown against its field
         Object refused = p.evaluate("async (id) => { const s = JSON.parse(sessionStorage.getItem('kvpool.session'));"
