@@ -1,6 +1,6 @@
 package dev.kvpool.api.events;
 
-/** The three Kafka streams of ../shared/spec/events.md; every record is keyed as the spec says. */
+/** The Kafka streams of ../shared/spec/events.md; every record is keyed as the spec says. */
 public final class Topics {
     /** Control-plane config changes, keyed by object name, written from the outbox. */
     public static final String CONFIG = "kvpool.config";
@@ -8,6 +8,11 @@ public final class Topics {
     public static final String CACHE = "kvpool.cache";
     /** Data-agent block lifecycle batches, keyed by instance id. */
     public static final String BLOCKS = "kvpool.blocks";
+    /**
+     * vLLM / SGLang KV-event batches as the engines published them (raw msgpack), keyed by instance and pod; headers
+     * instance, pod, seq, source. Delete-policy retention (never compaction: every batch matters).
+     */
+    public static final String ENGINE_EVENTS = "kvpool.engine-events";
 
     private Topics() {
     }

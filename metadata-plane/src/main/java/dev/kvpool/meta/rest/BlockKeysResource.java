@@ -44,7 +44,7 @@ public class BlockKeysResource {
                                     int tokens_not_in_a_full_block, int prefix_hit_blocks, List<KeyState> blocks) {
     }
 
-    static WebApplicationException problem(int status, String detail) {
+    public static WebApplicationException problem(int status, String detail) {
         return new WebApplicationException(detail, Response.status(status).type("application/problem+json")
                 .entity(new Problem("about:blank", Response.Status.fromStatusCode(status).getReasonPhrase(), status, detail))
                 .build());
@@ -107,23 +107,41 @@ public class BlockKeysResource {
             tokens[i] = t;
         }
         long[] keys = inst.keysOf(tokens);
-        Block[] blocks = new Block[keys.length];
-        inst.index.getAll(keys, 0, keys.length, blocks);
+        Block[] blocks = lookup(inst, keys);
         List<KeyState> out = new ArrayList<>(keys.length);
-        int prefix = 0;
-        boolean inPrefix = true;
         for (int i = 0; i < keys.length; i++) {
             Block b = blocks[i];
             String status = b == null ? "CLS_NOT_FOUND" : Loc.statusName(Loc.status(b.a(0)));
-            boolean cached = b != null && b.first(Loc.SERVING) >= 0;
-            if (inPrefix && cached) {
-                prefix++;
-            } else {
-                inPrefix = false;
-            }
-            out.add(new KeyState(i, Long.toString(keys[i]), KvcmHash.hex(keys[i]), status, cached));
+            out.add(new KeyState(i, Long.toString(keys[i]), KvcmHash.hex(keys[i]), status, cached(b)));
         }
         return new BlockKeysResponse(id, inst.hashScheme.toString(), inst.blockSize, tokens.length,
-                tokens.length % inst.blockSize, prefix, out);
+                tokens.length % inst.blockSize, servingPrefix(blocks), out);
+    }
+
+    private static Block[] lookup(Instance inst, long[] keys) {
+        Block[] blocks = new Block[keys.length];
+        inst.index.getAll(keys, 0, keys.length, blocks);
+        return blocks;
+    }
+
+    /** A reader gets the block: it has a SERVING location. */
+    private static boolean cached(Block b) {
+        return b != null && b.first(Loc.SERVING) >= 0;
+    }
+
+    private static int servingPrefix(Block[] blocks) {
+        int prefix = 0;
+        while (prefix < blocks.length && cached(blocks[prefix])) {
+            prefix++;
+        }
+        return prefix;
+    }
+
+    /**
+     * How many leading {@code keys} the instance's own KVPool index serves (a SERVING location): block-keys'
+     * {@code prefix_hit_blocks}, and the engine scores' pool prefix.
+     */
+    public static int servingPrefix(Instance inst, long[] keys) {
+        return servingPrefix(lookup(inst, keys));
     }
 }

@@ -11,8 +11,8 @@ import jakarta.ws.rs.ext.Provider;
 /**
  * KVPool's REST routes under /api/v1 answer 503 until start-up has recovered. With tokens on (control-plane sync or
  * kvpool.meta.auth.public-key) they need an admin or operator token: 401 without a valid one, 403 for another role;
- * a tenant token may also read one instance of its groups and ask which of a prompt's blocks it has cached
- * ({@link #tenantInstance}).
+ * a tenant token may also read one instance of its groups, ask which of a prompt's blocks it has cached, score
+ * engine pods for a prompt and read an instance's engine caches ({@link #tenantInstance}).
  * /q/health and /q/metrics stay open.
  */
 @Provider
@@ -28,6 +28,10 @@ public class RestAuthFilter implements ContainerRequestFilter {
         java.util.List<jakarta.ws.rs.core.PathSegment> segs = ctx.getUriInfo().getPathSegments();
         java.util.List<String> p = segs.stream().map(jakarta.ws.rs.core.PathSegment::getPath)
                 .filter(s -> !s.isEmpty()).toList();
+        String engine = engineInstance(p, ctx.getMethod());
+        if (engine != null) {
+            return engine;
+        }
         if (p.size() < 4 || !p.get(0).equals("api") || !p.get(1).equals("v1") || !p.get(2).equals("instances")) {
             return null;
         }
@@ -37,6 +41,24 @@ public class RestAuthFilter implements ContainerRequestFilter {
         }
         if (p.size() == 5 && p.get(4).equals("block-keys") && method.equals("POST")) {
             return p.get(3);
+        }
+        return null;
+    }
+
+    /**
+     * The engine routes a tenant may use: {@code GET /api/v1/engine/instances/{id}/cache} (that instance) and
+     * {@code POST /api/v1/engine/scores}, whose instance is in the body: "" here lets any valid admin, operator or
+     * tenant token through (no instance is named ""), and the resource checks the body's instance itself.
+     */
+    private static String engineInstance(java.util.List<String> p, String method) {
+        if (p.size() < 4 || !p.get(0).equals("api") || !p.get(1).equals("v1") || !p.get(2).equals("engine")) {
+            return null;
+        }
+        if (p.size() == 4 && p.get(3).equals("scores") && method.equals("POST")) {
+            return "";
+        }
+        if (p.size() == 6 && p.get(3).equals("instances") && p.get(5).equals("cache") && method.equals("GET")) {
+            return p.get(4);
         }
         return null;
     }

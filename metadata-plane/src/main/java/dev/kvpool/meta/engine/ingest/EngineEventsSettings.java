@@ -1,0 +1,79 @@
+package dev.kvpool.meta.engine.ingest;
+
+import io.smallrye.config.ConfigMapping;
+import io.smallrye.config.WithDefault;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalInt;
+
+/** vLLM / SGLang KV-event ingest ({@code kvpool.meta.engine-events.*}); metadata-plane/README.md lists them. */
+@ConfigMapping(prefix = "kvpool.meta.engine-events")
+public interface EngineEventsSettings {
+    /** Off: no ZMQ sockets, no Kafka consumer (the scores API still reads what KVCM reporters put in the view). */
+    @WithDefault("true")
+    boolean enabled();
+
+    /** Static sources ({@code sources[0].name=...}); more can be added over REST (kept in memory only). */
+    Optional<List<Source>> sources();
+
+    interface Source {
+        String name();
+
+        String instanceId();
+
+        Optional<String> pod();
+
+        String endpoint();
+
+        Optional<String> replayEndpoint();
+
+        Optional<String> topic();
+
+        /** {@code MEDIUM=tier,...}, e.g. {@code CPU_TIER1=cpu,CPU_TIER2=disk}. */
+        Optional<String> tierAliases();
+    }
+
+    Bind bind();
+
+    /** One bound SUB socket that pods connect to with their llm-d topic {@code kv@<pod>@<model>}. */
+    interface Bind {
+        /** Unset: no bound socket. */
+        OptionalInt port();
+
+        @WithDefault("0.0.0.0")
+        String host();
+
+        /** The instance every pod connecting here belongs to (required with a port). */
+        Optional<String> instanceId();
+
+        @WithDefault("kv@")
+        String topic();
+    }
+
+    Kafka kafka();
+
+    interface Kafka {
+        /** With Kafka configured, ZMQ batches go through the topic (false: ZMQ → view directly even then). */
+        @WithDefault("true")
+        boolean enabled();
+
+        /** Default: kvpool.meta.events.bootstrap-servers. */
+        Optional<String> bootstrapServers();
+
+        @WithDefault("kvpool.engine-events")
+        String topic();
+    }
+
+    /** How long a replay reply may take before the replay is given up (the pod then becomes uncertain). */
+    @WithDefault("2s")
+    Duration replayTimeout();
+
+    /** Batches one replay reads at most (vLLM keeps 10,000 by default). */
+    @WithDefault("100000")
+    int maxReplayBatches();
+
+    /** SUB receive high-water mark (messages); past it ZMQ drops, which shows as gaps. */
+    @WithDefault("100000")
+    int rcvHwm();
+}
