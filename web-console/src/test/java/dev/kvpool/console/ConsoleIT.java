@@ -439,8 +439,11 @@ class ConsoleIT {
         assertThat(p.getByTestId("router-queries")).hasText("2", new com.microsoft.playwright.assertions
                 .LocatorAssertions.HasTextOptions().setTimeout(20_000));
         java.nio.file.Files.createDirectories(stack.dir.resolve("screenshots"));
-        p.screenshot(new Page.ScreenshotOptions().setFullPage(true)
+        p.setViewportSize(1440, 2200); // the whole page: the console scrolls inside its main area, not the document
+        p.waitForTimeout(500);
+        p.screenshot(new Page.ScreenshotOptions()
                 .setPath(stack.dir.resolve("screenshots").resolve("engine-caches.png")));
+        p.setViewportSize(1440, 960);
 
         // the nav's list: this instance with its two pods, one of them uncertain
         p.getByTestId("nav-engine").click();
