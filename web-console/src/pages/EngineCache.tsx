@@ -80,13 +80,13 @@ export function EnginePodsTable({ pods }: { pods: EnginePod[] }) {
     <Table aria-label="Engine pods" variant="compact" ouiaId="engine-pods-table" data-testid="engine-pods-table">
       <Thead>
         <Tr>
-          <Th>Pod</Th>
-          <Th>Source</Th>
-          <Th>State</Th>
-          {tiers.map((t) => <Th key={t} data-testid={`tier-head-${t}`}>{tierLabel(t)}</Th>)}
-          <Th>All tiers</Th>
-          <Th>Last event</Th>
-          <Th>Last sequence</Th>
+          <Th modifier="wrap">Pod</Th>
+          <Th modifier="wrap">Source</Th>
+          <Th modifier="wrap">State</Th>
+          {tiers.map((t) => <Th key={t} modifier="wrap" data-testid={`tier-head-${t}`}>{tierLabel(t)}</Th>)}
+          <Th modifier="wrap">All tiers</Th>
+          <Th modifier="wrap">Last event</Th>
+          <Th modifier="wrap">Last sequence</Th>
         </Tr>
       </Thead>
       <Tbody>
