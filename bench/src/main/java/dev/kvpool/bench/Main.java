@@ -33,6 +33,10 @@ import java.util.Map;
  * writes as Redis MGET/MSET of location-sized values;</li>
  * <li>{@code prefix}: the target case, a 1,024-key fully cached prefix match over HTTP vs a Redis MGET of the same
  * 1,024 keys, alternated A/B in rounds; the ratio reported is the median of the per-round p50 ratios;</li>
+ * <li>{@code engine-ingest}: vLLM KV-event batches on kvpool.engine-events, KVPool's ingest vs Kafka's own consumer
+ * (see {@link EngineIngestBench});</li>
+ * <li>{@code engine-score}: a router's prefix scores over 1,000 pods' engine caches, {@code IndexedEngineView} vs
+ * the map walk (see {@link EngineScoreBench});</li>
  * <li>{@code heap}: heap bytes per block of the embedded index at 10 M blocks (see {@link HeapPerBlock});</li>
  * <li>{@code policies}: hit rate of each eviction policy versus capacity on the Mooncake traces, replayed in
  * process through the metadata plane's read path, write path and reclaimer (see {@link PolicyBench}).</li>
@@ -72,9 +76,11 @@ public final class Main {
             case "control-plane-ha" -> ControlPlaneHaBench.run(opt);
             case "gds" -> dev.kvpool.bench.agent.GdsBench.run(opt);
             case "propagation" -> PropagationBench.run(opt);
+            case "engine-ingest" -> EngineIngestBench.run(opt);
+            case "engine-score" -> EngineScoreBench.run(opt);
             case "heap" -> HeapPerBlock.main(opt.containsKey("blocks") ? new String[] {opt.get("blocks")} : new String[0]);
             default -> System.out.println("""
-                    usage: ./kvpool bench <replay|prefix|writes|deletes|reclaim|sweep|propagation|heap|policies|agent|gpu|gds|control-plane-ha> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
+                    usage: ./kvpool bench <replay|prefix|writes|deletes|reclaim|sweep|propagation|engine-score|engine-ingest|heap|policies|agent|gpu|gds|control-plane-ha> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]
                       replay   [--trace ../shared/data/mooncake/conversation_trace.jsonl] [--limit N]
                       prefix   [--keys 1024] [--rounds 10] [--iters 200] [--warmup 3000] [--grpc 127.0.0.1:6381]
                       writes   [--threads 4] [--batch 64] [--batches 200] [--rounds 6] [--floor false] (no native-floor phase)
@@ -88,6 +94,10 @@ public final class Main {
                                change acknowledged by the control plane until visible on 2 metadata planes, with
                                Kafka and with only the resync; starts Kafka, the control plane and the planes)
                       heap     [--blocks 10000000]   (run with a large -Xmx; ./kvpool bench uses -Xmx4g)
+                      engine-score [--pods 1000] [--blocks 1024] [--rounds 5] [--warmup 3] [--gpu-requests 8] [--cpu-lag 2]
+                      engine-ingest [--batches 200000] [--pods 16] [--rounds 2]
+                               [--holdout 0.1] [--seed 36] [--trace <file.jsonl>] (engine prefix scores: indexed view vs
+                               the map walk, in process; see EngineScoreBench)
                       policies [--trace conversation|synthetic|both|<file.jsonl>|kafka:<bootstrap>] [--capacities 1M,3M,10M,30M]
                                [--policies LRU,LFU,TTL,PREFIX_LRU] [--water 0.9] [--step-percentage 5]
                                [--lfu-decay 60] [--limit N] [--svg-dir docs/img|none]

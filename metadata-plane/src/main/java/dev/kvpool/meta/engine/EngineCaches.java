@@ -1,7 +1,7 @@
 package dev.kvpool.meta.engine;
 
 import dev.kvpool.engine.view.EngineView;
-import dev.kvpool.engine.view.MapWalkEngineView;
+import dev.kvpool.engine.view.IndexedEngineView;
 import jakarta.enterprise.context.ApplicationScoped;
 
 /**
@@ -10,7 +10,7 @@ import jakarta.enterprise.context.ApplicationScoped;
  */
 @ApplicationScoped
 public class EngineCaches {
-    private final EngineView view = new MapWalkEngineView();
+    private final EngineView view = new IndexedEngineView();
 
     public EngineView view() {
         return view;

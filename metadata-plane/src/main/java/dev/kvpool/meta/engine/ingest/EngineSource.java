@@ -29,6 +29,10 @@ public record EngineSource(String name, String instanceId, String pod, String en
 
     public EngineSource {
         topic = topic == null ? "" : topic;
+        if (tierAliases != null && tierAliases.entrySet().stream().anyMatch(e -> e.getKey() == null
+                || e.getValue() == null)) {
+            throw new IllegalArgumentException("tier_aliases: a medium or a tier is null");
+        }
         tierAliases = tierAliases == null ? Map.of() : Map.copyOf(new TreeMap<>(tierAliases));
         String p = problem(name, instanceId, pod, endpoint, replayEndpoint, topic, tierAliases);
         if (p != null) {

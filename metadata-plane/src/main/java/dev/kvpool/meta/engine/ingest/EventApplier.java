@@ -151,40 +151,48 @@ public final class EventApplier {
         cursor.applied(seq);
         Map<String, String> al = aliases.apply(source);
         for (EngineEvent e : batch.events()) {
-            switch (e) {
-                case EngineEvent.BlockStored s -> {
-                    String tier = tier(al, s.medium());
-                    if (tier == null) {
-                        continue;
-                    }
-                    if (s.groupIdx() != null && s.groupIdx() != 0) {
-                        otherGroups.increment();
-                        continue;
-                    }
-                    view.store(instance, pod, tier, s.blockHashes());
-                }
-                case EngineEvent.BlockRemoved r -> {
-                    String tier = tier(al, r.medium());
-                    if (tier == null) {
-                        continue;
-                    }
-                    if (r.groupIdx() != null && r.groupIdx() != 0) {
-                        otherGroups.increment();
-                        continue;
-                    }
-                    view.remove(instance, pod, tier, r.blockHashes());
-                }
-                case EngineEvent.AllBlocksCleared c -> {
-                    view.clearPod(instance, pod);
-                    st.state = PodStates.State.LIVE;
-                }
+            try {
+                applyEvent(instance, pod, st, al, e);
+            } catch (RuntimeException ex) { // the view refused it (e.g. too many distinct tiers): count, go on
+                malformed(instance + "/" + pod + " seq " + seq + ": " + ex.getMessage());
             }
-            events.increment();
         }
         st.lastSeq = seq;
         st.lastEventAt = clock.instant();
         batches.increment();
         return pod;
+    }
+
+    private void applyEvent(String instance, String pod, PodStates.Pod st, Map<String, String> al, EngineEvent e) {
+        switch (e) {
+            case EngineEvent.BlockStored s -> {
+                String tier = tier(al, s.medium());
+                if (tier == null) {
+                    return;
+                }
+                if (s.groupIdx() != null && s.groupIdx() != 0) {
+                    otherGroups.increment();
+                    return;
+                }
+                view.store(instance, pod, tier, s.blockHashes());
+            }
+            case EngineEvent.BlockRemoved r -> {
+                String tier = tier(al, r.medium());
+                if (tier == null) {
+                    return;
+                }
+                if (r.groupIdx() != null && r.groupIdx() != 0) {
+                    otherGroups.increment();
+                    return;
+                }
+                view.remove(instance, pod, tier, r.blockHashes());
+            }
+            case EngineEvent.AllBlocksCleared c -> {
+                view.clearPod(instance, pod);
+                st.state = PodStates.State.LIVE;
+            }
+        }
+        events.increment();
     }
 
     private String tier(Map<String, String> al, String medium) {

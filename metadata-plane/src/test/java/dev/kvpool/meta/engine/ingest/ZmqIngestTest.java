@@ -217,4 +217,37 @@ class ZmqIngestTest {
         assertTrue(view.holds(INSTANCE, "late-pod", "gpu", 1), "batches 0 and 1 came by replay");
         assertEquals(PodStates.State.LIVE, state("late-pod"));
     }
+
+    @Test
+    void bindModeTakesThePodFromTheTopic() throws Exception {
+        int port;
+        try (var probe = new java.net.ServerSocket(0)) {
+            port = probe.getLocalPort();
+        }
+        sub = new ZmqSubscriber(ctx, "bind", INSTANCE, "tcp://127.0.0.1:" + port, "kv@", applier::apply, states,
+                applier, new ZmqSubscriber.Settings(Duration.ofSeconds(2), 100_000, 100_000), replays);
+        try (ZContext podCtx = new ZContext()) {
+            var pub = podCtx.createSocket(org.zeromq.SocketType.PUB);
+            pub.connect("tcp://127.0.0.1:" + port); // vLLM connects when its endpoint has no '*'
+            byte[] b = batch(0, stored("GPU", 77));
+            await("a batch through the bound socket", () -> {
+                pub.sendMore("kv@pod-z@llama");
+                pub.sendMore(FakeEngine.seq(0));
+                pub.send(b);
+                return view.holds(INSTANCE, "pod-z", "gpu", 77);
+            });
+            pub.sendMore("other-topic");
+            pub.sendMore(FakeEngine.seq(0));
+            pub.send(b);
+            pub.sendMore("kv@no-model");
+            pub.sendMore(FakeEngine.seq(1));
+            pub.send(b);
+            pub.sendMore("kv@pod-z@llama");
+            pub.sendMore(FakeEngine.seq(1));
+            pub.send(batch(0, stored("GPU", 78)));
+            await("batch 1", () -> view.holds(INSTANCE, "pod-z", "gpu", 78));
+            assertEquals(1, applier.malformed(), "kv@no-model names no pod; other-topic is filtered by the SUB");
+            assertEquals(PodStates.State.LIVE, state("pod-z"));
+        }
+    }
 }
