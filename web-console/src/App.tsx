@@ -18,6 +18,8 @@ const InstanceDetail = lazy(() => import('./pages/InstanceDetail'));
 const Storages = lazy(() => import('./pages/Storages'));
 const Accounts = lazy(() => import('./pages/Accounts'));
 const WhatIf = lazy(() => import('./pages/WhatIf'));
+const EngineCaches = lazy(() => import('./pages/EngineCaches'));
+const EngineCache = lazy(() => import('./pages/EngineCache'));
 
 /** No retry for a refusal (4xx): show it at once. A network or 5xx failure is retried twice, then shown. */
 export function shouldRetry(failureCount: number, error: unknown): boolean {
@@ -61,6 +63,9 @@ function Shell() {
             element={<Allowed needs="writeGroups" what="group editing"><GroupEdit /></Allowed>} />
           <Route path="/instances" element={<Instances />} />
           <Route path="/instances/:id" element={<InstanceDetail />} />
+          <Route path="/engine"
+            element={<Allowed needs="engineInstances" what="the list of engine caches"><EngineCaches /></Allowed>} />
+          <Route path="/engine/:id" element={<EngineCache />} />
           <Route path="/storages" element={<Allowed needs="storages" what="storages"><Storages /></Allowed>} />
           <Route path="/accounts" element={<Allowed needs="accounts" what="accounts"><Accounts /></Allowed>} />
           <Route path="/whatif" element={<Allowed needs="whatIf" what="what-if capacity"><WhatIf /></Allowed>} />

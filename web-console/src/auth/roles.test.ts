@@ -4,10 +4,10 @@ import { canSeeGroup, navItems, permissions } from './roles';
 describe('role-based navigation', () => {
   it('admin sees every page', () => {
     expect(navItems('admin').map((i) => i.label)).toEqual(
-      ['Overview', 'Instance groups', 'Instances', 'Storages', 'Accounts', 'What-if capacity']);
+      ['Overview', 'Instance groups', 'Instances', 'Engine caches', 'Storages', 'Accounts', 'What-if capacity']);
   });
   it('operator sees everything but accounts', () => {
-    expect(navItems('operator').map((i) => i.path)).toEqual(['/', '/groups', '/instances', '/storages', '/whatif']);
+    expect(navItems('operator').map((i) => i.path)).toEqual(['/', '/groups', '/instances', '/engine', '/storages', '/whatif']);
   });
   it('tenant sees no storages, accounts or what-if', () => {
     const paths = navItems('tenant').map((i) => i.path);

@@ -10,16 +10,18 @@ export interface Permissions {
   writeGroups: boolean;
   /** list every group (a tenant sees only its own) */
   allGroups: boolean;
+  /** list every instance engines report for (a tenant reaches its own instances' engine caches from their pages) */
+  engineInstances: boolean;
 }
 
 export function permissions(role: Role): Permissions {
   switch (role) {
     case 'admin':
-      return { storages: true, accounts: true, whatIf: true, writeGroups: true, allGroups: true };
+      return { storages: true, accounts: true, whatIf: true, writeGroups: true, allGroups: true, engineInstances: true };
     case 'operator':
-      return { storages: true, accounts: false, whatIf: true, writeGroups: true, allGroups: true };
+      return { storages: true, accounts: false, whatIf: true, writeGroups: true, allGroups: true, engineInstances: true };
     default:
-      return { storages: false, accounts: false, whatIf: false, writeGroups: false, allGroups: false };
+      return { storages: false, accounts: false, whatIf: false, writeGroups: false, allGroups: false, engineInstances: false };
   }
 }
 
@@ -33,6 +35,7 @@ const ALL: (NavItem & { needs?: keyof Permissions })[] = [
   { path: '/', label: 'Overview', testId: 'nav-overview' },
   { path: '/groups', label: 'Instance groups', testId: 'nav-groups' },
   { path: '/instances', label: 'Instances', testId: 'nav-instances' },
+  { path: '/engine', label: 'Engine caches', testId: 'nav-engine', needs: 'engineInstances' },
   { path: '/storages', label: 'Storages', testId: 'nav-storages', needs: 'storages' },
   { path: '/accounts', label: 'Accounts', testId: 'nav-accounts', needs: 'accounts' },
   { path: '/whatif', label: 'What-if capacity', testId: 'nav-whatif', needs: 'whatIf' },

@@ -29,7 +29,13 @@ export default function InstanceDetail() {
           <BreadcrumbItem isActive>{id}</BreadcrumbItem>
         </Breadcrumb>
       </PageSection>
-      <PageHeader title={<>Instance <span data-testid="instance-id">{id}</span></>} />
+      <PageHeader title={<>Instance <span data-testid="instance-id">{id}</span></>}>
+        <p style={{ marginTop: 8 }}>
+          <Link to={`/engine/${encodeURIComponent(id)}`} data-testid="instance-engine-caches">
+            Engine caches: where this instance's cache lives in the engines, router hit rate, prefix scores
+          </Link>
+        </p>
+      </PageHeader>
       <PageSection>
         {q.isPending ? <Loading what="Loading instance" />
           : q.isError ? <ErrorState error={q.error} what={`instance ${id}`} retry={() => q.refetch()} />

@@ -4,6 +4,7 @@ import static com.microsoft.playwright.assertions.PlaywrightAssertions.assertTha
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.microsoft.playwright.Page;
 import java.nio.file.Path;
 import org.junit.jupiter.api.AfterAll;
@@ -332,6 +333,135 @@ class ConsoleIT {
         assertThat(p.getByTestId("first-miss").locator("td").first()).hasText("8");
         assertThat(p.getByTestId("block-row-7")).isVisible();
         assertThat(p.getByTestId("prompt-miss-summary")).containsText("8");
+    }
+
+    // ---- engine caches (issue 36) -----------------------------------------------------------------------------
+
+    @Test
+    @Order(7) // reads the instance's blocks only, as the prompt-miss test of the same order does: either may run first
+    void engineCachesShowWhereAnInstancesCacheLivesAndScorePromptsThroughTheRealStack() throws Exception {
+        Page p = signIn("/instances/" + INSTANCE, "admin", Stack.ADMIN_PW);
+        p.getByTestId("instance-engine-caches").click();
+        p.waitForURL("**/engine/" + INSTANCE);
+        // no engine has reported yet: the pods say so, the pool still holds the 8 blocks written
+        assertThat(p.getByTestId("engine-pods-empty")).isVisible();
+        assertThat(p.getByTestId("pool-keys")).hasText("8");
+        assertThat(p.getByTestId("pool-storages")).containsText(STORAGE);
+        assertThat(p.getByTestId("router-empty")).isVisible();
+        assertThat(p.getByTestId("error-state")).hasCount(0);
+
+        // a prompt scored through the control plane's proxy and the metadata plane: no pod, the pool's SERVING prefix
+        StringBuilder ids = new StringBuilder();
+        long[] prompt = tokens(48);
+        for (long t : prompt) {
+            ids.append(ids.isEmpty() ? "" : ", ").append(t);
+        }
+        p.getByTestId("score-input").fill(ids.toString());
+        p.getByTestId("score-weights").fill("gpu=1, cpu=0.5");
+        p.getByTestId("score-run").click();
+        assertThat(p.getByTestId("score-summary")).containsText("12 blocks; the pool serves a prefix of 8");
+        assertThat(p.getByTestId("score-no-pods")).isVisible();
+        assertThat(p.getByTestId("score-error")).hasCount(0);
+        // that prompt counts for the router's hit rate: no pod had any of it, the pool 8 of its 12 blocks
+        var refetch = new com.microsoft.playwright.assertions.LocatorAssertions.HasCountOptions().setTimeout(20_000);
+        assertThat(p.getByTestId("router-empty")).hasCount(0, refetch); // the page refetches every 10 s
+        assertThat(p.getByTestId("rate-pool-value")).hasText("66.7 %");
+        assertThat(p.getByTestId("rate-routed-value")).hasText("0.0 %");
+        assertThat(p.getByTestId("router-queries")).hasText("1");
+
+        // a refusal of the plane comes back through the proxy as its problem document
+        Object refused = p.evaluate("async (id) => { const s = JSON.parse(sessionStorage.getItem('kvpool.session'));"
+                + " const r = await fetch('/api/v1/meta/engine/scores', {method: 'POST', headers: {Authorization:"
+                + " 'Bearer ' + s.token, 'Content-Type': 'application/json'}, body: JSON.stringify({instance_id: id})});"
+                + " return r.status + ' ' + r.headers.get('Content-Type'); }", INSTANCE);
+        assertTrue(String.valueOf(refused).startsWith("400 application/problem+json"),
+                "a score request with neither token_ids nor block_keys: " + refused);
+
+        // two vLLM pods publish KV events over ZMQ: pod-a holds 10 of the prompt's blocks on its GPU; pod-b 4 in host
+        // memory, then skips a sequence number with no replay socket, so its view is uncertain
+        Stack.Res bk = Stack.call("POST", stack.meta + "/api/v1/instances/" + INSTANCE + "/block-keys",
+                Stack.M.createObjectNode().set("token_ids", Stack.M.valueToTree(prompt)), admin(), null);
+        assertEquals(200, bk.status(), bk.raw());
+        long[] keys = new long[12];
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = Long.parseLong(bk.body().path("blocks").path(i).path("key").asText());
+        }
+        try (EnginePublisher a = new EnginePublisher(); EnginePublisher b = new EnginePublisher()) {
+            for (String[] src : new String[][] {{"e2e-src-a", "pod-a", a.endpoint()}, {"e2e-src-b", "pod-b", b.endpoint()}}) {
+                var body = Stack.M.createObjectNode().put("name", src[0]).put("instance_id", INSTANCE).put("pod", src[1])
+                        .put("endpoint", src[2]);
+                Stack.Res r = Stack.call("POST", stack.meta + "/api/v1/engine/sources", body, admin(), null);
+                assertEquals(201, r.status(), r.raw());
+            }
+            byte[] onGpu = EnginePublisher.stored(java.util.Arrays.copyOf(keys, 10), prompt, 4, "GPU");
+            byte[] onCpu = EnginePublisher.stored(java.util.Arrays.copyOf(keys, 4), prompt, 4, "CPU");
+            // a SUB socket misses what was sent before it connected: sequence 0 again until both pods are in the view
+            stack.await("both pods in the engine view", 30_000, () -> {
+                a.publish(0, onGpu);
+                b.publish(0, onCpu);
+                JsonNode pods = engineCache().path("pods");
+                return pods.size() == 2;
+            });
+            b.publish(2, onCpu); // sequence 1 never comes
+            stack.await("pod-b uncertain", 30_000, () -> {
+                for (JsonNode pod : engineCache().path("pods")) {
+                    if (pod.path("pod").asText().equals("pod-b")) {
+                        return pod.path("state").asText().equals("uncertain");
+                    }
+                }
+                return false;
+            });
+        }
+
+        p.reload();
+        var podA = p.getByTestId("engine-pod-pod-a");
+        assertThat(podA).hasAttribute("data-state", "live");
+        assertThat(podA.getByTestId("pod-tier-gpu")).hasText("10");
+        assertThat(podA.getByTestId("pod-tier-cpu")).hasText("0");
+        var podB = p.getByTestId("engine-pod-pod-b");
+        assertThat(podB).hasAttribute("data-state", "uncertain");
+        assertThat(podB.getByTestId("pod-state")).hasText("uncertain");
+        assertThat(podB.getByTestId("pod-tier-cpu")).hasText("4");
+        assertThat(p.getByTestId("uncertain-warning")).isVisible();
+        assertThat(p.getByTestId("tier-totals-gpu")).hasText("10");
+        assertThat(p.getByTestId("tier-totals-cpu")).hasText("4");
+        assertThat(p.getByTestId("where-pool")).containsText("8");
+
+        // the same prompt now finds pod-a best: 10 blocks on its GPU, at weight 1 each
+        p.getByTestId("score-input").fill(ids.toString());
+        p.getByTestId("score-weights").fill("gpu=1, cpu=0.5");
+        p.getByTestId("score-run").click();
+        var best = p.getByTestId("score-table").locator("tbody tr").first();
+        assertThat(best).hasAttribute("data-testid", "score-row-pod-a");
+        assertThat(best.getByTestId("score-prefix")).hasText("10");
+        assertThat(best.getByTestId("score-value")).hasText("10.00");
+        assertThat(p.getByTestId("score-summary")).containsText("12 blocks; the pool serves a prefix of 8");
+        assertThat(p.getByTestId("router-queries")).hasText("2", new com.microsoft.playwright.assertions
+                .LocatorAssertions.HasTextOptions().setTimeout(20_000));
+        java.nio.file.Files.createDirectories(stack.dir.resolve("screenshots"));
+        p.setViewportSize(1440, 2200); // the whole page: the console scrolls inside its main area, not the document
+        p.waitForTimeout(500);
+        p.screenshot(new Page.ScreenshotOptions()
+                .setPath(stack.dir.resolve("screenshots").resolve("engine-caches.png")));
+        p.setViewportSize(1440, 960);
+
+        // the nav's list: this instance with its two pods, one of them uncertain
+        p.getByTestId("nav-engine").click();
+        var row = p.getByTestId("engine-instance-row-" + INSTANCE);
+        assertThat(row.getByTestId("engine-instance-pods")).hasText("2");
+        assertThat(row.getByTestId("engine-instance-uncertain")).hasText("1");
+        assertThat(p.getByTestId("error-state")).hasCount(0);
+    }
+
+    /** The metadata plane's engine view of the test instance (empty when it cannot be read). */
+    static JsonNode engineCache() {
+        try {
+            Stack.Res r = Stack.call("GET", stack.meta + "/api/v1/engine/instances/" + INSTANCE + "/cache", null, admin(),
+                    null);
+            return r.status() == 200 ? r.body() : Stack.M.createObjectNode();
+        } catch (java.io.IOException e) {
+            return Stack.M.createObjectNode();
+        }
     }
 
     // ---- what-if capacity ------------------------------------------------------------------------------------

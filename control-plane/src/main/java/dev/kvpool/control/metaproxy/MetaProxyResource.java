@@ -39,8 +39,8 @@ import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 import org.jboss.logging.Logger;
 
 /**
- * {@code /api/v1/meta/<path>} → {@code <metadata plane>/api/v1/<path>} for {@code whatif/**} and
- * {@code instances/**}, so a browser only talks to the control plane. Method, {@code Content-Type},
+ * {@code /api/v1/meta/<path>} → {@code <metadata plane>/api/v1/<path>} for {@code whatif/**},
+ * {@code instances/**} and {@code engine/**} (engine caches, prefix scores), so a browser only talks to the control plane. Method, {@code Content-Type},
  * {@code Authorization} and the body (bounded by kvpool.control.max-body-size, as every body here) go through; the
  * upstream status, body and {@code Content-Type} come back as they are (a {@code Location} under /api/v1/ is
  * rewritten to its /api/v1/meta/ path). The metadata plane checks the token itself (what-if: admin and operator; an
@@ -56,7 +56,7 @@ import org.jboss.logging.Logger;
 @Tag(name = "metadata plane", description = "The metadata plane's what-if and instance routes, through the control plane")
 public class MetaProxyResource {
     private static final Logger LOG = Logger.getLogger(MetaProxyResource.class);
-    static final Set<String> PREFIXES = Set.of("whatif", "instances");
+    static final Set<String> PREFIXES = Set.of("whatif", "instances", "engine");
     static final int MAX_SEGMENTS = 6;
 
     @Inject
@@ -140,8 +140,8 @@ public class MetaProxyResource {
             out.add(enc);
         }
         if (out.isEmpty() || !PREFIXES.contains(out.getFirst())) {
-            throw refusal(404, "only /api/v1/meta/whatif/** and /api/v1/meta/instances/** are forwarded to the "
-                    + "metadata plane");
+            throw refusal(404, "only /api/v1/meta/whatif/**, /api/v1/meta/instances/** and /api/v1/meta/engine/** are "
+                    + "forwarded to the metadata plane");
         }
         if (out.size() > MAX_SEGMENTS) {
             throw refusal(400, "at most " + MAX_SEGMENTS + " path segments after /api/v1/meta");

@@ -130,6 +130,14 @@ class MetaProxyTest {
             assertEquals(m, JSON.readTree(g.body()).path("method").asText());
             assertEquals("/api/v1/instances/i-1", JSON.readTree(g.body()).path("uri").asText());
         }
+        // the engine caches and prefix scores of the console
+        HttpResponse<String> en = call("POST", "/api/v1/meta/engine/scores", admin, "application/json",
+                "{\"instance_id\":\"i-1\",\"token_ids\":[1]}");
+        assertEquals(202, en.statusCode(), en.body());
+        assertEquals("/api/v1/engine/scores", JSON.readTree(en.body()).path("uri").asText());
+        assertEquals("/api/v1/engine/instances/i-1/cache",
+                JSON.readTree(call("GET", "/api/v1/meta/engine/instances/i-1/cache", admin, null, null).body())
+                        .path("uri").asText());
         // a query value is re-encoded, never spliced in raw
         HttpResponse<String> q = call("GET", "/api/v1/meta/whatif/traces?name=a%26b%3Dc", admin, null, null);
         assertEquals("/api/v1/whatif/traces?name=a%26b%3Dc", JSON.readTree(q.body()).path("uri").asText());
