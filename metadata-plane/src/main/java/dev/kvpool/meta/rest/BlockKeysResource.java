@@ -176,18 +176,25 @@ public class BlockKeysResource {
 
     /** The request's extra-key inputs (null when it has none), checked field by field. */
     private static ExtraKeyInputs extras(BlockKeysRequest req) {
-        if (req.lora_name() == null && req.cache_salt() == null && req.mm_items() == null) {
+        return extras(req.lora_name(), req.cache_salt(), req.mm_items());
+    }
+
+    /**
+     * vLLM's request-level extra-key inputs (null when there are none), checked field by field; shared by block-keys
+     * and the engine prefix scores.
+     */
+    public static ExtraKeyInputs extras(String loraName, String cacheSalt, List<MmItemBody> mmItems) {
+        if (loraName == null && cacheSalt == null && mmItems == null) {
             return null;
         }
         List<MmItem> items = null;
-        if (req.mm_items() != null) {
-            if (req.mm_items().size() > ExtraKeys.MAX_MM_ITEMS) {
-                throw problem(400, "mm_items: at most " + ExtraKeys.MAX_MM_ITEMS + " items, got "
-                        + req.mm_items().size());
+        if (mmItems != null) {
+            if (mmItems.size() > ExtraKeys.MAX_MM_ITEMS) {
+                throw problem(400, "mm_items: at most " + ExtraKeys.MAX_MM_ITEMS + " items, got " + mmItems.size());
             }
-            items = new ArrayList<>(req.mm_items().size());
-            for (int i = 0; i < req.mm_items().size(); i++) {
-                MmItemBody m = req.mm_items().get(i);
+            items = new ArrayList<>(mmItems.size());
+            for (int i = 0; i < mmItems.size(); i++) {
+                MmItemBody m = mmItems.get(i);
                 String at = "mm_items[" + i + "]";
                 if (m == null) {
                     throw problem(400, at + " is null");
@@ -204,7 +211,7 @@ public class BlockKeysResource {
             }
         }
         try {
-            return new ExtraKeyInputs(req.lora_name(), req.cache_salt(), items);
+            return new ExtraKeyInputs(loraName, cacheSalt, items);
         } catch (IllegalArgumentException e) {
             throw problem(400, e.getMessage());
         }

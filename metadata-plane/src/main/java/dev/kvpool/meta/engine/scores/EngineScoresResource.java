@@ -60,7 +60,8 @@ public class EngineScoresResource {
     EngineRouterStats routerStats;
 
     public record ScoresRequest(String instance_id, List<Long> token_ids, List<JsonNode> block_keys,
-                                Map<String, Double> tier_weights, String lora_name, String cache_salt) {
+                                Map<String, Double> tier_weights, String lora_name, String cache_salt,
+                                List<BlockKeysResource.MmItemBody> mm_items) {
     }
 
     public record PodScoreView(String pod, int longest_prefix, Map<String, Integer> prefix_per_tier, double score) {
@@ -190,13 +191,9 @@ public class EngineScoresResource {
             throw problem(400, "token_ids: at most " + MAX_KEYS + " blocks (" + (long) MAX_KEYS * inst.blockSize
                     + " tokens at block size " + inst.blockSize + "), got " + t.size() + " tokens");
         }
-        // ---- EXTRA KEYS (integrator): lora_name / cache_salt change vLLM's block hashes (hashing.md §3). Wire
-        // HashScheme.keys(tokens, blockSize, seed, ExtraKeyInputs) here once the hash helper's API is on main; until
-        // then a request with extras is refused rather than scored against the wrong keys.
-        if (req.lora_name() != null || req.cache_salt() != null) {
-            throw problem(400, "lora_name / cache_salt: extra hash inputs are not supported yet; send block_keys");
-        }
-        // ---- END EXTRA KEYS
+        // vLLM's extra keys (LoRA, cache salt, multimodal items) change its block hashes (hashing.md §3.4)
+        dev.kvpool.api.hash.ExtraKeyInputs extras = BlockKeysResource.extras(req.lora_name(), req.cache_salt(),
+                req.mm_items());
         long[] tokens = new long[t.size()];
         for (int i = 0; i < tokens.length; i++) {
             Long v = t.get(i);
@@ -205,7 +202,11 @@ public class EngineScoresResource {
             }
             tokens[i] = v;
         }
-        return inst.keysOf(tokens);
+        try {
+            return inst.keysOf(tokens, extras);
+        } catch (dev.kvpool.meta.kvcm.KvcmError e) {
+            throw problem(400, e.getMessage());
+        }
     }
 
     private static final BigInteger U64_MAX = BigInteger.ONE.shiftLeft(64).subtract(BigInteger.ONE);
