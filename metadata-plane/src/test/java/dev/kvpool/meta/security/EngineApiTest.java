@@ -174,6 +174,32 @@ class EngineApiTest {
     }
 
     @Test
+    void tokenIdsWithVllmExtraKeysScoreAgainstTheEnginesOwnHashes() {
+        byte[] req = ProtoJson.print(RegisterInstanceRequest.newBuilder().setTraceId("t").setInstanceGroup("team-a")
+                .setInstanceId("eng-vllm").setBlockSize(16)
+                .setModelDeployment(ModelDeployment.newBuilder().setModelName("m").setDtype("bf16")
+                        .setExtra("{\"hash_scheme\":\"vllm-sha256-cbor\",\"hash_seed\":\"0\"}"))
+                .addLocationSpecInfos(LocationSpecInfo.newBuilder().setName("tp0").setSize(4096)).build());
+        Reply reg = call("POST", "/api/registerInstance", A, new String(req));
+        assertEquals(200, reg.status(), reg.body());
+        // hashing.md §3.7: sha256_cbor, seed "0", tokens 1..16, LoRA my-lora + salt salt-A → 859214314393778358
+        caches.view().store("eng-vllm", "pod-l", "gpu", new long[] {859214314393778358L});
+        StringBuilder tokens = new StringBuilder();
+        for (int t = 1; t <= 16; t++) {
+            tokens.append(t == 1 ? "" : ",").append(t);
+        }
+        Reply r = call("POST", "/api/v1/engine/scores", A, "{\"instance_id\":\"eng-vllm\",\"token_ids\":[" + tokens
+                + "],\"lora_name\":\"my-lora\",\"cache_salt\":\"salt-A\"}");
+        assertEquals(200, r.status(), r.body());
+        assertEquals("pod-l", r.json().at("/pods/0/pod").asText(), r.body());
+        assertEquals(1, r.json().at("/pods/0/longest_prefix").asInt(), r.body());
+        // without the salt the key differs: no pod holds the prompt's first block
+        r = call("POST", "/api/v1/engine/scores", A, "{\"instance_id\":\"eng-vllm\",\"token_ids\":[" + tokens
+                + "],\"lora_name\":\"my-lora\"}");
+        assertEquals(0, r.json().get("pods").size(), r.body());
+    }
+
+    @Test
     void badScoresRequestsAre400sNamingWhatIsWrong() {
         List<String> many = new ArrayList<>();
         for (int i = 0; i < 100_001; i++) {
@@ -194,7 +220,9 @@ class EngineApiTest {
                 {"{\"instance_id\":\"eng-a\",\"block_keys\":[1],\"tier_weights\":{\"gpu\":-1}}", "tier_weights.gpu"},
                 {"{\"instance_id\":\"eng-a\",\"block_keys\":[1],\"tier_weights\":" + tiers + "}", "at most 64 tiers"},
                 {"{\"instance_id\":\"eng-a\",\"block_keys\":[1],\"tier_weights\":{\"g p u\":1}}", "tier name"},
-                {"{\"instance_id\":\"eng-a\",\"token_ids\":[1,2,3,4],\"lora_name\":\"x\"}", "lora_name"},
+                {"{\"instance_id\":\"eng-a\",\"token_ids\":[1,2,3,4],\"lora_name\":\"x\"}", "no extra keys"},
+                {"{\"instance_id\":\"eng-a\",\"token_ids\":[1,2,3,4],\"mm_items\":[{\"identifier\":\"i\",\"offset\":-1,"
+                        + "\"length\":1}]}", "mm_items[0].offset"},
                 {"{\"instance_id\":\"eng-a\",\"token_ids\":[1.5]}", "request body"},
                 {"{\"instance_id\":\"eng-a\",\"block_keys\":[1],\"surprise\":1}", "request body"},
         };
