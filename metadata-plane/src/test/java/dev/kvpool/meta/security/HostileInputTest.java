@@ -82,6 +82,14 @@ class HostileInputTest {
                 + "\"block_keys\":[\"11\"],\"sw_size\":0}");
         m.put("getCacheLocationsByBackend", "{\"trace_id\":\"t\",\"instance_id\":\"" + TARGET + "\",\"query_type\":"
                 + "\"QT_BATCH_GET\",\"block_keys\":[\"11\"],\"backend_selectors\":[{\"backend_type\":\"ST_NFS\"}]}");
+        // engine events (kvcm-engine-events.md): the target's group lists no event-report storage, so a well-formed
+        // report is INSTANCE_NOT_EXIST; every mutation of it must still be a reasoned refusal, never a 5xx
+        m.put("reportEvent", "{\"trace_id\":\"t\",\"instance_id\":\"" + TARGET + "\",\"host_ip_port\":\"10.0.0.8:80\","
+                + "\"storage_type\":\"ST_EVENT_REPORT_L1P5\",\"events\":[{\"event_type\":\"EVENT_BLOCK_ADD\","
+                + "\"block_add\":{\"block_key\":\"11\",\"medium\":\"hbm\",\"specs\":[{\"name\":\"s0\","
+                + "\"uri\":\"event_report://10.0.0.8:80/hbm\"}]}}]}");
+        m.put("getHostCacheState", "{\"trace_id\":\"t\",\"instance_id\":\"" + TARGET + "\",\"query_type\":"
+                + "\"QT_PREFIX_MATCH\",\"block_cache_keys\":[\"11\",\"12\"],\"medium\":[\"hbm\"]}");
         return m;
     }
 
