@@ -30,11 +30,13 @@ final class FakeEngine implements AutoCloseable {
         this.topic = topic;
         pub = ctx.createSocket(SocketType.PUB);
         pub.setLinger(0);
-        pubPort = pub.bindToRandomPort("tcp://127.0.0.1");
+        // below Linux's ephemeral range (32768-60999): JeroMQ's default range (49152-65535) overlaps it, so a port
+        // could also be the source port of one of this JVM's many client connections
+        pubPort = pub.bindToRandomPort("tcp://127.0.0.1", 20000, 32000);
         ZMQ.Socket r = ctx.createSocket(SocketType.ROUTER);
         r.setLinger(0);
         r.setReceiveTimeOut(100);
-        replayPort = r.bindToRandomPort("tcp://127.0.0.1");
+        replayPort = r.bindToRandomPort("tcp://127.0.0.1", 20000, 32000);
         router = Thread.ofPlatform().daemon().name("fake-engine-router").start(() -> serve(r));
     }
 
