@@ -222,6 +222,14 @@ final class EmbeddedIndex implements InstanceIndex {
             }
 
             @Override
+            public void block1(long key, long a, long b, long meta) {
+                int delta = shards[shardOf(key)].put1(key, a, b, meta);
+                if (delta > 0 && !addsReserved) {
+                    keyCount.addAndGet(delta);
+                }
+            }
+
+            @Override
             public void sessionOpen(WriteSession s) {
                 sessions.put(s.id(), s);
                 store.sessionOpened(s.id(), instanceId);
@@ -620,42 +628,60 @@ final class EmbeddedIndex implements InstanceIndex {
         }
     }
 
-    /** Dumps this index as snapshot frames (blocks in chunks, then sessions). */
-    void snapshotInto(Consumer<ByteBuffer> out) {
+    /**
+     * Writes this index into a snapshot: each shard's columns as copied under its read lock (a writer of that shard
+     * waits for the copy, not for the disk), then the open sessions. Each shard is a consistent table of its own
+     * moment; the journal generation opened before the snapshot replays what came after.
+     */
+    void snapshotInto(SnapshotFile.Writer out) throws java.io.IOException {
         for (int s = 0; s < shards.length; s++) {
+            LongTable.Image img;
             var l = locks[s].readLock();
             l.lock();
             try {
                 if (dropped) {
                     return; // its DROP is in the journal the snapshot supersedes, or in the new one
                 }
-                LongTable t = shards[s];
-                Frame f = new Frame(instanceId);
-                int inFrame = 0;
-                for (int p = 0; p < t.capacity(); p++) {
-                    if (t.live(p)) {
-                        f.block(t.key(p), t.locs(p), t.meta(p));
-                        if (++inFrame == 4096) {
-                            out.accept(f.finish());
-                            f = new Frame(instanceId);
-                            inFrame = 0;
-                        }
-                    }
-                }
-                if (inFrame > 0) {
-                    out.accept(f.finish());
-                }
+                img = shards[s].image();
             } finally {
                 l.unlock();
             }
+            out.shard(instanceId, shards.length, s, img);
         }
         if (dropped) {
             return;
         }
-        // always at least this frame, empty or not, so that an index without keys still exists after restart
+        // always this frame, empty or not, so that an index without keys still exists after restart
         Frame f = new Frame(instanceId);
         sessions.values().forEach(f::sessionOpen);
-        out.accept(f.finish());
+        out.section(SnapshotFile.SESSIONS, f.finish());
+    }
+
+    /** Recovery: takes a shard read back from a snapshot as it is. */
+    void installShard(int shard, LongTable.Image img) {
+        long before = shards[shard].size();
+        shards[shard].install(img);
+        keyCount.addAndGet(img.size() - before);
+    }
+
+    /** Recovery of a snapshot with another layout: re-inserts each live slot. */
+    void reinsert(LongTable.Image img) {
+        for (int p = 0; p < img.capacity(); p++) {
+            if (img.as()[p] != 0) {
+                long key = img.keys()[p];
+                long[] more = img.extra().get(key);
+                long[] locs;
+                if (more == null) {
+                    locs = new long[] {img.as()[p], img.bs()[p]};
+                } else {
+                    locs = new long[2 + more.length];
+                    locs[0] = img.as()[p];
+                    locs[1] = img.bs()[p];
+                    System.arraycopy(more, 0, locs, 2, more.length);
+                }
+                keyCount.addAndGet(shards[shardOf(key)].put(key, locs, img.metas()[p]));
+            }
+        }
     }
 
     long heapBytes() {

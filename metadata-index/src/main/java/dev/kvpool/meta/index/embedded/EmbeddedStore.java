@@ -42,6 +42,7 @@ public final class EmbeddedStore implements IndexStore {
     private final Journal journal;
     private final ScheduledExecutorService background;
     private final Object snapshotLock = new Object();
+    private volatile boolean killed;
 
     public EmbeddedStore(Options options) {
         this.options = options;
@@ -53,7 +54,7 @@ public final class EmbeddedStore implements IndexStore {
         journal = new Journal(options.dir(), options.fsyncAlways() ? Journal.Durability.ALWAYS
                 : Journal.Durability.INTERVAL);
         long t0 = System.nanoTime();
-        journal.recover(this::replay);
+        journal.recover(this::loadSnapshot, this::replay);
         LOG.infof("embedded index recovered from %s: %d instances, %d keys, %d open sessions in %d ms",
                 options.dir(), indexes.size(), indexes.values().stream().mapToLong(EmbeddedIndex::keyCount).sum(),
                 sessionOwners.size(), (System.nanoTime() - t0) / 1_000_000);
@@ -66,10 +67,23 @@ public final class EmbeddedStore implements IndexStore {
         background.scheduleWithFixedDelay(this::housekeeping, ms, ms, TimeUnit.MILLISECONDS);
     }
 
+    /**
+     * Journal bytes after which the background writes a new snapshot: a quarter of the last snapshot's size (the
+     * journal then replays in about the time the snapshot loads), at least {@link #MIN_JOURNAL_BYTES} (a small
+     * index is not rewritten for every burst), at most the configured snapshot-bytes.
+     */
+    long snapshotThreshold() {
+        return Math.min(options.snapshotBytes(), Math.max(MIN_JOURNAL_BYTES, journal.lastSnapshotBytes() / 4));
+    }
+
+    static final long MIN_JOURNAL_BYTES = 16L << 20;
+    /** A clean close snapshots when the journal holds more than this, so the next start reads no journal. */
+    static final long CLOSE_SNAPSHOT_BYTES = 1L << 20;
+
     private void housekeeping() {
         try {
             journal.sync();
-            if (journal.bytesSinceSnapshot() > options.snapshotBytes()) {
+            if (journal.bytesSinceSnapshot() > snapshotThreshold()) {
                 snapshot();
             }
         } catch (RuntimeException e) {
@@ -91,14 +105,36 @@ public final class EmbeddedStore implements IndexStore {
                 synchronized (this) {
                     records.forEach((section, m) -> m.forEach((name, v) -> rec.recordPut(section, name, v)));
                 }
-                out.accept(rec.finish());
+                out.section(SnapshotFile.RECORDS, rec.finish());
                 for (EmbeddedIndex idx : indexes.values()) {
                     idx.snapshotInto(out);
                 }
-                out.accept(new Frame("").end().finish());
             });
             LOG.infof("index snapshot written in %d ms", (System.nanoTime() - t0) / 1_000_000);
         }
+    }
+
+    /** Threads that read a snapshot's shards: the columns are copied at memory speed, so a few suffice. */
+    private static final int LOAD_THREADS = Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors()));
+
+    private void loadSnapshot(Path file) throws java.io.IOException {
+        SnapshotFile.load(file, options.shards(), LOAD_THREADS, new SnapshotFile.Sink() {
+            @Override
+            public void frame(ByteBuffer payload) {
+                replay(payload);
+            }
+
+            @Override
+            public void shard(String instance, int shardCount, int shard, LongTable.Image img, boolean sameLayout) {
+                EmbeddedIndex idx = indexes.computeIfAbsent(instance, id -> new EmbeddedIndex(id, EmbeddedStore.this,
+                        options.shards()));
+                if (sameLayout) {
+                    idx.installShard(shard, img);
+                } else {
+                    idx.reinsert(img);
+                }
+            }
+        });
     }
 
     private void replay(ByteBuffer payload) {
@@ -266,6 +302,7 @@ public final class EmbeddedStore implements IndexStore {
      * simulate a crash with it, then open the directory again in the same process.
      */
     void releaseLockLikeAKill() {
+        killed = true; // a killed process writes nothing more: its later close() in a test must not either
         if (journal != null) {
             journal.releaseLockLikeAKill();
         }
@@ -286,6 +323,13 @@ public final class EmbeddedStore implements IndexStore {
             }
         }
         if (journal != null) {
+            if (!killed && journal.bytesSinceSnapshot() > CLOSE_SNAPSHOT_BYTES) {
+                try {
+                    snapshot(); // the next start then loads one file at the speed of the disk
+                } catch (RuntimeException e) {
+                    LOG.warn("snapshot on close failed; the journal keeps everything", e);
+                }
+            }
             journal.close();
         }
     }

@@ -121,6 +121,11 @@ final class Frame {
     interface Visitor {
         void block(long key, long[] locs, long meta);
 
+        /** A block with exactly one replica; visitors that can take it without an array override this. */
+        default void block1(long key, long a, long b, long meta) {
+            block(key, new long[] {a, b}, meta);
+        }
+
         void sessionOpen(WriteSession s);
 
         void sessionClose(String id);
@@ -156,7 +161,13 @@ final class Frame {
             switch (type) {
                 case BLOCK -> {
                     long key = b.getLong();
-                    long[] locs = new long[b.getInt()];
+                    int words = b.getInt();
+                    if (words == 2) {
+                        long a = b.getLong(), w = b.getLong();
+                        v.block1(key, a, w, b.getLong());
+                        continue;
+                    }
+                    long[] locs = new long[words];
                     for (int j = 0; j < locs.length; j++) {
                         locs[j] = b.getLong();
                     }

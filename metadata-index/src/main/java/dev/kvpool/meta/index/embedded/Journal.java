@@ -1,7 +1,5 @@
 package dev.kvpool.meta.index.embedded;
 
-import java.io.BufferedOutputStream;
-import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.io.UncheckedIOException;
@@ -19,8 +17,9 @@ import java.util.zip.CRC32C;
 import org.jboss.logging.Logger;
 
 /**
- * Snapshot + append log on local disk. Files are numbered by generation: {@code snapshot-N.bin} holds the state
- * as of some moment after {@code journal-N.log} was opened, so recovery loads the newest complete snapshot and
+ * Snapshot + append log on local disk. Files are numbered by generation: {@code snapshot-N.kvs} ({@link
+ * SnapshotFile}; {@code snapshot-N.bin}, a record stream of frames, from builds before it is still read) holds the
+ * state as of some moment after {@code journal-N.log} was opened, so recovery loads the newest complete snapshot and
  * replays journal N and later. Each record is {@code [length][crc32c][payload]}; a torn tail (a crash mid-write)
  * fails its CRC, and the log is cut there.
  *
@@ -46,6 +45,7 @@ final class Journal implements AutoCloseable {
     private IOException broken;
     private long generation;
     private long bytesSinceSnapshot;
+    private long lastSnapshotBytes;
     private volatile boolean dirty;
     /** Holds the directory's lock while the journal is open (no I/O goes through it). */
     private FileChannel lockChannel;
@@ -65,14 +65,22 @@ final class Journal implements AutoCloseable {
      * another process (or another store in this one) has open: two writers would cut each other's "torn" tails
      * and interleave their records.
      */
-    void recover(Consumer<ByteBuffer> sink) {
+    void recover(SnapshotLoader format2, Consumer<ByteBuffer> sink) {
         try {
             lockDir();
-            long snapGen = newest("snapshot-", ".bin");
+            long snapGen = Math.max(newest("snapshot-", ".bin"), newest("snapshot-", SnapshotFile.SUFFIX));
             List<Long> logs = generations("journal-", ".log");
             long startGen = snapGen >= 0 ? snapGen : (logs.isEmpty() ? 0 : logs.get(0));
             if (snapGen >= 0) {
-                readFile(file("snapshot-", snapGen, ".bin"), sink, false);
+                Path v2 = file("snapshot-", snapGen, SnapshotFile.SUFFIX);
+                if (Files.exists(v2)) {
+                    format2.load(v2);
+                    lastSnapshotBytes = Files.size(v2);
+                } else { // format 1, as written before format 2 existed: a record stream of frames
+                    Path v1 = file("snapshot-", snapGen, ".bin");
+                    readFile(v1, sink, false);
+                    lastSnapshotBytes = Files.size(v1);
+                }
             }
             generation = startGen;
             for (long g : logs) {
@@ -93,6 +101,21 @@ final class Journal implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot recover index from " + dir, e);
         }
+    }
+
+    /** Loads a format-2 snapshot file (see {@link SnapshotFile}). */
+    interface SnapshotLoader {
+        void load(Path file) throws IOException;
+    }
+
+    /** Writes the state into a format-2 snapshot. */
+    interface SnapshotBody {
+        void write(SnapshotFile.Writer out) throws IOException;
+    }
+
+    /** Size of the newest snapshot (loaded or written), for the policy of when to write the next one. */
+    synchronized long lastSnapshotBytes() {
+        return lastSnapshotBytes;
     }
 
     private void lockDir() throws IOException {
@@ -141,35 +164,64 @@ final class Journal implements AutoCloseable {
         return g.isEmpty() ? -1 : g.get(g.size() - 1);
     }
 
-    /** Returns the offset after the last intact record. */
+    /**
+     * Returns the offset after the last intact record. Reads the file in 8 MiB blocks and hands each payload out as a
+     * view of the block: one read per block, not two per record (a journal of small frames cost ~2 syscalls per
+     * record before).
+     */
     private static long readFile(Path p, Consumer<ByteBuffer> sink, boolean tolerateTornTail) throws IOException {
         try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
             long size = ch.size();
-            ByteBuffer head = ByteBuffer.allocate(8);
+            byte[] block = new byte[(int) Math.min(8 << 20, Math.max(64, size))];
+            ByteBuffer bb = ByteBuffer.wrap(block);
+            long blockAt = 0; // file offset of block[0]
+            int filled = 0, at = 0; // bytes valid in block; start of the next record in block
             long pos = 0;
             CRC32C crc = new CRC32C();
             while (pos + 8 <= size) {
-                head.clear();
-                ch.read(head, pos);
-                head.flip();
-                int len = head.getInt();
-                int sum = head.getInt();
+                if (filled - at < 8) {
+                    // compact and refill: the record header is not all in the block
+                    System.arraycopy(block, at, block, 0, filled - at);
+                    filled -= at;
+                    blockAt += at;
+                    at = 0;
+                    filled = fill(ch, block, filled, blockAt);
+                    if (filled < 8) {
+                        break;
+                    }
+                }
+                int len = bb.getInt(at);
+                int sum = bb.getInt(at + 4);
                 if (len < 0 || pos + 8 + len > size) {
                     break;
                 }
-                ByteBuffer payload = ByteBuffer.allocate(len);
-                while (payload.hasRemaining()) {
-                    if (ch.read(payload, pos + 8 + payload.position()) < 0) {
+                if (filled - at < 8 + len) {
+                    if (8 + len > block.length) { // a record larger than the block: a block of its own
+                        byte[] bigger = new byte[8 + len];
+                        System.arraycopy(block, at, bigger, 0, filled - at);
+                        filled -= at;
+                        blockAt += at;
+                        at = 0;
+                        block = bigger;
+                        bb = ByteBuffer.wrap(block);
+                    } else {
+                        System.arraycopy(block, at, block, 0, filled - at);
+                        filled -= at;
+                        blockAt += at;
+                        at = 0;
+                    }
+                    filled = fill(ch, block, filled, blockAt);
+                    if (filled - at < 8 + len) {
                         break;
                     }
                 }
                 crc.reset();
-                crc.update(payload.array(), 0, len);
+                crc.update(block, at + 8, len);
                 if ((int) crc.getValue() != sum) {
                     break;
                 }
-                payload.flip();
-                sink.accept(payload);
+                sink.accept(ByteBuffer.wrap(block, at + 8, len).slice());
+                at += 8 + len;
                 pos += 8 + len;
             }
             if (pos != size && !tolerateTornTail) {
@@ -177,6 +229,18 @@ final class Journal implements AutoCloseable {
             }
             return pos;
         }
+    }
+
+    /** Reads from the file at {@code fileAt + filled} until the block is full or the file ends; returns filled. */
+    private static int fill(FileChannel ch, byte[] block, int filled, long fileAt) throws IOException {
+        ByteBuffer b = ByteBuffer.wrap(block, filled, block.length - filled);
+        while (b.hasRemaining()) {
+            int r = ch.read(b, fileAt + b.position());
+            if (r < 0) {
+                break;
+            }
+        }
+        return b.position();
     }
 
     /** {@code [length][crc32c][payload]} in one array, so that one write() puts the whole record down. */
@@ -250,7 +314,7 @@ final class Journal implements AutoCloseable {
      * Starts a new journal generation, then lets the writer dump the current state into a new snapshot of that
      * generation; older files are deleted once the snapshot is durable.
      */
-    void snapshot(Consumer<Consumer<ByteBuffer>> writer) {
+    void snapshot(SnapshotBody writer) {
         long gen;
         synchronized (this) {
             if (log == null) {
@@ -277,22 +341,17 @@ final class Journal implements AutoCloseable {
             }
         }
         Path tmp = dir.resolve("snapshot.tmp");
-        try (FileOutputStream fos = new FileOutputStream(tmp.toFile());
-             BufferedOutputStream out = new BufferedOutputStream(fos, 1 << 16)) {
-            writer.accept(payload -> {
-                try {
-                    out.write(record(payload));
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
-            });
-            out.flush();
-            fos.getFD().sync();
+        long bytes;
+        try (SnapshotFile.Writer out = new SnapshotFile.Writer(tmp)) {
+            writer.write(out);
+            out.end();
+            out.force();
+            bytes = out.bytes();
         } catch (IOException e) {
             throw new UncheckedIOException("snapshot write failed", e);
         }
         try {
-            Files.move(tmp, file("snapshot-", gen, ".bin"), StandardCopyOption.ATOMIC_MOVE);
+            Files.move(tmp, file("snapshot-", gen, SnapshotFile.SUFFIX), StandardCopyOption.ATOMIC_MOVE);
             try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
                 d.force(true);
             } catch (IOException ignored) {
@@ -303,10 +362,15 @@ final class Journal implements AutoCloseable {
                     Files.deleteIfExists(file("journal-", g, ".log"));
                 }
             }
-            for (long g : generations("snapshot-", ".bin")) {
-                if (g < gen) {
-                    Files.deleteIfExists(file("snapshot-", g, ".bin"));
+            for (String suffix : new String[] {".bin", SnapshotFile.SUFFIX}) {
+                for (long g : generations("snapshot-", suffix)) {
+                    if (g < gen) {
+                        Files.deleteIfExists(file("snapshot-", g, suffix));
+                    }
                 }
+            }
+            synchronized (this) {
+                lastSnapshotBytes = bytes;
             }
         } catch (IOException e) {
             throw new UncheckedIOException("snapshot install failed", e);

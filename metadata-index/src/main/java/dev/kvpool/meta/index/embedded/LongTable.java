@@ -189,6 +189,67 @@ final class LongTable {
         }
     }
 
+    /** A copy of one shard's columns, taken under the owner's lock so that a snapshot can write it unlocked. */
+    record Image(int capacity, int size, long[] keys, long[] as, long[] bs, long[] metas, Map<Long, long[]> extra) {
+    }
+
+    Image image() {
+        // four array copies (memcpy) under the lock: a writer of this shard waits for them, not for the disk
+        return new Image(capacity, size, keys.clone(), as.clone(), bs.clone(), metas.clone(),
+                extra.isEmpty() ? Map.of() : new HashMap<>(extra));
+    }
+
+    /**
+     * Takes columns read back from a snapshot as this table's own. They must come from a table of the same capacity
+     * and the same {@link KeyHash#mix}: slots are where {@link #home} put them, nothing is rehashed.
+     */
+    void install(Image img) {
+        if (img.keys().length != img.capacity() || img.as().length != img.capacity()
+                || img.bs().length != img.capacity() || img.metas().length != img.capacity()
+                || img.size() < 0 || img.size() > img.capacity()) {
+            throw new IllegalArgumentException("columns do not match capacity " + img.capacity());
+        }
+        keys = img.keys();
+        as = img.as();
+        bs = img.bs();
+        metas = img.metas();
+        capacity = img.capacity();
+        size = img.size();
+        growAt = (int) (capacity * MAX_FILL);
+        extra.clear();
+        extra.putAll(img.extra());
+    }
+
+    /** {@link #put} of a key with one replica, without the array (the journal replays mostly these). */
+    int put1(long key, long a, long b, long meta) {
+        if (a == 0) {
+            throw new IllegalArgumentException("replica word A must not be 0 (key " + key + ")");
+        }
+        int slot = find(key);
+        int delta = 0;
+        if (slot < 0) {
+            if (size >= growAt) {
+                grow();
+            }
+            slot = home(key);
+            while (as[slot] != 0) {
+                if (++slot == capacity) {
+                    slot = 0;
+                }
+            }
+            keys[slot] = key;
+            size++;
+            delta = 1;
+        }
+        as[slot] = a;
+        bs[slot] = b;
+        metas[slot] = meta;
+        if (!extra.isEmpty()) {
+            extra.remove(key);
+        }
+        return delta;
+    }
+
     void clear() {
         extra.clear();
         size = 0;
