@@ -37,6 +37,8 @@ final class SnapshotFile {
     static final int HASH_VERSION = 1;
     static final int RECORDS = 1, SHARD = 2, COLUMN = 3, SESSIONS = 4, END = 5;
     static final int CHUNK_LONGS = 1 << 19; // 4 MiB
+    /** Bytes per read while loading: fits a core's L2 cache. */
+    private static final int PIECE = 256 << 10;
     private static final byte[] MAGIC = "KVPIDX02".getBytes(StandardCharsets.US_ASCII);
     private static final int HEAD = 16;
 
@@ -303,7 +305,7 @@ final class SnapshotFile {
             List<Future<?>> fs = new ArrayList<>();
             for (int i = 0; i < n; i++) {
                 fs.add(pool.submit(() -> {
-                    ByteBuffer buf = ByteBuffer.allocateDirect(HEAD + CHUNK_LONGS * 8).order(ByteOrder.LITTLE_ENDIAN);
+                    ByteBuffer buf = ByteBuffer.allocateDirect(PIECE).order(ByteOrder.LITTLE_ENDIAN);
                     CRC32C crc = new CRC32C();
                     for (Integer k; (k = queue.poll()) != null; ) {
                         ShardAt s = shards.get(k);
@@ -337,11 +339,16 @@ final class SnapshotFile {
         }
     }
 
+    /**
+     * Reads one column: per chunk its 16-byte header, then the payload in {@link #PIECE}-byte reads, each checked
+     * into the chunk's CRC and copied into the array while it is still in the CPU's cache (a 4 MiB buffer read
+     * whole and then walked twice ran at a third of the speed of reading the file).
+     */
     private static long readColumn(FileChannel ch, Path p, long pos, long[] dst, ByteBuffer buf, CRC32C crc)
             throws IOException {
         for (int off = 0; off < dst.length; ) {
             int n = Math.min(CHUNK_LONGS, dst.length - off);
-            buf.clear().limit(HEAD + n * 8);
+            buf.clear().limit(HEAD);
             readFully(ch, buf, pos, p);
             buf.flip();
             int type = buf.getInt(), sum = buf.getInt();
@@ -350,13 +357,22 @@ final class SnapshotFile {
                 throw new IOException(p + " is damaged at offset " + pos + " (column chunk expected)");
             }
             crc.reset();
-            crc.update(buf.duplicate());
+            long at = pos + HEAD;
+            for (int done = 0; done < n; ) {
+                int m = Math.min(PIECE / 8, n - done);
+                buf.clear().limit(m * 8);
+                readFully(ch, buf, at, p);
+                buf.flip();
+                crc.update(buf.duplicate());
+                buf.asLongBuffer().get(dst, off + done, m);
+                done += m;
+                at += m * 8L;
+            }
             if ((int) crc.getValue() != sum) {
                 throw new IOException(p + " is damaged at offset " + pos + " (column checksum)");
             }
-            buf.asLongBuffer().get(dst, off, n);
             off += n;
-            pos += HEAD + n * 8L;
+            pos = at;
         }
         return pos;
     }
