@@ -79,6 +79,7 @@ public final class Main {
             case "engine-ingest" -> EngineIngestBench.run(opt);
             case "engine-score" -> EngineScoreBench.run(opt);
             case "index-restart" -> IndexRestartBench.run(opt);
+            case "plane-restart" -> PlaneRestartBench.run(opt);
             case "heap" -> HeapPerBlock.main(opt.containsKey("blocks") ? new String[] {opt.get("blocks")} : new String[0]);
             default -> System.out.println("""
                     usage: ./kvpool bench <replay|prefix|writes|deletes|reclaim|sweep|propagation|engine-score|engine-ingest|heap|policies|agent|gpu|gds|control-plane-ha> [--url http://127.0.0.1:6382] [--redis 127.0.0.1:6379]

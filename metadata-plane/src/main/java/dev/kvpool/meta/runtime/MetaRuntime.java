@@ -130,6 +130,8 @@ public class MetaRuntime {
     }
 
     private volatile Phase phase = Phase.OPENING;
+    /** The embedded store's recovery, in bytes of snapshot and journal read: shown while the phase is LOADING. */
+    private final EmbeddedStore.LoadProgress loadProgress = new EmbeddedStore.LoadProgress();
     private final long startedAtMs = System.currentTimeMillis();
     private Thread starter;
     private final java.util.concurrent.CountDownLatch recovered = new java.util.concurrent.CountDownLatch(1);
@@ -153,14 +155,14 @@ public class MetaRuntime {
                 .map(s -> StartupConfig.load(Path.of(s))).orElseGet(() -> StartupConfig.defaults(dataDir));
         RedisLeadership redisLead = null;
         if (cfg.store().equals("embedded")) {
-            phase = Phase.LOADING; // the snapshot and journal are read into memory: ~8 s per million keys here
+            phase = Phase.LOADING; // the snapshot and journal are read into memory (progress in startState)
         }
         WritePath.Settings ws = new WritePath.Settings(cfg.write().defaultTimeoutSeconds(), cfg.write().maxTimeoutSeconds());
         switch (cfg.store()) {
             case "embedded" -> {
                 store = new EmbeddedStore(new EmbeddedStore.Options(cfg.index().persist() ? dataDir.resolve("index") : null,
                         cfg.index().shards(), cfg.index().fsync().equals("always"), cfg.index().syncInterval(),
-                        cfg.index().snapshotBytes()));
+                        cfg.index().snapshotBytes()), loadProgress);
                 startup = configure(startup);
                 int searchCache = cfg.index().searchCache();
                 // the embedded store is itself in memory, so its search cache is off unless configured
@@ -368,6 +370,11 @@ public class MetaRuntime {
         }
         if (ph == Phase.WAITING_FOR_REBUILD && leadership instanceof RedisLeadership rl && rl.awaitingRebuildBy() != null) {
             m.put("rebuilt_by", rl.awaitingRebuildBy());
+        }
+        if (ph == Phase.LOADING && loadProgress.total() > 0) {
+            m.put("load_bytes_read", loadProgress.read());
+            m.put("load_bytes_total", loadProgress.total());
+            m.put("load_percent", Math.min(100, loadProgress.read() * 100 / loadProgress.total()));
         }
         var pr = write == null ? null : write.recoveryProgress();
         if (pr != null && ph == Phase.REBUILDING) {

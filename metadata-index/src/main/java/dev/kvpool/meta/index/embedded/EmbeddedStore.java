@@ -44,7 +44,33 @@ public final class EmbeddedStore implements IndexStore {
     private final Object snapshotLock = new Object();
     private volatile boolean killed;
 
+    /** How far a recovery has read its snapshot and journal, in bytes; a start-up probe shows it while it runs. */
+    public static final class LoadProgress {
+        private final java.util.concurrent.atomic.AtomicLong total = new java.util.concurrent.atomic.AtomicLong();
+        private final java.util.concurrent.atomic.AtomicLong read = new java.util.concurrent.atomic.AtomicLong();
+
+        public long total() {
+            return total.get();
+        }
+
+        public long read() {
+            return read.get();
+        }
+
+        void total(long bytes) {
+            total.set(bytes);
+        }
+
+        void read(long bytes) {
+            read.addAndGet(bytes);
+        }
+    }
+
     public EmbeddedStore(Options options) {
+        this(options, new LoadProgress());
+    }
+
+    public EmbeddedStore(Options options, LoadProgress progress) {
         this.options = options;
         if (options.dir() == null) {
             journal = null;
@@ -52,7 +78,7 @@ public final class EmbeddedStore implements IndexStore {
             return;
         }
         journal = new Journal(options.dir(), options.fsyncAlways() ? Journal.Durability.ALWAYS
-                : Journal.Durability.INTERVAL);
+                : Journal.Durability.INTERVAL, progress);
         long t0 = System.nanoTime();
         journal.recover(this::loadSnapshot, this::replay);
         LOG.infof("embedded index recovered from %s: %d instances, %d keys, %d open sessions in %d ms",
@@ -118,7 +144,7 @@ public final class EmbeddedStore implements IndexStore {
     private static final int LOAD_THREADS = Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors()));
 
     private void loadSnapshot(Path file) throws java.io.IOException {
-        SnapshotFile.load(file, options.shards(), LOAD_THREADS, new SnapshotFile.Sink() {
+        SnapshotFile.load(file, options.shards(), LOAD_THREADS, journal.progress()::read, new SnapshotFile.Sink() {
             @Override
             public void frame(ByteBuffer payload) {
                 replay(payload);

@@ -50,9 +50,12 @@ final class Journal implements AutoCloseable {
     /** Holds the directory's lock while the journal is open (no I/O goes through it). */
     private FileChannel lockChannel;
 
-    Journal(Path dir, Durability durability) {
+    private final EmbeddedStore.LoadProgress progress;
+
+    Journal(Path dir, Durability durability, EmbeddedStore.LoadProgress progress) {
         this.dir = dir;
         this.durability = durability;
+        this.progress = progress;
         try {
             Files.createDirectories(dir);
         } catch (IOException e) {
@@ -71,6 +74,18 @@ final class Journal implements AutoCloseable {
             long snapGen = Math.max(newest("snapshot-", ".bin"), newest("snapshot-", SnapshotFile.SUFFIX));
             List<Long> logs = generations("journal-", ".log");
             long startGen = snapGen >= 0 ? snapGen : (logs.isEmpty() ? 0 : logs.get(0));
+            long total = 0;
+            for (String suffix : new String[] {".bin", SnapshotFile.SUFFIX}) {
+                Path f = file("snapshot-", snapGen, suffix);
+                if (snapGen >= 0 && Files.exists(f)) {
+                    total += Files.size(f);
+                    break;
+                }
+            }
+            for (long g : logs) {
+                total += g >= startGen ? Files.size(file("journal-", g, ".log")) : 0;
+            }
+            progress.total(total);
             if (snapGen >= 0) {
                 Path v2 = file("snapshot-", snapGen, SnapshotFile.SUFFIX);
                 if (Files.exists(v2)) {
@@ -78,7 +93,7 @@ final class Journal implements AutoCloseable {
                     lastSnapshotBytes = Files.size(v2);
                 } else { // format 1, as written before format 2 existed: a record stream of frames
                     Path v1 = file("snapshot-", snapGen, ".bin");
-                    readFile(v1, sink, false);
+                    readFile(v1, sink, false, progress);
                     lastSnapshotBytes = Files.size(v1);
                 }
             }
@@ -87,7 +102,7 @@ final class Journal implements AutoCloseable {
                 if (g < startGen) {
                     continue;
                 }
-                long good = readFile(file("journal-", g, ".log"), sink, true);
+                long good = readFile(file("journal-", g, ".log"), sink, true, progress);
                 generation = g;
                 try (FileChannel ch = FileChannel.open(file("journal-", g, ".log"), StandardOpenOption.WRITE)) {
                     if (ch.size() > good) {
@@ -169,7 +184,8 @@ final class Journal implements AutoCloseable {
      * view of the block: one read per block, not two per record (a journal of small frames cost ~2 syscalls per
      * record before).
      */
-    private static long readFile(Path p, Consumer<ByteBuffer> sink, boolean tolerateTornTail) throws IOException {
+    private static long readFile(Path p, Consumer<ByteBuffer> sink, boolean tolerateTornTail,
+                                 EmbeddedStore.LoadProgress progress) throws IOException {
         try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
             long size = ch.size();
             byte[] block = new byte[(int) Math.min(8 << 20, Math.max(64, size))];
@@ -185,7 +201,7 @@ final class Journal implements AutoCloseable {
                     filled -= at;
                     blockAt += at;
                     at = 0;
-                    filled = fill(ch, block, filled, blockAt);
+                    filled = fill(ch, block, filled, blockAt, progress);
                     if (filled < 8) {
                         break;
                     }
@@ -210,7 +226,7 @@ final class Journal implements AutoCloseable {
                         blockAt += at;
                         at = 0;
                     }
-                    filled = fill(ch, block, filled, blockAt);
+                    filled = fill(ch, block, filled, blockAt, progress);
                     if (filled - at < 8 + len) {
                         break;
                     }
@@ -232,15 +248,21 @@ final class Journal implements AutoCloseable {
     }
 
     /** Reads from the file at {@code fileAt + filled} until the block is full or the file ends; returns filled. */
-    private static int fill(FileChannel ch, byte[] block, int filled, long fileAt) throws IOException {
+    private static int fill(FileChannel ch, byte[] block, int filled, long fileAt, EmbeddedStore.LoadProgress progress)
+            throws IOException {
         ByteBuffer b = ByteBuffer.wrap(block, filled, block.length - filled);
         while (b.hasRemaining()) {
             int r = ch.read(b, fileAt + b.position());
             if (r < 0) {
                 break;
             }
+            progress.read(r);
         }
         return b.position();
+    }
+
+    EmbeddedStore.LoadProgress progress() {
+        return progress;
     }
 
     /** {@code [length][crc32c][payload]} in one array, so that one write() puts the whole record down. */

@@ -178,11 +178,13 @@ final class SnapshotFile {
      * @param shardCount the shard count the index is opened with (another count is delivered as not same layout)
      * @return bytes read
      */
-    static long load(Path p, int shardCount, int threads, Sink sink) throws IOException {
+    static long load(Path p, int shardCount, int threads, java.util.function.LongConsumer progress, Sink sink)
+            throws IOException {
         try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
             long size = ch.size();
             ByteBuffer fh = ByteBuffer.allocate(HEAD).order(ByteOrder.LITTLE_ENDIAN);
             readFully(ch, fh, 0, p);
+            progress.accept(HEAD);
             fh.flip();
             byte[] magic = new byte[8];
             fh.get(magic);
@@ -216,6 +218,7 @@ final class SnapshotFile {
                 }
                 payload.flip();
                 pos += HEAD + len;
+                progress.accept(HEAD + len);
                 switch (type) {
                     case RECORDS, SESSIONS -> order.add(payload); // Frame's own byte order (big-endian)
                     case SHARD -> {
@@ -240,7 +243,7 @@ final class SnapshotFile {
                     shards.add(s);
                 }
             }
-            LongTable.Image[] images = readShards(ch, p, shards, threads);
+            LongTable.Image[] images = readShards(ch, p, shards, threads, progress);
             int next = 0;
             boolean hashOk = hashVersion == HASH_VERSION;
             for (Object o : order) {
@@ -282,8 +285,8 @@ final class SnapshotFile {
         }
     }
 
-    private static LongTable.Image[] readShards(FileChannel ch, Path p, List<ShardAt> shards, int threads)
-            throws IOException {
+    private static LongTable.Image[] readShards(FileChannel ch, Path p, List<ShardAt> shards, int threads,
+                                                java.util.function.LongConsumer progress) throws IOException {
         LongTable.Image[] out = new LongTable.Image[shards.size()];
         if (shards.isEmpty()) {
             return out;
@@ -313,7 +316,9 @@ final class SnapshotFile {
                         long[][] cols = new long[4][];
                         for (int c = 0; c < 4; c++) {
                             cols[c] = new long[s.capacity()];
+                            long at = pos;
                             pos = readColumn(ch, p, pos, cols[c], buf, crc);
+                            progress.accept(pos - at);
                         }
                         out[k] = new LongTable.Image(s.capacity(), s.size(), cols[0], cols[1], cols[2], cols[3],
                                 s.extra()); // published to the caller by Future.get

@@ -208,6 +208,25 @@ class SnapshotFormatTest {
     }
 
     @Test
+    void recoveryReportsTheBytesItRead() throws IOException {
+        EmbeddedStore s = open(4);
+        populate(s);
+        s.snapshot();
+        serve(s.index("a"), 60_000, 100, 1);
+        s.releaseLockLikeAKill(); // snapshot + journal both to read
+        long bytes = 0;
+        for (String f : files()) {
+            bytes += f.startsWith("snapshot-") || f.startsWith("journal-") ? Files.size(dir.resolve(f)) : 0;
+        }
+        EmbeddedStore.LoadProgress progress = new EmbeddedStore.LoadProgress();
+        EmbeddedStore again = new EmbeddedStore(new EmbeddedStore.Options(dir, 4, false, Duration.ofMinutes(10),
+                Long.MAX_VALUE), progress);
+        opened.add(again);
+        assertEquals(bytes, progress.total(), "the snapshot and the journal after it");
+        assertEquals(bytes, progress.read());
+    }
+
+    @Test
     void aSmallJournalIsNotSnapshottedOnClose() throws IOException {
         EmbeddedStore s = open(4);
         serve(s.index("a"), 0, 10, 1);
