@@ -57,7 +57,8 @@ public final class IndexRestartBench {
         long blocks = Long.parseLong(opt.getOrDefault("blocks", "10000000").replace("_", ""));
         long tail = Long.parseLong(opt.getOrDefault("tail", String.valueOf(Math.min(500_000, blocks / 20))));
         Path dir = Path.of(opt.getOrDefault("dir", "/var/tmp/kvpool-index-restart-" + blocks));
-        long heapMb = Math.max(2048, (blocks + tail) * 110 / (1 << 20) + 1536); // ≤ 64 B/block + a shard's copy + slack
+        // the tables (≤ 64 B/block) twice (the floor measured beside them), a shard's snapshot copy, slack
+        long heapMb = Math.max(2048, (blocks + tail) * 150 / (1 << 20) + 1536);
         deleteDir(dir);
         Files.createDirectories(dir);
         System.out.printf("index-restart: %,d blocks + a journal tail of %,d, %d shards, dir %s, child heap %,d MiB, "
@@ -70,8 +71,8 @@ public final class IndexRestartBench {
         measure("after kill -9 (snapshot + journal tail)", dir, heapMb, blocks + tail, rows, true);
         measure("after a clean stop (close wrote a snapshot)", dir, heapMb, blocks + tail, rows, false);
         System.out.println();
-        System.out.println("| state | files | read warm | load warm | ratio | read cold | load cold | ratio | heap/block |");
-        System.out.println("|---|---|---|---|---|---|---|---|---|");
+        System.out.println("| state | files | read warm | load warm | ratio | read cold | load cold | ratio | heap/block | floor |");
+        System.out.println("|---|---|---|---|---|---|---|---|---|---|");
         rows.forEach(r -> System.out.println("| " + String.join(" | ", r) + " |"));
         deleteDir(dir);
     }
@@ -99,7 +100,7 @@ public final class IndexRestartBench {
                 ratio(Double.parseDouble(warm.get("load_ms")), readWarm), cold ? ms(readCold) : "n/a",
                 cold ? coldOpen.get("load_ms") + " ms" : "n/a",
                 cold ? ratio(Double.parseDouble(coldOpen.get("load_ms")), readCold) : "n/a",
-                warm.get("heap_per_block") + " B"});
+                warm.get("heap_per_block") + " B", warm.get("floor_ms") + " ms"});
         if (thenClose) {
             Map<String, String> closed = child(heapMb, "open", dir, blocks, 0, true);
             System.out.printf("  a clean close of that store took %s ms (snapshot on close)%n", closed.get("close_ms"));
@@ -108,9 +109,10 @@ public final class IndexRestartBench {
 
     private static void print(String how, double readMs, Map<String, String> r) {
         System.out.printf("  %s: read %s, load %s ms (ratio %s); %s keys; 1 M random lookups %s ms, all found with "
-                        + "their words: %s; heap %s B/block (%s MiB)%n", how, ms(readMs), r.get("load_ms"),
+                        + "their words: %s; heap %s B/block (%s MiB); floor: new arrays of the tables' %s MiB "
+                        + "written once %s ms%n", how, ms(readMs), r.get("load_ms"),
                 ratio(Double.parseDouble(r.get("load_ms")), readMs), r.get("keys"), r.get("lookup_ms"),
-                r.get("verified"), r.get("heap_per_block"), r.get("heap_mb"));
+                r.get("verified"), r.get("heap_per_block"), r.get("heap_mb"), r.get("floor_mb"), r.get("floor_ms"));
     }
 
     private static String ratio(double load, double read) {
@@ -279,6 +281,19 @@ public final class IndexRestartBench {
         }
         result("lookup_ms", (System.nanoTime() - t1) / 1_000_000);
         result("verified", ok);
+        // the floor of any load into the heap: new arrays of the tables' size (zeroed by the JVM, their pages
+        // faulted in by the OS) written once — what the load must do beyond reading, measured here
+        long words = store.heapBytes() / 8;
+        long t3 = System.nanoTime();
+        List<long[]> floor = new ArrayList<>();
+        for (long left = words; left > 0; left -= 1 << 26) {
+            long[] w = new long[(int) Math.min(1 << 26, left)];
+            Arrays.fill(w, 1L);
+            floor.add(w);
+        }
+        result("floor_ms", (System.nanoTime() - t3) / 1_000_000);
+        result("floor_mb", words * 8 >> 20);
+        floor.clear();
         if (close) {
             long t2 = System.nanoTime();
             store.close();

@@ -104,7 +104,9 @@ final class PlaneRestartBench {
                 blocks, readClean, cleanLoad, cleanReady, emptyReady);
         System.out.printf(Locale.ROOT, "| after kill -9, %,d blocks + a tail of %,d | %.0f ms | %s ms | **%.2f s** | %.2f s |%n",
                 blocks, tail, readCrash, crashLoad, crashReady, emptyReady);
-        deleteTree(dir);
+        if (!opt.containsKey("keep")) {
+            deleteTree(dir);
+        }
         deleteTree(empty);
     }
 

@@ -127,6 +127,36 @@ class SlotAllocatorTest {
         }
     }
 
+    /** The bulk rebuild (sort, one pass) ends where marking each address one by one ends, duplicates included. */
+    @Test
+    void rebuildMatchesMarkingEachAddress() {
+        Random r = new Random(11);
+        for (int round = 0; round < 20; round++) {
+            int perFile = 1 + r.nextInt(70);
+            long[] addrs = new long[r.nextInt(5_000)];
+            for (int i = 0; i < addrs.length; i++) {
+                // slots up to perFile + 3: a few written under a larger key_count_per_file, which are never reused
+                // files dense (most rounds) or sparse (every fourth: numbers far beyond the count of addresses)
+                long file = round % 4 == 3 ? r.nextInt(300) * 1_000_003L : r.nextInt(300);
+                addrs[i] = at(file, r.nextInt(perFile + 3));
+            }
+            SlotAllocator bulk = new SlotAllocator(perFile), oneByOne = new SlotAllocator(perFile);
+            bulk.allocate(17); // state from before the rebuild is dropped
+            for (long a : addrs) {
+                oneByOne.markUsed(a);
+            }
+            bulk.rebuild(addrs.clone());
+            assertEquals(oneByOne.usedSlots(), bulk.usedSlots());
+            assertEquals(oneByOne.files(), bulk.files());
+            long[] files = new long[310];
+            for (int f = 0; f < files.length; f++) {
+                files[f] = round % 4 == 3 ? f * 1_000_003L : f;
+            }
+            assertArrayEquals(oneByOne.live(files), bulk.live(files));
+            assertArrayEquals(oneByOne.allocate(500), bulk.allocate(500), "the same slots handed out next");
+        }
+    }
+
     @Test
     void rejectsBadSizes() {
         assertThrows(IllegalArgumentException.class, () -> new SlotAllocator(0));
