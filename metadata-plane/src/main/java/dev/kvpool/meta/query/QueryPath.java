@@ -7,8 +7,8 @@ import dev.kvpool.api.proto.meta.QueryType;
 import dev.kvpool.api.proto.meta.StorageType;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.Loc;
-import dev.kvpool.meta.kvcm.KvcmError;
-import dev.kvpool.meta.kvcm.Mask;
+import dev.kvpool.meta.core.MetaException;
+import dev.kvpool.meta.core.Mask;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.LocationSink;
 import dev.kvpool.meta.registry.Locations;
@@ -229,7 +229,7 @@ public final class QueryPath {
 
     static void checkWindow(int sw, int n) {
         if (sw <= 0 || sw > n) {
-            throw KvcmError.invalid("sw_size must be in [1, " + n + "] (the number of keys), got " + sw);
+            throw MetaException.invalid("sw_size must be in [1, " + n + "] (the number of keys), got " + sw);
         }
     }
 

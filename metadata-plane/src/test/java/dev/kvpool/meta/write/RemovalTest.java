@@ -7,7 +7,7 @@ import dev.kvpool.api.proto.meta.TrimStrategy;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.ForwardingIndex;
 import dev.kvpool.meta.index.Loc;
-import dev.kvpool.meta.kvcm.Mask;
+import dev.kvpool.meta.core.Mask;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.storage.Storage;
