@@ -268,6 +268,24 @@ public final class KvcmMeta {
         };
     }
 
+    /** A query type {@link #queryType} accepted, as the query path's match. */
+    private static dev.kvpool.meta.query.Match match(QueryType t) {
+        return switch (t) {
+            case QT_PREFIX_MATCH -> dev.kvpool.meta.query.Match.PREFIX;
+            case QT_BATCH_GET -> dev.kvpool.meta.query.Match.BATCH;
+            default -> dev.kvpool.meta.query.Match.SLIDING_WINDOW;
+        };
+    }
+
+    private static dev.kvpool.meta.write.Trim trim(TrimStrategy s) {
+        return switch (s) {
+            case TS_REMOVE_ALL_CACHE -> dev.kvpool.meta.write.Trim.REMOVE_ALL_CACHE;
+            case TS_REMOVE_ALL_META -> dev.kvpool.meta.write.Trim.REMOVE_ALL_META;
+            case TS_TIMESTAMP -> dev.kvpool.meta.write.Trim.TIMESTAMP;
+            default -> throw MetaException.invalid("strategy must be TS_REMOVE_ALL_CACHE, TS_REMOVE_ALL_META or TS_TIMESTAMP");
+        };
+    }
+
     // ---- RPCs ----------------------------------------------------------------------------------------------
 
     public RegisterInstanceResponse registerInstance(RegisterInstanceRequest r) {
@@ -340,7 +358,7 @@ public final class KvcmMeta {
             leaderGate();
             checkTrace(r.getTraceId());
             Query q = query(r, false);
-            out = query.locateAsync(q.inst, q.keys, q.type, q.mask, r.getSwSize(), sinks.get()).thenApply(sink -> {
+            out = query.locateAsync(q.inst, q.keys, match(q.type), q.mask, r.getSwSize(), sinks.get()).thenApply(sink -> {
                 counted(q, r, sink);
                 return done.apply(sink);
             });
@@ -565,7 +583,7 @@ public final class KvcmMeta {
             if (r.getStrategy() == TrimStrategy.TS_UNSPECIFIED || r.getStrategy() == TrimStrategy.UNRECOGNIZED) {
                 throw MetaException.invalid("strategy is required: TS_REMOVE_ALL_CACHE, TS_REMOVE_ALL_META or TS_TIMESTAMP");
             }
-            write.trim(inst, r.getStrategy(), r.getBeginTimestamp(), r.getEndTimestamp());
+            write.trim(inst, trim(r.getStrategy()), r.getBeginTimestamp(), r.getEndTimestamp());
             return CommonResponse.newBuilder().setHeader(ok(r.getTraceId(), "Cache trimmed successfully")).build();
         }, h -> CommonResponse.newBuilder().setHeader(h).build());
     }

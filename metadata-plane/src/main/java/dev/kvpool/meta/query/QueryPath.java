@@ -3,7 +3,6 @@ package dev.kvpool.meta.query;
 import dev.kvpool.api.proto.meta.BackendLocationSelector;
 import dev.kvpool.api.proto.meta.CacheLocation;
 import dev.kvpool.api.proto.meta.CacheLocationVector;
-import dev.kvpool.api.proto.meta.QueryType;
 import dev.kvpool.api.proto.meta.StorageType;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.Loc;
@@ -106,22 +105,22 @@ public final class QueryPath {
      * lookup is the index's asynchronous one and the rest runs where it completes (an event loop of the store's
      * client). Validation errors complete the stage exceptionally.
      */
-    public <S extends LocationSink> CompletionStage<S> locateAsync(Instance inst, long[] keys, QueryType type, Mask mask,
+    public <S extends LocationSink> CompletionStage<S> locateAsync(Instance inst, long[] keys, Match type, Mask mask,
                                                                   int sw, S sink) {
         try {
             long[] q = switch (type) {
-                case QT_PREFIX_MATCH -> unmasked(keys, mask);
-                case QT_BATCH_GET -> keys;
-                default -> {
+                case PREFIX -> unmasked(keys, mask);
+                case BATCH -> keys;
+                case SLIDING_WINDOW -> {
                     checkWindow(sw, keys.length);
                     yield keys;
                 }
             };
             Block[] blocks = new Block[q.length];
             return inst.index.servingAsync(q, 0, q.length, blocks).thenApply(v -> switch (type) {
-                case QT_PREFIX_MATCH -> prefixOf(inst, q, blocks, sink);
-                case QT_BATCH_GET -> batchOf(inst, q, blocks, sink);
-                default -> slidingWindowOf(inst, q, sw, blocks, sink);
+                case PREFIX -> prefixOf(inst, q, blocks, sink);
+                case BATCH -> batchOf(inst, q, blocks, sink);
+                case SLIDING_WINDOW -> slidingWindowOf(inst, q, sw, blocks, sink);
             });
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);

@@ -1,7 +1,6 @@
 package dev.kvpool.meta.write;
 
 import dev.kvpool.api.proto.meta.CacheLocation;
-import dev.kvpool.api.proto.meta.TrimStrategy;
 import dev.kvpool.api.storage.SlabFiles;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.InstanceIndex;
@@ -572,17 +571,17 @@ public final class WritePath implements AutoCloseable {
         return last > now ? last - now + 1_000 : 0;
     }
 
-    public void trim(Instance inst, TrimStrategy strategy, int begin, int end) {
+    public void trim(Instance inst, Trim strategy, int begin, int end) {
         switch (strategy) {
             // what is cached: sessions in flight (on any replica) keep their WRITING locations — moving those to
             // DELETING freed their slots while their writers still wrote to them — and serve them when they finish
-            case TS_REMOVE_ALL_CACHE -> removeAll(inst, true, false);
+            case REMOVE_ALL_CACHE -> removeAll(inst, true, false);
             // metadata only: the storage's files stay (their slots are free for new blocks). Location by location, as
             // for REMOVE_ALL_CACHE, and not by clearing the index: a clear also dropped the WRITING locations of
             // sessions in flight and freed every slot, theirs too, so a slot could be handed out while its writer
             // still wrote to it, and the usage those sessions reserved was never given back
-            case TS_REMOVE_ALL_META -> removeAll(inst, false, false);
-            case TS_TIMESTAMP -> {
+            case REMOVE_ALL_META -> removeAll(inst, false, false);
+            case TIMESTAMP -> {
                 if (end <= begin) {
                     throw MetaException.invalid("TS_TIMESTAMP needs begin_timestamp < end_timestamp (epoch seconds), got ["
                             + begin + ", " + end + ")");
@@ -595,7 +594,6 @@ public final class WritePath implements AutoCloseable {
                     submitDelete(inst, inst.index.markDeleting(keys, off, Math.min(1024, keys.length - off), null, false));
                 }
             }
-            default -> throw MetaException.invalid("strategy must be TS_REMOVE_ALL_CACHE, TS_REMOVE_ALL_META or TS_TIMESTAMP");
         }
     }
 
