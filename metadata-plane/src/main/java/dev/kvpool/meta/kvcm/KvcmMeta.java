@@ -49,14 +49,14 @@ public final class KvcmMeta {
     private final BooleanSupplier leader;
     private final Node node;
     private final MeterRegistry meters;
+    private final Supplier<CacheEvents> events;
+    private final dev.kvpool.meta.stats.StatsCounters stats;
     private final Map<String, Timer> timers = new ConcurrentHashMap<>();
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
-    private volatile CacheEvents events = CacheEvents.OFF;
-    /** Per-instance counts reported to the control plane (the console's time series). */
-    private final dev.kvpool.meta.stats.StatsCounters stats = new dev.kvpool.meta.stats.StatsCounters();
 
     public KvcmMeta(Registry registry, QueryPath query, WritePath write, WritePath.IndexStoreOwner sessions,
-                    BooleanSupplier leader, Node node, MeterRegistry meters) {
+                    BooleanSupplier leader, Node node, MeterRegistry meters, Supplier<CacheEvents> events,
+                    dev.kvpool.meta.stats.StatsCounters stats) {
         this.registry = registry;
         this.query = query;
         this.write = write;
@@ -64,16 +64,13 @@ public final class KvcmMeta {
         this.leader = leader;
         this.node = node;
         this.meters = meters;
+        this.events = events;
+        this.stats = stats;
     }
 
     /** What this replica served per instance, for the control plane's stats reports. */
     public dev.kvpool.meta.stats.StatsCounters stats() {
         return stats;
-    }
-
-    /** Where operations are published for trace replay (kvpool.cache); off by default. */
-    public void events(CacheEvents events) {
-        this.events = events;
     }
 
     /** The mask as the event carries it: the bool vector, or the offset (decoded once, by {@link KvcmMasks}). */
@@ -424,7 +421,7 @@ public final class KvcmMeta {
             counted(q.inst, "hit", hits);
             stats.prefixQuery(q.inst, q.keys.length, hits);
         }
-        CacheEvents ev = events;
+        CacheEvents ev = events.get();
         if (ev.enabled()) {
             ev.offer(new CacheEvent(CacheEvent.GET_CACHE_LOCATION, q.inst.id, CacheEvents.nowMicros(), q.type.name(),
                     q.keys, maskOf(r.hasBlockMask(), r.getBlockMask()), q.type == QueryType.QT_REVERSE_ROLL_SW_MATCH
@@ -525,7 +522,7 @@ public final class KvcmMeta {
         WritePath.StartOutcome o = write.start(inst, keys, r.getLocationSpecGroupNamesList(),
                 r.getWriteTimeoutSeconds(), r.getMinReplicaCount());
         counted(inst, "write_started", o.count());
-        CacheEvents ev = events;
+        CacheEvents ev = events.get();
         if (ev.enabled()) {
             ev.offer(new CacheEvent(CacheEvent.START_WRITE_CACHE, inst.id, CacheEvents.nowMicros(), null, keys,
                     null, null, o.count(), o.count() * inst.bytesPerKey, null, o.sessionId()));
@@ -552,7 +549,7 @@ public final class KvcmMeta {
             int served = write.finish(inst, r.getWriteSessionId(), KvcmMasks.of(r.getSuccessBlocks()), sessions);
             counted(inst, "write_served", served);
             stats.written(inst, served);
-            CacheEvents ev = events;
+            CacheEvents ev = events.get();
             if (ev.enabled()) {
                 ev.offer(new CacheEvent(CacheEvent.FINISH_WRITE_CACHE, inst.id, CacheEvents.nowMicros(), null, null,
                         maskOf(true, r.getSuccessBlocks()), null, served, served * inst.bytesPerKey, null,
@@ -568,7 +565,7 @@ public final class KvcmMeta {
             Instance inst = instance(r.getInstanceId());
             long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
             write.remove(inst, keys, KvcmMasks.of(r.hasBlockMask() ? r.getBlockMask() : null));
-            CacheEvents ev = events;
+            CacheEvents ev = events.get();
             if (ev.enabled()) {
                 ev.offer(new CacheEvent(CacheEvent.REMOVE, inst.id, CacheEvents.nowMicros(), null, keys,
                         maskOf(r.hasBlockMask(), r.getBlockMask()), null, null, null, "remove_cache", null));

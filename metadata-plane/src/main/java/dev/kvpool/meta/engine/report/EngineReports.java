@@ -8,6 +8,7 @@ import dev.kvpool.engine.view.EngineView;
 import dev.kvpool.meta.engine.EngineCaches;
 import dev.kvpool.meta.core.MetaException;
 import dev.kvpool.meta.kvcm.KvcmCodes;
+import dev.kvpool.meta.kvcm.KvcmReports;
 import dev.kvpool.meta.registry.EventReportStorage;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.registry.Instance;
@@ -41,7 +42,7 @@ import org.jboss.logging.Logger;
  * here after their token check; logical errors come back in header.status, never as exceptions.
  */
 @ApplicationScoped
-public class EngineReports {
+public class EngineReports implements KvcmReports {
     private static final Logger LOG = Logger.getLogger(EngineReports.class);
 
     /** Input bounds (README "Engine cache events"): beyond them a request is INVALID_ARGUMENT naming the field. */
