@@ -14,8 +14,11 @@ public class KvcmGrpcService implements MetaService {
     @Inject
     MetaRuntime runtime;
 
+    @Inject
+    KvcmService kvcm;
+
     private KvcmMeta m() {
-        return runtime.kvcm();
+        return kvcm.meta();
     }
 
     /**
@@ -92,7 +95,7 @@ public class KvcmGrpcService implements MetaService {
     }
 
     @Inject
-    dev.kvpool.meta.engine.report.EngineReports reports;
+    KvcmReports reports;
 
     // engine-event APIs (kvcm-engine-events.md Part 1): a snapshot may wait on the reporter's write gate
     @Override

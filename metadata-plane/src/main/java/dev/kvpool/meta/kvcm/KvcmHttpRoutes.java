@@ -57,10 +57,13 @@ public class KvcmHttpRoutes {
     MetaRuntime runtime;
 
     @Inject
+    KvcmService kvcm;
+
+    @Inject
     dev.kvpool.meta.runtime.MetaSettings settings;
 
     @Inject
-    dev.kvpool.meta.engine.report.EngineReports reports;
+    KvcmReports reports;
     long maxBody;
 
     @jakarta.annotation.PostConstruct
@@ -130,7 +133,7 @@ public class KvcmHttpRoutes {
                     ? ProtoJson.merge(bb.array(), bb.arrayOffset() + bb.readerIndex(), bb.readableBytes(), rpc.request().get())
                     : ProtoJson.merge(body.getBytes(), rpc.request().get())).build();
             if (parsed instanceof ReportEventRequest q && q.getStorageTypeValue() == 0 && q.getEventsCount() > 0) {
-                parsed = dev.kvpool.meta.engine.report.ReportJson.legacyStorageType(body.getBytes(), q);
+                parsed = ReportJson.legacyStorageType(body.getBytes(), q);
             }
         } catch (ProtoJsonException e) {
             ctx.response().setStatusCode(400).putHeader("Content-Type", "application/json")
@@ -179,7 +182,7 @@ public class KvcmHttpRoutes {
                     refuse(ctx, request, refusal);
                     return;
                 }
-                runtime.kvcm().getCacheLocationJsonAsync(q).whenComplete((json, e) -> {
+                kvcm.meta().getCacheLocationJsonAsync(q).whenComplete((json, e) -> {
                     if (e != null) {
                         ctx.fail(e);
                     } else {
@@ -213,11 +216,11 @@ public class KvcmHttpRoutes {
 
     private byte[] answer(Rpc rpc, Message request) {
         return switch (request) {
-            case GetCacheLocationRequest q -> runtime.kvcm().getCacheLocationJson(q);
-            case StartWriteCacheRequest q -> runtime.kvcm().startWriteCacheJson(q);
+            case GetCacheLocationRequest q -> kvcm.meta().getCacheLocationJson(q);
+            case StartWriteCacheRequest q -> kvcm.meta().startWriteCacheJson(q);
             case ReportEventRequest q -> ProtoJson.print(reports.reportEvent(q));
             case GetHostCacheStateRequest q -> reports.getHostCacheStateJson(q);
-            default -> ProtoJson.print(rpc.call().apply(runtime.kvcm(), request));
+            default -> ProtoJson.print(rpc.call().apply(kvcm.meta(), request));
         };
     }
 
@@ -240,13 +243,13 @@ public class KvcmHttpRoutes {
     /** The embedded store: in-process reads answer on the event loop; writes move to a worker. */
     private void call(RoutingContext ctx, Rpc rpc, Message request) {
         if (request instanceof GetCacheLocationRequest q) {
-            respond(ctx, runtime.kvcm().getCacheLocationJson(q)); // the hot path skips building messages
+            respond(ctx, kvcm.meta().getCacheLocationJson(q)); // the hot path skips building messages
         } else if (rpc.blocking()) {
             ctx.vertx().executeBlocking(() -> answer(rpc, request), false)
                     .onSuccess(bytes -> respond(ctx, bytes))
                     .onFailure(ctx::fail);
         } else {
-            respond(ctx, ProtoJson.print(rpc.call().apply(runtime.kvcm(), request)));
+            respond(ctx, ProtoJson.print(rpc.call().apply(kvcm.meta(), request)));
         }
     }
 

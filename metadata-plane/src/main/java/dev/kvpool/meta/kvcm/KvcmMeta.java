@@ -3,6 +3,8 @@ package dev.kvpool.meta.kvcm;
 import dev.kvpool.api.limits.Limits;
 import dev.kvpool.api.logging.FailureLog;
 import dev.kvpool.api.naming.Text;
+import dev.kvpool.meta.core.Mask;
+import dev.kvpool.meta.core.MetaException;
 import dev.kvpool.meta.index.StoreException;
 import dev.kvpool.api.proto.meta.*;
 import dev.kvpool.api.events.CacheEvent;
@@ -47,14 +49,14 @@ public final class KvcmMeta {
     private final BooleanSupplier leader;
     private final Node node;
     private final MeterRegistry meters;
+    private final Supplier<CacheEvents> events;
+    private final dev.kvpool.meta.stats.StatsCounters stats;
     private final Map<String, Timer> timers = new ConcurrentHashMap<>();
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
-    private volatile CacheEvents events = CacheEvents.OFF;
-    /** Per-instance counts reported to the control plane (the console's time series). */
-    private final dev.kvpool.meta.stats.StatsCounters stats = new dev.kvpool.meta.stats.StatsCounters();
 
     public KvcmMeta(Registry registry, QueryPath query, WritePath write, WritePath.IndexStoreOwner sessions,
-                    BooleanSupplier leader, Node node, MeterRegistry meters) {
+                    BooleanSupplier leader, Node node, MeterRegistry meters, Supplier<CacheEvents> events,
+                    dev.kvpool.meta.stats.StatsCounters stats) {
         this.registry = registry;
         this.query = query;
         this.write = write;
@@ -62,6 +64,8 @@ public final class KvcmMeta {
         this.leader = leader;
         this.node = node;
         this.meters = meters;
+        this.events = events;
+        this.stats = stats;
     }
 
     /** What this replica served per instance, for the control plane's stats reports. */
@@ -69,17 +73,12 @@ public final class KvcmMeta {
         return stats;
     }
 
-    /** Where operations are published for trace replay (kvpool.cache); off by default. */
-    public void events(CacheEvents events) {
-        this.events = events;
-    }
-
-    /** The mask as the event carries it: the bool vector, or the offset (decoded once, by {@link Mask}). */
+    /** The mask as the event carries it: the bool vector, or the offset (decoded once, by {@link KvcmMasks}). */
     private static Object maskOf(boolean has, BlockMask m) {
         if (!has) {
             return null;
         }
-        Mask d = Mask.of(m);
+        Mask d = KvcmMasks.of(m);
         return d.bools() != null ? d.bools() : (Object) d.offset();
     }
 
@@ -97,7 +96,7 @@ public final class KvcmMeta {
     }
 
     /**
-     * Runs one RPC: {@code body} builds the OK response; a KvcmError (or any failure) becomes an error response
+     * Runs one RPC: {@code body} builds the OK response; a refusal (or any failure) becomes an error response
      * built by {@code error} from the header, so every response carries a header whatever happens.
      */
     private final FailureLog storeFailures = new FailureLog(LOG,
@@ -134,26 +133,25 @@ public final class KvcmMeta {
     static void checkTrace(String traceId) {
         String p = Text.opaqueProblem(traceId, Limits.MAX_TEXT);
         if (p != null) {
-            throw KvcmError.invalid("trace_id: " + p);
+            throw MetaException.invalid("trace_id: " + p);
         }
     }
 
     private void leaderGate() {
         if (!leader.getAsBoolean()) {
-            throw new KvcmError(ErrorCode.SERVER_NOT_LEADER, "Server is not leader");
+            throw new MetaException(MetaException.Kind.NOT_LEADER, "Server is not leader");
         }
     }
 
-    /** The error response for a failure: a KvcmError keeps its code, anything else is INTERNAL_ERROR. */
+    /** The error response for a failure: a refusal keeps its code ({@link KvcmCodes}), anything else is INTERNAL_ERROR. */
     private <R> R failed(String api, String traceId, long t0, Throwable e, Function<CommonResponseHeader, R> error) {
         if (e instanceof java.util.concurrent.CompletionException && e.getCause() != null) {
             e = e.getCause();
         }
-        ErrorCode code;
+        ErrorCode code = KvcmCodes.of(e);
         String message;
-        if (e instanceof KvcmError k) {
-            code = k.code;
-            message = k.getMessage();
+        if (code != null) {
+            message = e.getMessage();
         } else {
             code = ErrorCode.INTERNAL_ERROR;
             message = api + " failed: " + e;
@@ -187,7 +185,7 @@ public final class KvcmMeta {
     private Instance instance(String id) {
         Instance inst = registry.lookup(id);
         if (inst == null) {
-            throw new KvcmError(ErrorCode.INSTANCE_NOT_EXIST, id.isEmpty() ? "instance_id is empty"
+            throw MetaException.noInstance(id.isEmpty() ? "instance_id is empty"
                     : "instance '" + Text.safe(id) + "' is not registered");
         }
         return inst;
@@ -200,7 +198,7 @@ public final class KvcmMeta {
      */
     private static void faultCheck(String api, String traceId) {
         if (dev.kvpool.meta.debug.FaultTable.PROCESS.fires(api, traceId)) {
-            throw KvcmError.internal(api + " fail due to fault injection");
+            throw MetaException.internal(api + " fail due to fault injection");
         }
     }
 
@@ -221,25 +219,25 @@ public final class KvcmMeta {
     /** §3.2.1: block_keys win; else keys derived from token_ids with the instance's scheme. */
     static long[] keys(Instance inst, List<Long> blockKeys, List<Long> tokenIds) {
         if (blockKeys.size() > Limits.MAX_KEYS_PER_CALL) {
-            throw KvcmError.invalid("block_keys: at most " + Limits.MAX_KEYS_PER_CALL
+            throw MetaException.invalid("block_keys: at most " + Limits.MAX_KEYS_PER_CALL
                     + " keys per call, got " + blockKeys.size());
         }
         if (tokenIds.size() > Limits.MAX_TOKENS_PER_CALL) {
-            throw KvcmError.invalid("token_ids: at most " + Limits.MAX_TOKENS_PER_CALL
+            throw MetaException.invalid("token_ids: at most " + Limits.MAX_TOKENS_PER_CALL
                     + " tokens per call, got " + tokenIds.size());
         }
         if (!blockKeys.isEmpty()) {
             return toArray(blockKeys);
         }
         if (tokenIds.isEmpty()) {
-            throw KvcmError.invalid("block_keys and token_ids are both empty");
+            throw MetaException.invalid("block_keys and token_ids are both empty");
         }
         if (inst.blockSize <= 0) {
-            throw KvcmError.invalid("token_ids need a block_size > 0; instance '" + inst.id + "' registered block_size "
+            throw MetaException.invalid("token_ids need a block_size > 0; instance '" + inst.id + "' registered block_size "
                     + inst.blockSize);
         }
         if (tokenIds.size() / inst.blockSize > Limits.MAX_KEYS_PER_CALL) {
-            throw KvcmError.invalid("token_ids: " + tokenIds.size() + " tokens make more than "
+            throw MetaException.invalid("token_ids: " + tokenIds.size() + " tokens make more than "
                     + Limits.MAX_KEYS_PER_CALL + " blocks of " + inst.blockSize);
         }
         return inst.keysOf(toArray(tokenIds));
@@ -260,10 +258,28 @@ public final class KvcmMeta {
         }
         return switch (t) {
             case QT_BATCH_GET, QT_PREFIX_MATCH, QT_REVERSE_ROLL_SW_MATCH -> t;
-            case QT_PREFIX_MATCH_WITH_MAMBA -> throw new KvcmError(ErrorCode.UNSUPPORTED,
+            case QT_PREFIX_MATCH_WITH_MAMBA -> throw new MetaException(MetaException.Kind.UNSUPPORTED, 
                     "QT_PREFIX_MATCH_WITH_MAMBA is not supported yet");
-            default -> throw KvcmError.invalid("query_type is required (QT_BATCH_GET, QT_PREFIX_MATCH or "
+            default -> throw MetaException.invalid("query_type is required (QT_BATCH_GET, QT_PREFIX_MATCH or "
                     + "QT_REVERSE_ROLL_SW_MATCH) and the instance registered no default_query_type");
+        };
+    }
+
+    /** A query type {@link #queryType} accepted, as the query path's match. */
+    private static dev.kvpool.meta.query.Match match(QueryType t) {
+        return switch (t) {
+            case QT_PREFIX_MATCH -> dev.kvpool.meta.query.Match.PREFIX;
+            case QT_BATCH_GET -> dev.kvpool.meta.query.Match.BATCH;
+            default -> dev.kvpool.meta.query.Match.SLIDING_WINDOW;
+        };
+    }
+
+    private static dev.kvpool.meta.write.Trim trim(TrimStrategy s) {
+        return switch (s) {
+            case TS_REMOVE_ALL_CACHE -> dev.kvpool.meta.write.Trim.REMOVE_ALL_CACHE;
+            case TS_REMOVE_ALL_META -> dev.kvpool.meta.write.Trim.REMOVE_ALL_META;
+            case TS_TIMESTAMP -> dev.kvpool.meta.write.Trim.TIMESTAMP;
+            default -> throw MetaException.invalid("strategy must be TS_REMOVE_ALL_CACHE, TS_REMOVE_ALL_META or TS_TIMESTAMP");
         };
     }
 
@@ -284,7 +300,7 @@ public final class KvcmMeta {
     public GetInstanceInfoResponse getInstanceInfo(GetInstanceInfoRequest r) {
         return call("GetInstanceInfo", r.getTraceId(), true, () -> {
             if (r.getInstanceId().isEmpty()) {
-                throw KvcmError.invalid("instance_id is required");
+                throw MetaException.invalid("instance_id is required");
             }
             Instance inst = instance(r.getInstanceId());
             return GetInstanceInfoResponse.newBuilder().setHeader(ok(r.getTraceId(), ""))
@@ -339,7 +355,7 @@ public final class KvcmMeta {
             leaderGate();
             checkTrace(r.getTraceId());
             Query q = query(r, false);
-            out = query.locateAsync(q.inst, q.keys, q.type, q.mask, r.getSwSize(), sinks.get()).thenApply(sink -> {
+            out = query.locateAsync(q.inst, q.keys, match(q.type), q.mask, r.getSwSize(), sinks.get()).thenApply(sink -> {
                 counted(q, r, sink);
                 return done.apply(sink);
             });
@@ -378,13 +394,13 @@ public final class KvcmMeta {
     private Query query(GetCacheLocationRequest r, boolean mayReadStore) {
         Instance inst = mayReadStore ? instance(r.getInstanceId()) : registry.instance(r.getInstanceId());
         if (inst == null) {
-            throw new KvcmError(ErrorCode.INSTANCE_NOT_EXIST, "instance '"
+            throw MetaException.noInstance("instance '"
                     + Text.safe(r.getInstanceId()) + "' is not registered");
         }
         faultCheck("GetCacheLocation", r.getTraceId());
         long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
         return new Query(inst, keys, queryType(inst, r.getQueryType()),
-                Mask.of(r.hasBlockMask() ? r.getBlockMask() : null));
+                KvcmMasks.of(r.hasBlockMask() ? r.getBlockMask() : null));
     }
 
     private <S extends LocationSink> S locate(GetCacheLocationRequest r, S sink) {
@@ -405,7 +421,7 @@ public final class KvcmMeta {
             counted(q.inst, "hit", hits);
             stats.prefixQuery(q.inst, q.keys.length, hits);
         }
-        CacheEvents ev = events;
+        CacheEvents ev = events.get();
         if (ev.enabled()) {
             ev.offer(new CacheEvent(CacheEvent.GET_CACHE_LOCATION, q.inst.id, CacheEvents.nowMicros(), q.type.name(),
                     q.keys, maskOf(r.hasBlockMask(), r.getBlockMask()), q.type == QueryType.QT_REVERSE_ROLL_SW_MATCH
@@ -436,10 +452,10 @@ public final class KvcmMeta {
             Instance inst = instance(r.getInstanceId());
             long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
             if (queryType(inst, r.getQueryType()) != QueryType.QT_BATCH_GET) {
-                throw KvcmError.invalid("GetCacheLocationsByBackend supports only QT_BATCH_GET");
+                throw MetaException.invalid("GetCacheLocationsByBackend supports only QT_BATCH_GET");
             }
             if (r.getBackendSelectorsCount() == 0) {
-                throw KvcmError.invalid("backend_selectors must not be empty");
+                throw MetaException.invalid("backend_selectors must not be empty");
             }
             return GetCacheLocationsByBackendResponse.newBuilder().setHeader(ok(r.getTraceId(), "Cache locations retrieved successfully"))
                     .addAllKeyLocations(query.byBackend(inst, keys, r.getBackendSelectorsList(),
@@ -453,7 +469,7 @@ public final class KvcmMeta {
             long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
             var locs = new java.util.ArrayList<CacheLocation>();
             var metas = new java.util.ArrayList<String>();
-            query.meta(inst, keys, Mask.of(r.hasBlockMask() ? r.getBlockMask() : null), locs, metas);
+            query.meta(inst, keys, KvcmMasks.of(r.hasBlockMask() ? r.getBlockMask() : null), locs, metas);
             return GetCacheMetaResponse.newBuilder().setHeader(ok(r.getTraceId(), "Cache meta retrieved successfully"))
                     .addAllLocations(locs).addAllMetas(metas).build();
         }, h -> GetCacheMetaResponse.newBuilder().setHeader(h).build());
@@ -506,7 +522,7 @@ public final class KvcmMeta {
         WritePath.StartOutcome o = write.start(inst, keys, r.getLocationSpecGroupNamesList(),
                 r.getWriteTimeoutSeconds(), r.getMinReplicaCount());
         counted(inst, "write_started", o.count());
-        CacheEvents ev = events;
+        CacheEvents ev = events.get();
         if (ev.enabled()) {
             ev.offer(new CacheEvent(CacheEvent.START_WRITE_CACHE, inst.id, CacheEvents.nowMicros(), null, keys,
                     null, null, o.count(), o.count() * inst.bytesPerKey, null, o.sessionId()));
@@ -517,7 +533,7 @@ public final class KvcmMeta {
     /** The answer without its locations. */
     private static StartWriteCacheResponse.Builder startAnswer(StartWriteCacheRequest r, WritePath.StartOutcome o) {
         return StartWriteCacheResponse.newBuilder().setHeader(ok(r.getTraceId(), "Write cache session started successfully"))
-                .setWriteSessionId(o.sessionId()).setBlockMask(o.mask());
+                .setWriteSessionId(o.sessionId()).setBlockMask(KvcmMasks.proto(o.mask()));
     }
 
     public CommonResponse finishWriteCache(FinishWriteCacheRequest r) {
@@ -525,15 +541,15 @@ public final class KvcmMeta {
             Instance inst = instance(r.getInstanceId());
             faultCheck("FinishWriteCache", r.getTraceId());
             if (r.getWriteSessionId().isEmpty()) {
-                throw KvcmError.invalid("write_session_id is required");
+                throw MetaException.invalid("write_session_id is required");
             }
             if (!r.hasSuccessBlocks()) {
-                throw KvcmError.invalid("success_blocks is required");
+                throw MetaException.invalid("success_blocks is required");
             }
-            int served = write.finish(inst, r.getWriteSessionId(), Mask.of(r.getSuccessBlocks()), sessions);
+            int served = write.finish(inst, r.getWriteSessionId(), KvcmMasks.of(r.getSuccessBlocks()), sessions);
             counted(inst, "write_served", served);
             stats.written(inst, served);
-            CacheEvents ev = events;
+            CacheEvents ev = events.get();
             if (ev.enabled()) {
                 ev.offer(new CacheEvent(CacheEvent.FINISH_WRITE_CACHE, inst.id, CacheEvents.nowMicros(), null, null,
                         maskOf(true, r.getSuccessBlocks()), null, served, served * inst.bytesPerKey, null,
@@ -548,8 +564,8 @@ public final class KvcmMeta {
         return call("RemoveCache", r.getTraceId(), true, () -> {
             Instance inst = instance(r.getInstanceId());
             long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
-            write.remove(inst, keys, Mask.of(r.hasBlockMask() ? r.getBlockMask() : null));
-            CacheEvents ev = events;
+            write.remove(inst, keys, KvcmMasks.of(r.hasBlockMask() ? r.getBlockMask() : null));
+            CacheEvents ev = events.get();
             if (ev.enabled()) {
                 ev.offer(new CacheEvent(CacheEvent.REMOVE, inst.id, CacheEvents.nowMicros(), null, keys,
                         maskOf(r.hasBlockMask(), r.getBlockMask()), null, null, null, "remove_cache", null));
@@ -562,9 +578,9 @@ public final class KvcmMeta {
         return call("TrimCache", r.getTraceId(), true, () -> {
             Instance inst = instance(r.getInstanceId());
             if (r.getStrategy() == TrimStrategy.TS_UNSPECIFIED || r.getStrategy() == TrimStrategy.UNRECOGNIZED) {
-                throw KvcmError.invalid("strategy is required: TS_REMOVE_ALL_CACHE, TS_REMOVE_ALL_META or TS_TIMESTAMP");
+                throw MetaException.invalid("strategy is required: TS_REMOVE_ALL_CACHE, TS_REMOVE_ALL_META or TS_TIMESTAMP");
             }
-            write.trim(inst, r.getStrategy(), r.getBeginTimestamp(), r.getEndTimestamp());
+            write.trim(inst, trim(r.getStrategy()), r.getBeginTimestamp(), r.getEndTimestamp());
             return CommonResponse.newBuilder().setHeader(ok(r.getTraceId(), "Cache trimmed successfully")).build();
         }, h -> CommonResponse.newBuilder().setHeader(h).build());
     }

@@ -3,12 +3,11 @@ package dev.kvpool.meta.query;
 import dev.kvpool.api.proto.meta.BackendLocationSelector;
 import dev.kvpool.api.proto.meta.CacheLocation;
 import dev.kvpool.api.proto.meta.CacheLocationVector;
-import dev.kvpool.api.proto.meta.QueryType;
 import dev.kvpool.api.proto.meta.StorageType;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.Loc;
-import dev.kvpool.meta.kvcm.KvcmError;
-import dev.kvpool.meta.kvcm.Mask;
+import dev.kvpool.meta.core.MetaException;
+import dev.kvpool.meta.core.Mask;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.LocationSink;
 import dev.kvpool.meta.registry.Locations;
@@ -106,22 +105,22 @@ public final class QueryPath {
      * lookup is the index's asynchronous one and the rest runs where it completes (an event loop of the store's
      * client). Validation errors complete the stage exceptionally.
      */
-    public <S extends LocationSink> CompletionStage<S> locateAsync(Instance inst, long[] keys, QueryType type, Mask mask,
+    public <S extends LocationSink> CompletionStage<S> locateAsync(Instance inst, long[] keys, Match type, Mask mask,
                                                                   int sw, S sink) {
         try {
             long[] q = switch (type) {
-                case QT_PREFIX_MATCH -> unmasked(keys, mask);
-                case QT_BATCH_GET -> keys;
-                default -> {
+                case PREFIX -> unmasked(keys, mask);
+                case BATCH -> keys;
+                case SLIDING_WINDOW -> {
                     checkWindow(sw, keys.length);
                     yield keys;
                 }
             };
             Block[] blocks = new Block[q.length];
             return inst.index.servingAsync(q, 0, q.length, blocks).thenApply(v -> switch (type) {
-                case QT_PREFIX_MATCH -> prefixOf(inst, q, blocks, sink);
-                case QT_BATCH_GET -> batchOf(inst, q, blocks, sink);
-                default -> slidingWindowOf(inst, q, sw, blocks, sink);
+                case PREFIX -> prefixOf(inst, q, blocks, sink);
+                case BATCH -> batchOf(inst, q, blocks, sink);
+                case SLIDING_WINDOW -> slidingWindowOf(inst, q, sw, blocks, sink);
             });
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
@@ -229,7 +228,7 @@ public final class QueryPath {
 
     static void checkWindow(int sw, int n) {
         if (sw <= 0 || sw > n) {
-            throw KvcmError.invalid("sw_size must be in [1, " + n + "] (the number of keys), got " + sw);
+            throw MetaException.invalid("sw_size must be in [1, " + n + "] (the number of keys), got " + sw);
         }
     }
 

@@ -8,7 +8,7 @@ import dev.kvpool.api.hash.KvcmHash;
 import dev.kvpool.api.proto.meta.InstanceInfo;
 import dev.kvpool.api.proto.meta.LocationSpecGroup;
 import dev.kvpool.meta.index.InstanceIndex;
-import dev.kvpool.meta.kvcm.KvcmError;
+import dev.kvpool.meta.core.MetaException;
 import dev.kvpool.meta.storage.SlotAllocator;
 import dev.kvpool.meta.storage.Slots;
 import dev.kvpool.meta.storage.Storage;
@@ -135,7 +135,7 @@ public final class Instance {
     /**
      * Block keys of a token prefix with vLLM's extra keys (LoRA name, cache salt, multimodal items; null: none).
      *
-     * @throws KvcmError INVALID_ARGUMENT naming why: extras on a kvcm instance, a vLLM instance without a seed
+     * @throws MetaException INVALID naming why: extras on a kvcm instance, a vLLM instance without a seed
      */
     public long[] keysOf(long[] tokens, ExtraKeyInputs extras) {
         if (hashScheme == HashScheme.KVCM && extras == null) {
@@ -144,7 +144,7 @@ public final class Instance {
         try {
             return hashScheme.keys(tokens, blockSize, hashSeed, extras);
         } catch (IllegalArgumentException e) {
-            throw KvcmError.invalid("instance '" + id + "' (hash scheme " + hashScheme.schemeName() + "): "
+            throw MetaException.invalid("instance '" + id + "' (hash scheme " + hashScheme.schemeName() + "): "
                     + e.getMessage());
         }
     }

@@ -6,7 +6,6 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import dev.kvpool.api.limits.Limits;
 import dev.kvpool.api.naming.Identifiers;
 import dev.kvpool.api.naming.Text;
-import dev.kvpool.api.proto.meta.ErrorCode;
 import dev.kvpool.api.proto.meta.InstanceInfo;
 import dev.kvpool.api.proto.meta.LocationSpecGroup;
 import dev.kvpool.api.proto.meta.LocationSpecInfo;
@@ -15,7 +14,7 @@ import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
 import dev.kvpool.meta.config.StartupConfig;
 import dev.kvpool.meta.index.IndexStore;
 import dev.kvpool.meta.index.Loc;
-import dev.kvpool.meta.kvcm.KvcmError;
+import dev.kvpool.meta.core.MetaException;
 import dev.kvpool.meta.reclaim.ReclaimConfig;
 import dev.kvpool.meta.storage.Storage;
 import java.nio.charset.StandardCharsets;
@@ -426,17 +425,17 @@ public final class Registry {
         if (existing != null) {
             String diff = identityDiff(existing.info, req, groupsSorted);
             if (diff != null) {
-                throw new KvcmError(ErrorCode.DUPLICATE_ENTITY, "instance '" + req.getInstanceId()
+                throw MetaException.duplicate("instance '" + req.getInstanceId()
                         + "' is already registered with a different " + diff);
             }
             return new Registration(existing, false);
         }
         GroupConfig g = groups.get(req.getInstanceGroup());
         if (g == null) {
-            throw KvcmError.internal("instance group '" + req.getInstanceGroup() + "' does not exist");
+            throw MetaException.internal("instance group '" + req.getInstanceGroup() + "' does not exist");
         }
         if (g.maxInstanceCount() > 0 && instancesOf(g.name()).size() >= g.maxInstanceCount()) {
-            throw KvcmError.capacity("instance group '" + g.name() + "' already has its maximum of "
+            throw MetaException.capacity("instance group '" + g.name() + "' already has its maximum of "
                     + g.maxInstanceCount() + " instances");
         }
         InstanceInfo info = InstanceInfo.newBuilder()
@@ -464,20 +463,20 @@ public final class Registry {
 
     private static void validate(RegisterInstanceRequest r) {
         if (r.getInstanceGroup().isEmpty()) {
-            throw KvcmError.invalid("instance_group is required");
+            throw MetaException.invalid("instance_group is required");
         }
         if (r.getInstanceId().isEmpty()) {
-            throw KvcmError.invalid("instance_id is required");
+            throw MetaException.invalid("instance_id is required");
         }
         // names that reach file paths, URIs, Redis keys, Kafka keys and logs: one rule (docs/security.md)
         name(Identifiers.Kind.GROUP, "instance_group", r.getInstanceGroup());
         name(Identifiers.Kind.INSTANCE, "instance_id", r.getInstanceId());
         if (!r.hasModelDeployment()) {
-            throw KvcmError.invalid("model_deployment is required");
+            throw MetaException.invalid("model_deployment is required");
         }
         ModelDeployment md = r.getModelDeployment();
         if (md.getModelName().isEmpty() || md.getDtype().isEmpty()) {
-            throw KvcmError.invalid("model_deployment.model_name and model_deployment.dtype are required");
+            throw MetaException.invalid("model_deployment.model_name and model_deployment.dtype are required");
         }
         text("model_deployment.model_name", md.getModelName(), Limits.MAX_TEXT);
         text("model_deployment.dtype", md.getDtype(), Limits.MAX_TEXT);
@@ -486,49 +485,49 @@ public final class Registry {
         blob("model_deployment.user_data", md.getUserData());
         if (r.getBlockSize() < 0 || r.getBlockSize() > Limits.MAX_BLOCK_TOKENS) {
             // 0 stays accepted: a key-only client may register that way (spec §3.1.1)
-            throw KvcmError.invalid("block_size " + Limits.range(r.getBlockSize(), 0, Limits.MAX_BLOCK_TOKENS));
+            throw MetaException.invalid("block_size " + Limits.range(r.getBlockSize(), 0, Limits.MAX_BLOCK_TOKENS));
         }
         if (r.getLocationSpecInfosCount() == 0) {
-            throw KvcmError.invalid("location_spec_infos must not be empty");
+            throw MetaException.invalid("location_spec_infos must not be empty");
         }
         if (r.getLocationSpecInfosCount() > Limits.MAX_SPECS) {
-            throw KvcmError.invalid("location_spec_infos: at most " + Limits.MAX_SPECS + " specs, got "
+            throw MetaException.invalid("location_spec_infos: at most " + Limits.MAX_SPECS + " specs, got "
                     + r.getLocationSpecInfosCount());
         }
         Set<String> names = new HashSet<>();
         for (int i = 0; i < r.getLocationSpecInfosCount(); i++) {
             LocationSpecInfo s = r.getLocationSpecInfos(i);
             if (s.getName().isEmpty()) {
-                throw KvcmError.invalid("location_spec_infos[" + i + "].name is required");
+                throw MetaException.invalid("location_spec_infos[" + i + "].name is required");
             }
             name(Identifiers.Kind.SPEC, "location_spec_infos[" + i + "].name", s.getName());
             if (!names.add(s.getName())) {
-                throw KvcmError.invalid("location_spec_infos[" + i + "].name '" + s.getName() + "' is repeated");
+                throw MetaException.invalid("location_spec_infos[" + i + "].name '" + s.getName() + "' is repeated");
             }
             if (s.getSize() < 0 || s.getSize() > Limits.MAX_SPEC_BYTES) {
                 // bounded here so that sizes × specs × keys always fit the 64-bit usage sums (api Limits)
-                throw KvcmError.invalid("location_spec_infos[" + i + "].size "
+                throw MetaException.invalid("location_spec_infos[" + i + "].size "
                         + Limits.range(s.getSize(), 0, Limits.MAX_SPEC_BYTES));
             }
         }
         if (r.getLocationSpecGroupsCount() + 1 > Loc.MAX_SPEC_GROUP) {
-            throw KvcmError.invalid("at most " + (Loc.MAX_SPEC_GROUP - 1) + " location_spec_groups are supported");
+            throw MetaException.invalid("at most " + (Loc.MAX_SPEC_GROUP - 1) + " location_spec_groups are supported");
         }
         Set<String> groupNames = new HashSet<>();
         for (int gi = 0; gi < r.getLocationSpecGroupsCount(); gi++) {
             LocationSpecGroup g = r.getLocationSpecGroups(gi);
             if (g.getName().isEmpty() || !groupNames.add(g.getName())) {
-                throw KvcmError.invalid("location_spec_groups: group name '" + Text.safe(g.getName())
+                throw MetaException.invalid("location_spec_groups: group name '" + Text.safe(g.getName())
                         + "' is empty or repeated");
             }
             name(Identifiers.Kind.SPEC_GROUP, "location_spec_groups[" + gi + "].name", g.getName());
             if (g.getSpecNamesCount() > Limits.MAX_SPECS) {
-                throw KvcmError.invalid("location_spec_groups '" + g.getName() + "': at most " + Limits.MAX_SPECS
+                throw MetaException.invalid("location_spec_groups '" + g.getName() + "': at most " + Limits.MAX_SPECS
                         + " spec names");
             }
             for (String s : g.getSpecNamesList()) {
                 if (!names.contains(s)) {
-                    throw KvcmError.invalid("location_spec_groups '" + g.getName() + "' names unknown spec '"
+                    throw MetaException.invalid("location_spec_groups '" + g.getName() + "' names unknown spec '"
                             + Text.safe(s) + "'");
                 }
             }
@@ -536,27 +535,27 @@ public final class Registry {
         try {
             Instance.hashingOf(md.getExtra());
         } catch (IllegalArgumentException e) {
-            throw KvcmError.invalid("model_deployment.extra: " + e.getMessage());
+            throw MetaException.invalid("model_deployment.extra: " + e.getMessage());
         }
     }
 
     private static void name(Identifiers.Kind kind, String field, String value) {
         String p = Identifiers.problem(kind, value);
         if (p != null) {
-            throw KvcmError.invalid(field + ": " + p);
+            throw MetaException.invalid(field + ": " + p);
         }
     }
 
     private static void text(String field, String value, int max) {
         String p = Text.opaqueProblem(value, max);
         if (p != null) {
-            throw KvcmError.invalid(field + ": " + p);
+            throw MetaException.invalid(field + ": " + p);
         }
     }
 
     private static void blob(String field, String value) {
         if (value.length() > Limits.MAX_BLOB) {
-            throw KvcmError.invalid(field + ": must be at most " + Limits.MAX_BLOB + " characters, got " + value.length());
+            throw MetaException.invalid(field + ": must be at most " + Limits.MAX_BLOB + " characters, got " + value.length());
         }
     }
 

@@ -7,7 +7,7 @@ import dev.kvpool.api.hash.MmItem;
 import dev.kvpool.api.limits.Limits;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.Loc;
-import dev.kvpool.meta.kvcm.KvcmError;
+import dev.kvpool.meta.core.MetaException;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.runtime.MetaRuntime;
 import jakarta.inject.Inject;
@@ -133,7 +133,7 @@ public class BlockKeysResource {
         long[] keys;
         try {
             keys = inst.keysOf(tokens, extras);
-        } catch (KvcmError e) {
+        } catch (MetaException e) {
             throw problem(400, e.getMessage());
         }
         Block[] blocks = lookup(inst, keys);

@@ -21,7 +21,6 @@ import dev.kvpool.meta.index.CachedIndex;
 import dev.kvpool.meta.index.DeferredTouchIndex;
 import dev.kvpool.meta.index.IndexStore;
 import dev.kvpool.meta.index.embedded.EmbeddedStore;
-import dev.kvpool.meta.kvcm.KvcmMeta;
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.query.QueryPath;
 import dev.kvpool.meta.registry.Instance;
@@ -68,11 +67,12 @@ public class MetaRuntime {
     private QuotaLedger ledger;
     private WritePath write;
     private QueryPath query;
-    private KvcmMeta kvcm;
+    /** Per-instance counts reported to the control plane (the console's time series): the KVCM calls and the reclaimer count. */
+    private final dev.kvpool.meta.stats.StatsCounters stats = new dev.kvpool.meta.stats.StatsCounters();
     private Leadership leadership;
     private Reclaimer reclaimer;
     private dev.kvpool.meta.reclaim.FileSweep fileSweep;
-    private CacheEvents events = CacheEvents.OFF;
+    private volatile CacheEvents events = CacheEvents.OFF;
     private DeferredTouchIndex.Toucher toucher;
     private final java.util.Map<String, Counter> evictionCounters = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile ControlPlaneSync controlPlane;
@@ -228,13 +228,9 @@ public class MetaRuntime {
         }
         write = new WritePath(registry, ledger, ws);
         query = new QueryPath(registry);
-        // every KVCM call answers SERVER_NOT_LEADER until recovery ends (a KVCM leader does the same, §1.8)
-        kvcm = new KvcmMeta(registry, query, write, store::sessionOwner, this::ready,
-                new KvcmMeta.Node(nodeId, advertisedHost(), grpcPort(), httpPort()), meters);
         if (cfg.events().bootstrapServers().filter(b -> !b.isBlank()).isPresent()) {
             events = new CacheEvents(cfg.events().bootstrapServers().get(), nodeId, cfg.events().queueCapacity(),
                     KafkaClientConfig.load(cfg.kafkaClientConfigDir()));
-            kvcm.events(events);
             LOG.infof("publishing operations to Kafka topic kvpool.cache at %s", cfg.events().bootstrapServers().get());
         }
         reclaimer = new Reclaimer(registry, ledger, write, leadership::isLeader, this::evicted,
@@ -295,7 +291,7 @@ public class MetaRuntime {
                 controlPlane.onStorageDeleted(this::dropStorageBlocks);
                 controlPlane.start(registry, ledger, leadership::isLeader, this::dropInstance);
                 setUpFresh();
-                statsReporter = new dev.kvpool.meta.stats.StatsReporter(kvcm.stats(), controlPlane.client()::post,
+                statsReporter = new dev.kvpool.meta.stats.StatsReporter(stats, controlPlane.client()::post,
                         replicaInfo(), id -> registry.instance(id) != null, cfg.controlPlane().usagePeriod(),
                         cfg.controlPlane().statsCarry()).start();
             }
@@ -609,7 +605,7 @@ public class MetaRuntime {
     /** Reclaimer listener: metrics by policy and reason, the control plane's stats, and an Evict event per batch. */
     private void evicted(Instance inst, ReclaimPolicy policy, Reclaimer.Reason reason, long[] keys, int blocks,
                          long bytes) {
-        kvcm.stats().evicted(inst, reason, blocks);
+        stats.evicted(inst, reason, blocks);
         String tag = inst.group + "/" + policy + "/" + reason;
         evictionCounters.computeIfAbsent("b:" + tag, k -> Counter.builder("kvpool.meta.reclaim.evicted.blocks")
                 .description("blocks evicted by the reclaimer").tag("group", inst.group).tag("policy", policy.name())
@@ -788,11 +784,11 @@ public class MetaRuntime {
      * The ports Quarkus binds, which GetClusterInfo advertises: kvpool.meta.http-port feeds quarkus.http.port, but an
      * operator may set the Quarkus property (or QUARKUS_HTTP_PORT) directly, and tests bind the test ports.
      */
-    private int httpPort() {
+    public int httpPort() {
         return boundPort("quarkus.http", "port", cfg.httpPort());
     }
 
-    private int grpcPort() {
+    public int grpcPort() {
         return boundPort("quarkus.grpc.server", "port", cfg.grpcPort());
     }
 
@@ -804,7 +800,7 @@ public class MetaRuntime {
     }
 
     /** kvcm.service.advertised_host, else the first non-loopback IPv4 address (§B.1). */
-    String advertisedHost() {
+    public String advertisedHost() {
         if (cfg.advertisedHost().isPresent() && !cfg.advertisedHost().get().isBlank()) {
             return cfg.advertisedHost().get();
         }
@@ -855,8 +851,13 @@ public class MetaRuntime {
         return events;
     }
 
-    public KvcmMeta kvcm() {
-        return kvcm;
+    /** What this replica served and evicted per instance, for the control plane's stats reports. */
+    public dev.kvpool.meta.stats.StatsCounters stats() {
+        return stats;
+    }
+
+    public QueryPath query() {
+        return query;
     }
 
     public Registry registry() {

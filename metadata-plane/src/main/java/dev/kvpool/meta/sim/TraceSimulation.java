@@ -8,8 +8,8 @@ import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
 import dev.kvpool.meta.config.StartupConfig;
 import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.index.embedded.EmbeddedStore;
-import dev.kvpool.meta.kvcm.KvcmError;
-import dev.kvpool.meta.kvcm.Mask;
+import dev.kvpool.meta.core.MetaException;
+import dev.kvpool.meta.core.Mask;
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.query.QueryPath;
 import dev.kvpool.meta.reclaim.ReclaimConfig;
@@ -164,12 +164,11 @@ public final class TraceSimulation implements AutoCloseable {
             if (o.sessionId() == null || o.sessionId().isEmpty()) {
                 return; // nothing new to write
             }
-            var mask = dev.kvpool.api.proto.meta.BlockMask.newBuilder()
-                    .setBoolMasks(dev.kvpool.api.proto.meta.BoolMasksType.newBuilder()
-                            .addAllValues(java.util.Collections.nCopies(n, true))).build();
-            write.finish(inst, o.sessionId(), Mask.of(mask), store::sessionOwner);
+            boolean[] all = new boolean[n];
+            java.util.Arrays.fill(all, true);
+            write.finish(inst, o.sessionId(), Mask.of(all), store::sessionOwner);
             writtenBlocks += n;
-        } catch (KvcmError e) {
+        } catch (MetaException e) {
             refusedBlocks += missing; // hard quota reached: the blocks are simply not cached
         }
     }

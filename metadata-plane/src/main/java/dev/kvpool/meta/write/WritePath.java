@@ -1,16 +1,14 @@
 package dev.kvpool.meta.write;
 
-import dev.kvpool.api.proto.meta.BlockMask;
 import dev.kvpool.api.proto.meta.CacheLocation;
-import dev.kvpool.api.proto.meta.TrimStrategy;
 import dev.kvpool.api.storage.SlabFiles;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.InstanceIndex;
 import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.index.LocList;
 import dev.kvpool.meta.index.WriteSession;
-import dev.kvpool.meta.kvcm.KvcmError;
-import dev.kvpool.meta.kvcm.Mask;
+import dev.kvpool.meta.core.MetaException;
+import dev.kvpool.meta.core.Mask;
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.registry.Instance;
@@ -116,9 +114,9 @@ public final class WritePath implements AutoCloseable {
      * A started session: its id, the mask of keys already cached, and the new locations as index words (one per
      * key of {@code keys}), rendered by the caller: as messages for gRPC, or as JSON straight from the words for HTTP.
      */
-    public record StartOutcome(String sessionId, BlockMask mask, Instance inst, Storage st, long[] keys, long[] a,
+    public record StartOutcome(String sessionId, Mask mask, Instance inst, Storage st, long[] keys, long[] a,
                                long[] b) {
-        public static StartOutcome empty(String sessionId, BlockMask mask) {
+        public static StartOutcome empty(String sessionId, Mask mask) {
             return new StartOutcome(sessionId, mask, null, null, new long[0], new long[0], new long[0]);
         }
 
@@ -169,13 +167,13 @@ public final class WritePath implements AutoCloseable {
         int[] groupOf = new int[keys.length];
         if (!specGroupNames.isEmpty()) {
             if (specGroupNames.size() != keys.length) {
-                throw KvcmError.invalid("location_spec_group_names has " + specGroupNames.size()
+                throw MetaException.invalid("location_spec_group_names has " + specGroupNames.size()
                         + " entries but the request has " + keys.length + " keys");
             }
             for (int i = 0; i < keys.length; i++) {
                 int g = inst.specGroupNumber(specGroupNames.get(i));
                 if (g < 0) {
-                    throw KvcmError.invalid("location_spec_group_names[" + i + "]: unknown spec group '"
+                    throw MetaException.invalid("location_spec_group_names[" + i + "]: unknown spec group '"
                             + specGroupNames.get(i) + "'");
                 }
                 groupOf[i] = g;
@@ -219,7 +217,7 @@ public final class WritePath implements AutoCloseable {
                     this::usable, 0, sessionId, emptyDeadline, nowSec());
             boolean[] existing = new boolean[keys.length];
             Arrays.fill(existing, true);
-            return StartOutcome.empty(r.session().id(), Mask.encode(existing));
+            return StartOutcome.empty(r.session().id(), Mask.existing(existing));
         }
 
         if (!guess) {
@@ -229,7 +227,7 @@ public final class WritePath implements AutoCloseable {
         // 2. storage and quota, all or nothing
         GroupConfig g = registry.group(inst.group);
         if (g == null) {
-            throw KvcmError.internal("instance group '" + inst.group + "' of instance '" + inst.id + "' no longer exists");
+            throw MetaException.internal("instance group '" + inst.group + "' of instance '" + inst.id + "' no longer exists");
         }
         long typeBytes = 0;
         for (int c = 0; c < nc; c++) {
@@ -255,7 +253,7 @@ public final class WritePath implements AutoCloseable {
             if (guess) {
                 return null; // some keys may be cached already: ask again for what is really new
             }
-            throw KvcmError.capacity("instance group '" + g.name() + "' quota would be exceeded: "
+            throw MetaException.capacity("instance group '" + g.name() + "' quota would be exceeded: "
                     + describeUsage(g) + ", this write needs " + totalBytes + " bytes");
         }
         long[] addr;
@@ -283,7 +281,7 @@ public final class WritePath implements AutoCloseable {
         }
         if (r.capacityExceeded()) {
             undo(inst, g, st, ca, cb, absent, null, nc);
-            throw KvcmError.capacity("instance '" + inst.id + "' index is full: " + inst.index.keyCount()
+            throw MetaException.capacity("instance '" + inst.id + "' index is full: " + inst.index.keyCount()
                     + " keys of max_key_count " + g.maxKeyCount());
         }
         undo(inst, g, st, ca, cb, absent, r.inserted(), nc);
@@ -321,7 +319,7 @@ public final class WritePath implements AutoCloseable {
                 ob[n++] = cb[c];
             }
         }
-        return new StartOutcome(sessionId, Mask.encode(existing), inst, st, ok, oa, ob);
+        return new StartOutcome(sessionId, Mask.existing(existing), inst, st, ok, oa, ob);
     }
 
     /**
@@ -444,18 +442,18 @@ public final class WritePath implements AutoCloseable {
                 }
             }
             if (p.always()) {
-                throw KvcmError.internal("instance group '" + g.name() + "' requires a " + p.kind().scheme
+                throw MetaException.internal("instance group '" + g.name() + "' requires a " + p.kind().scheme
                         + " storage and none of its candidates " + g.storageCandidates() + " is usable"
                         + notYet(missing));
             }
         }
         if (ok.isEmpty()) {
             if (quotaExcluded) {
-                throw KvcmError.capacity("instance group '" + g.name() + "': every candidate storage type is at its quota ("
+                throw MetaException.capacity("instance group '" + g.name() + "': every candidate storage type is at its quota ("
                         + describeUsage(g) + ")");
             }
             // §3.9.2 step 7 "no candidate → fail": INTERNAL_ERROR (3), KVCM's code for "no storage"
-            throw KvcmError.internal("instance group '" + g.name() + "' has no available storage among "
+            throw MetaException.internal("instance group '" + g.name() + "' has no available storage among "
                     + g.storageCandidates() + notYet(missing));
         }
         return ok.get(0);
@@ -486,16 +484,16 @@ public final class WritePath implements AutoCloseable {
         if (r == null) {
             String other = owner.sessionOwner(sessionId);
             if (other != null && !other.equals(inst.id)) {
-                throw KvcmError.invalid("write session '" + dev.kvpool.api.naming.Text.safe(sessionId)
+                throw MetaException.invalid("write session '" + dev.kvpool.api.naming.Text.safe(sessionId)
                         + "' belongs to another instance");
             }
-            throw KvcmError.internal("write session '" + dev.kvpool.api.naming.Text.safe(sessionId)
+            throw MetaException.internal("write session '" + dev.kvpool.api.naming.Text.safe(sessionId)
                     + "' is unknown, expired or already finished");
         }
         release(inst, r.failed());
         if (!r.maskFits()) {
             // the session is over either way: its locations were released rather than leaked (§3.6.2 step 3)
-            throw KvcmError.invalid("success_blocks (" + mask.describe() + ") does not fit the " + r.session().size()
+            throw MetaException.invalid("success_blocks (" + mask.describe() + ") does not fit the " + r.session().size()
                     + " locations this session returned; the session was closed as failed");
         }
         return r.served();
@@ -573,19 +571,19 @@ public final class WritePath implements AutoCloseable {
         return last > now ? last - now + 1_000 : 0;
     }
 
-    public void trim(Instance inst, TrimStrategy strategy, int begin, int end) {
+    public void trim(Instance inst, Trim strategy, int begin, int end) {
         switch (strategy) {
             // what is cached: sessions in flight (on any replica) keep their WRITING locations — moving those to
             // DELETING freed their slots while their writers still wrote to them — and serve them when they finish
-            case TS_REMOVE_ALL_CACHE -> removeAll(inst, true, false);
+            case REMOVE_ALL_CACHE -> removeAll(inst, true, false);
             // metadata only: the storage's files stay (their slots are free for new blocks). Location by location, as
             // for REMOVE_ALL_CACHE, and not by clearing the index: a clear also dropped the WRITING locations of
             // sessions in flight and freed every slot, theirs too, so a slot could be handed out while its writer
             // still wrote to it, and the usage those sessions reserved was never given back
-            case TS_REMOVE_ALL_META -> removeAll(inst, false, false);
-            case TS_TIMESTAMP -> {
+            case REMOVE_ALL_META -> removeAll(inst, false, false);
+            case TIMESTAMP -> {
                 if (end <= begin) {
-                    throw KvcmError.invalid("TS_TIMESTAMP needs begin_timestamp < end_timestamp (epoch seconds), got ["
+                    throw MetaException.invalid("TS_TIMESTAMP needs begin_timestamp < end_timestamp (epoch seconds), got ["
                             + begin + ", " + end + ")");
                 }
                 long[] keys = inst.index.keysWhere(meta -> {
@@ -596,7 +594,6 @@ public final class WritePath implements AutoCloseable {
                     submitDelete(inst, inst.index.markDeleting(keys, off, Math.min(1024, keys.length - off), null, false));
                 }
             }
-            default -> throw KvcmError.invalid("strategy must be TS_REMOVE_ALL_CACHE, TS_REMOVE_ALL_META or TS_TIMESTAMP");
         }
     }
 

@@ -191,7 +191,7 @@ class WriteTest extends KvcmTestBase {
             for (int w = 0; w < 4; w++) {
                 fs.add(pool.submit(() -> {
                     for (int i = 0; i < 2_450; i++) {
-                        StartWriteCacheResponse r = runtime.kvcm().startWriteCache(startReq(id, k).setWriteTimeoutSeconds(1).build());
+                        StartWriteCacheResponse r = kvcm.meta().startWriteCache(startReq(id, k).setWriteTimeoutSeconds(1).build());
                         assertOk(r);
                         ids.add(r.getWriteSessionId());
                     }

@@ -50,13 +50,13 @@ class StartJsonTest {
                     b[i] = SlotAllocator.address(r.nextInt(1 << 20), r.nextInt(st.keyCountPerFile));
                     mask.addValues(r.nextBoolean());
                 }
-                StartOutcome o = n == 0 ? StartOutcome.empty("s-empty", BlockMask.newBuilder().setOffset(3).build())
-                        : new StartOutcome("s-" + n, BlockMask.newBuilder().setBoolMasks(mask).build(), inst, st, keys,
+                StartOutcome o = n == 0 ? StartOutcome.empty("s-empty", KvcmMasks.of(BlockMask.newBuilder().setOffset(3).build()))
+                        : new StartOutcome("s-" + n, KvcmMasks.of(BlockMask.newBuilder().setBoolMasks(mask).build()), inst, st, keys,
                         a, b);
                 StartWriteCacheResponse.Builder answer = StartWriteCacheResponse.newBuilder()
                         .setHeader(CommonResponseHeader.newBuilder().setRequestId("trace \u00e9\n" + n)
                                 .setStatus(Status.newBuilder().setCode(ErrorCode.OK).setMessage("started")))
-                        .setWriteSessionId(o.sessionId()).setBlockMask(o.mask());
+                        .setWriteSessionId(o.sessionId()).setBlockMask(KvcmMasks.proto(o.mask()));
                 String printed = ProtoJson.printToString(answer.clone().addAllLocations(o.locations()).build());
                 byte[] direct = KvcmMeta.startJson(answer, o);
                 assertNotNull(direct, "written from the words, not printed");

@@ -193,13 +193,13 @@ class QuotaTest extends KvcmTestBase {
                         for (int j = 0; j < req.length; j++) {
                             req[j] = pool[(from + j * (1 + seed % 3)) % pool.length];
                         }
-                        StartWriteCacheResponse r = runtime.kvcm().startWriteCache(startReq(id, req).build());
+                        StartWriteCacheResponse r = kvcm.meta().startWriteCache(startReq(id, req).build());
                         assertOk(r);
                         for (long k : allocated(req, r)) {
                             locations.computeIfAbsent(k, x -> new AtomicInteger()).incrementAndGet();
                         }
                         if (i % 4 == 0) { // some finish right away, the others stay WRITING
-                            assertOk(runtime.kvcm().finishWriteCache(finishReq(id, r.getWriteSessionId(),
+                            assertOk(kvcm.meta().finishWriteCache(finishReq(id, r.getWriteSessionId(),
                                     bools(filled(r.getLocationsCount(), true)))));
                         }
                     }
@@ -264,7 +264,7 @@ class QuotaTest extends KvcmTestBase {
                         for (int j = 0; j < req.length; j++) {
                             req[j] = pool[rnd.nextInt(pool.length)];
                         }
-                        StartWriteCacheResponse r = runtime.kvcm().startWriteCache(startReq(inst, req).build());
+                        StartWriteCacheResponse r = kvcm.meta().startWriteCache(startReq(inst, req).build());
                         if (r.getHeader().getStatus().getCode() == ErrorCode.REACH_MAX_ENTITY_CAPACITY) {
                             refusals.incrementAndGet();
                             if (r.getLocationsCount() != 0) {
@@ -279,7 +279,7 @@ class QuotaTest extends KvcmTestBase {
                         }
                         // churn: most sessions fail (their quota comes back), some become SERVING
                         boolean keep = rnd.nextInt(8) == 0;
-                        CommonResponse f = runtime.kvcm().finishWriteCache(finishReq(inst, r.getWriteSessionId(),
+                        CommonResponse f = kvcm.meta().finishWriteCache(finishReq(inst, r.getWriteSessionId(),
                                 bools(filled(r.getLocationsCount(), keep))));
                         assertOk(f);
                         if (!keep) {

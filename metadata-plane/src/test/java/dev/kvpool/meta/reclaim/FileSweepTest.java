@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.kvpool.meta.kvcm.Mask;
+import dev.kvpool.meta.core.Mask;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Locations;
 import dev.kvpool.meta.shared.RedisSlots;

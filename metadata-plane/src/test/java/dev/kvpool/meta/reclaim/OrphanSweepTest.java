@@ -30,8 +30,7 @@ class OrphanSweepTest {
              WritePath write = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
             Instance inst = rg.inst;
             var served = write.start(inst, new long[]{1, 2}, List.of(), 30, 1);
-            write.finish(inst, served.sessionId(), dev.kvpool.meta.kvcm.Mask.of(
-                    dev.kvpool.api.proto.meta.BlockMask.newBuilder().setOffset(2).build()), rg.store::sessionOwner);
+            write.finish(inst, served.sessionId(), dev.kvpool.meta.core.Mask.prefix(2), rg.store::sessionOwner);
             write.start(inst, new long[]{3, 4, 5}, List.of(), 1, 1); // never finished
             Thread.sleep(1500);
             assertTrue(inst.index.sessions().isEmpty(), "Redis expired the session by itself");

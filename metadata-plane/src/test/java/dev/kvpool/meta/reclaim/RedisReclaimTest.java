@@ -5,8 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.kvpool.api.proto.meta.BlockMask;
-import dev.kvpool.meta.kvcm.Mask;
+import dev.kvpool.meta.core.Mask;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.sim.TraceSimulation;
@@ -219,7 +218,7 @@ class RedisReclaimTest {
         void save(int c, long atMs) {
             clock.set(atMs);
             var o = write.start(rg.inst, new long[]{1000 + c, 2000 + c}, List.of(), 30, 1);
-            write.finish(rg.inst, o.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(2).build()),
+            write.finish(rg.inst, o.sessionId(), Mask.prefix(2),
                     rg.store::sessionOwner);
         }
 

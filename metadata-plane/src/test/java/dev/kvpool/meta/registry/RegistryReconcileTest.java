@@ -9,13 +9,12 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.kvpool.api.proto.meta.BlockMask;
 import dev.kvpool.api.proto.meta.LocationSpecInfo;
 import dev.kvpool.api.proto.meta.ModelDeployment;
 import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
 import dev.kvpool.meta.config.StartupConfig;
 import dev.kvpool.meta.index.IndexDroppedException;
-import dev.kvpool.meta.kvcm.Mask;
+import dev.kvpool.meta.core.Mask;
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.store.redis.RedisStore;
 import dev.kvpool.meta.write.WritePath;
@@ -86,7 +85,7 @@ class RegistryReconcileTest {
 
     private void save(WritePath w, Instance inst, long... keys) {
         var o = w.start(inst, keys, List.of(), 30, 1);
-        w.finish(inst, o.sessionId(), Mask.of(BlockMask.newBuilder().setOffset(keys.length).build()),
+        w.finish(inst, o.sessionId(), Mask.prefix(keys.length),
                 (w == writeA ? storeA : storeB)::sessionOwner);
     }
 

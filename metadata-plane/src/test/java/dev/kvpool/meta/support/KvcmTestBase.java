@@ -33,6 +33,10 @@ public abstract class KvcmTestBase {
     @Inject
     protected MetaRuntime runtime;
 
+    /** The KVCM semantics the transports call, for tests that call them without a transport. */
+    @Inject
+    protected dev.kvpool.meta.kvcm.KvcmService kvcm;
+
     @GrpcClient("meta")
     protected MetaService grpc;
 

@@ -64,8 +64,7 @@ public final class RedisGroup implements AutoCloseable {
 
     /** Finishes a session with every block written (an offset mask over all its new keys). */
     public void finishAll(dev.kvpool.meta.write.WritePath w, Instance inst, dev.kvpool.meta.write.WritePath.StartOutcome o) {
-        w.finish(inst, o.sessionId(), dev.kvpool.meta.kvcm.Mask.of(dev.kvpool.api.proto.meta.BlockMask.newBuilder()
-                .setOffset(o.locations().size()).build()), store::sessionOwner);
+        w.finish(inst, o.sessionId(), dev.kvpool.meta.core.Mask.prefix(o.locations().size()), store::sessionOwner);
     }
 
     /** Writes keys [from, to) in sessions of {@code batch} keys, each finished in full. */

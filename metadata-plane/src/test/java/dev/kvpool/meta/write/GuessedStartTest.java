@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.meta.index.Block;
-import dev.kvpool.meta.kvcm.Mask;
+import dev.kvpool.meta.core.Mask;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.storage.Storage;
 import dev.kvpool.meta.support.RedisGroup;
@@ -44,7 +44,7 @@ class GuessedStartTest {
             now.addAndGet(1_000_000);
             long[] keys = LongStream.range(90, 110).toArray(); // 10 cached, 10 new
             WritePath.StartOutcome o = w.start(inst, keys, List.of(), 30, 1);
-            Mask existing = Mask.of(o.mask());
+            Mask existing = o.mask();
             for (int i = 0; i < keys.length; i++) {
                 assertEquals(keys[i] < 100, existing.masked(i), "key " + keys[i]);
             }

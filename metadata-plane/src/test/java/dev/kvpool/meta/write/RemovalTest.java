@@ -3,11 +3,10 @@ package dev.kvpool.meta.write;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.kvpool.api.proto.meta.TrimStrategy;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.ForwardingIndex;
 import dev.kvpool.meta.index.Loc;
-import dev.kvpool.meta.kvcm.Mask;
+import dev.kvpool.meta.core.Mask;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.storage.Storage;
@@ -58,7 +57,7 @@ class RemovalTest {
                 }
                 assertEquals(2_200 * 1000L, rg.ledger.usage("g").total());
 
-                w.trim(a, TrimStrategy.TS_REMOVE_ALL_META, 0, 0);
+                w.trim(a, Trim.REMOVE_ALL_META, 0, 0);
                 w.drain();
                 assertEquals(0, a.index.keyCount());
                 assertEquals(700 * 1000L, rg.ledger.usage("g").total(), "the other instance's usage stays");
@@ -84,7 +83,7 @@ class RemovalTest {
                 var inFlight = w.start(a, LongStream.range(1_000, 1_010).toArray(), List.of(), 30, 1);
                 Set<String> writing = uris(inFlight);
 
-                w.trim(a, TrimStrategy.TS_REMOVE_ALL_META, 0, 0);
+                w.trim(a, Trim.REMOVE_ALL_META, 0, 0);
                 w.drain();
                 assertEquals(10, a.index.keyCount(), "only the blocks being written are left");
                 assertEquals(10, a.allocator(st).usedSlots(), "their slots are still theirs");

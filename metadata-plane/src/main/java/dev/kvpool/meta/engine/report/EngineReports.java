@@ -6,7 +6,9 @@ import dev.kvpool.api.naming.Text;
 import dev.kvpool.api.proto.meta.*;
 import dev.kvpool.engine.view.EngineView;
 import dev.kvpool.meta.engine.EngineCaches;
-import dev.kvpool.meta.kvcm.KvcmError;
+import dev.kvpool.meta.core.MetaException;
+import dev.kvpool.meta.kvcm.KvcmCodes;
+import dev.kvpool.meta.kvcm.KvcmReports;
 import dev.kvpool.meta.registry.EventReportStorage;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.registry.Instance;
@@ -40,7 +42,7 @@ import org.jboss.logging.Logger;
  * here after their token check; logical errors come back in header.status, never as exceptions.
  */
 @ApplicationScoped
-public class EngineReports {
+public class EngineReports implements KvcmReports {
     private static final Logger LOG = Logger.getLogger(EngineReports.class);
 
     /** Input bounds (README "Engine cache events"): beyond them a request is INVALID_ARGUMENT naming the field. */
@@ -156,21 +158,21 @@ public class EngineReports {
 
     private void gate(String traceId) {
         if (!leader()) {
-            throw new KvcmError(ErrorCode.SERVER_NOT_LEADER, "Server is not leader");
+            throw new MetaException(MetaException.Kind.NOT_LEADER, "Server is not leader");
         }
         String p = Text.opaqueProblem(traceId, Limits.MAX_TEXT);
         if (p != null) {
-            throw KvcmError.invalid("trace_id: " + p);
+            throw MetaException.invalid("trace_id: " + p);
         }
     }
 
     private Instance instance(String id) {
         if (id.isEmpty()) {
-            throw KvcmError.invalid("instance_id is empty");
+            throw MetaException.invalid("instance_id is empty");
         }
         Instance inst = registry().lookup(id);
         if (inst == null) {
-            throw new KvcmError(ErrorCode.INSTANCE_NOT_EXIST, "instance '" + Text.safe(id) + "' is not registered");
+            throw MetaException.noInstance("instance '" + Text.safe(id) + "' is not registered");
         }
         return inst;
     }
@@ -215,8 +217,9 @@ public class EngineReports {
     public ReportEventResponse reportEvent(ReportEventRequest q) {
         try {
             return report(q);
-        } catch (KvcmError e) {
-            return ReportEventResponse.newBuilder().setHeader(header(q.getTraceId(), e.code, e.getMessage())).build();
+        } catch (MetaException e) {
+            return ReportEventResponse.newBuilder().setHeader(header(q.getTraceId(), KvcmCodes.code(e.kind()),
+                    e.getMessage())).build();
         } catch (RuntimeException e) {
             LOG.errorf(e, "ReportEvent failed (trace %s)", Text.safe(q.getTraceId()));
             return ReportEventResponse.newBuilder().setHeader(header(q.getTraceId(), ErrorCode.INTERNAL_ERROR,
@@ -394,7 +397,7 @@ public class EngineReports {
         Instance inst = instance(q.getInstanceId());
         String hp = hostProblem(q.getHostIpPort());
         if (hp != null) {
-            throw KvcmError.invalid(hp);
+            throw MetaException.invalid(hp);
         }
         GroupConfig group = registry().group(inst.group);
         String extra = group == null || group.extraInfo() == null ? "" : group.extraInfo();
@@ -407,16 +410,16 @@ public class EngineReports {
         switch (q.getStorageTypeValue()) {
             case StorageType.ST_EVENT_REPORT_L1P5_VALUE -> l2 = false;
             case StorageType.ST_EVENT_REPORT_L2_VALUE -> l2 = true;
-            default -> throw KvcmError.invalid("storage_type must be ST_EVENT_REPORT_L1P5 or ST_EVENT_REPORT_L2, got "
+            default -> throw MetaException.invalid("storage_type must be ST_EVENT_REPORT_L1P5 or ST_EVENT_REPORT_L2, got "
                     + q.getStorageType());
         }
         EventReportStorage st = registry().eventReportStorageFor(inst.group, l2);
         if (st == null) {
-            throw new KvcmError(ErrorCode.INSTANCE_NOT_EXIST, "instance group '" + inst.group + "' lists no "
+            throw MetaException.noInstance("instance group '" + inst.group + "' lists no "
                     + (l2 ? "ST_EVENT_REPORT_L2" : "ST_EVENT_REPORT_L1P5") + " storage in event_report_storage_candidates");
         }
         if (n > MAX_EVENTS) {
-            throw KvcmError.invalid("events has " + n + " items, at most " + MAX_EVENTS);
+            throw MetaException.invalid("events has " + n + " items, at most " + MAX_EVENTS);
         }
         int snapshots = 0, deltas = 0, downs = 0;
         for (EventItem e : q.getEventsList()) {
@@ -429,17 +432,17 @@ public class EngineReports {
             }
         }
         if (snapshots > 1) {
-            throw KvcmError.invalid("events: at most one EVENT_BLOCK_SNAPSHOT per request");
+            throw MetaException.invalid("events: at most one EVENT_BLOCK_SNAPSHOT per request");
         }
         if (snapshots == 1 && deltas > 0) {
-            throw KvcmError.invalid("events: EVENT_BLOCK_SNAPSHOT cannot be combined with EVENT_BLOCK_ADD/DELETE");
+            throw MetaException.invalid("events: EVENT_BLOCK_SNAPSHOT cannot be combined with EVENT_BLOCK_ADD/DELETE");
         }
         if (downs > 0 && downs < n) {
-            throw KvcmError.invalid("events: EVENT_HOST_DOWN must be alone in its request");
+            throw MetaException.invalid("events: EVENT_HOST_DOWN must be alone in its request");
         }
         InstanceReports ir = state(inst.id);
         if (ir.reporters.size() >= MAX_REPORTERS_PER_INSTANCE && !ir.reporters.containsKey(key(l2, q.getHostIpPort()))) {
-            throw KvcmError.capacity("instance " + inst.id + " has " + MAX_REPORTERS_PER_INSTANCE
+            throw MetaException.capacity("instance " + inst.id + " has " + MAX_REPORTERS_PER_INSTANCE
                     + " reporters, the bound");
         }
         return new Run(q, inst, st, l2, extra).run();
@@ -487,7 +490,7 @@ public class EngineReports {
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw KvcmError.internal("interrupted");
+                throw MetaException.internal("interrupted");
             } finally {
                 if (deltaAdmitted) {
                     try {
@@ -1004,8 +1007,9 @@ public class EngineReports {
     public GetHostCacheStateResponse getHostCacheState(GetHostCacheStateRequest q) {
         try {
             return hostCacheState(q);
-        } catch (KvcmError e) {
-            return GetHostCacheStateResponse.newBuilder().setHeader(header(q.getTraceId(), e.code, e.getMessage()))
+        } catch (MetaException e) {
+            return GetHostCacheStateResponse.newBuilder().setHeader(header(q.getTraceId(), KvcmCodes.code(e.kind()),
+                    e.getMessage()))
                     .build();
         } catch (RuntimeException e) {
             LOG.errorf(e, "GetHostCacheState failed (trace %s)", Text.safe(q.getTraceId()));
@@ -1039,29 +1043,29 @@ public class EngineReports {
                     : inst.info.getDefaultQueryType();
         }
         if (t != QueryType.QT_PREFIX_MATCH && t != QueryType.QT_PREFIX_MATCH_WITH_MAMBA) {
-            throw KvcmError.invalid("query_type " + t + " is not supported by GetHostCacheState (QT_PREFIX_MATCH, "
+            throw MetaException.invalid("query_type " + t + " is not supported by GetHostCacheState (QT_PREFIX_MATCH, "
                     + "QT_PREFIX_MATCH_WITH_MAMBA)");
         }
         int n = q.getBlockCacheKeysCount();
         if (n == 0) {
-            throw KvcmError.invalid("block_cache_keys is empty");
+            throw MetaException.invalid("block_cache_keys is empty");
         }
         if (n > MAX_QUERY_KEYS) {
-            throw KvcmError.invalid("block_cache_keys has " + n + " keys, at most " + MAX_QUERY_KEYS);
+            throw MetaException.invalid("block_cache_keys has " + n + " keys, at most " + MAX_QUERY_KEYS);
         }
         if (q.getMediumCount() > MAX_MEDIA) {
-            throw KvcmError.invalid("medium has more than " + MAX_MEDIA + " entries");
+            throw MetaException.invalid("medium has more than " + MAX_MEDIA + " entries");
         }
         Set<String> media = new HashSet<>();
         for (String m : q.getMediumList()) {
             String p = mediumProblem("medium", m);
             if (p != null) {
-                throw KvcmError.invalid(p);
+                throw MetaException.invalid(p);
             }
             media.add(m);
         }
         if (q.getP2PHostCount() < 0) {
-            throw KvcmError.invalid("p2p_host_count must be >= 0");
+            throw MetaException.invalid("p2p_host_count must be >= 0");
         }
         long now = now();
         InstanceReports ir = state(inst.id);

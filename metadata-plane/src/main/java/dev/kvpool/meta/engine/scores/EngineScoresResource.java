@@ -204,7 +204,7 @@ public class EngineScoresResource {
         }
         try {
             return inst.keysOf(tokens, extras);
-        } catch (dev.kvpool.meta.kvcm.KvcmError e) {
+        } catch (dev.kvpool.meta.core.MetaException e) {
             throw problem(400, e.getMessage());
         }
     }

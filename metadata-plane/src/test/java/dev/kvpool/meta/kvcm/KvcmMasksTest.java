@@ -6,25 +6,26 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.api.proto.meta.BlockMask;
 import dev.kvpool.api.proto.meta.BoolMasksType;
+import dev.kvpool.meta.core.Mask;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** §3.3 BlockMask decoding and the StartWriteCache response mask. */
-class MaskTest {
+/** §3.3 BlockMask decoding into the domain's Mask, and the StartWriteCache response mask. */
+class KvcmMasksTest {
     private static BlockMask bools(Boolean... v) {
         return BlockMask.newBuilder().setBoolMasks(BoolMasksType.newBuilder().addAllValues(List.of(v))).build();
     }
 
     @Test
     void offsetMask() {
-        Mask m = Mask.of(BlockMask.newBuilder().setOffset(2).build());
+        Mask m = KvcmMasks.of(BlockMask.newBuilder().setOffset(2).build());
         assertTrue(m.masked(0));
         assertTrue(m.masked(1));
         assertFalse(m.masked(2));
         assertTrue(m.valid(2));
         assertTrue(m.valid(5));
         assertFalse(m.valid(1));
-        Mask zero = Mask.of(BlockMask.newBuilder().setOffset(0).build());
+        Mask zero = KvcmMasks.of(BlockMask.newBuilder().setOffset(0).build());
         assertFalse(zero.masked(0));
         assertTrue(zero.valid(0));
         assertTrue(zero.valid(3));
@@ -32,7 +33,7 @@ class MaskTest {
 
     @Test
     void negativeOffsetIsInvalidAndMasksNothing() {
-        Mask m = Mask.of(BlockMask.newBuilder().setOffset(-1).build());
+        Mask m = KvcmMasks.of(BlockMask.newBuilder().setOffset(-1).build());
         assertFalse(m.valid(0));
         assertFalse(m.valid(10));
         assertFalse(m.masked(0));
@@ -40,7 +41,7 @@ class MaskTest {
 
     @Test
     void boolMask() {
-        Mask m = Mask.of(bools(true, false, true));
+        Mask m = KvcmMasks.of(bools(true, false, true));
         assertEquals(List.of(true, false, true, false), List.of(m.masked(0), m.masked(1), m.masked(2), m.masked(3)));
         assertTrue(m.valid(3));
         assertFalse(m.valid(2));
@@ -49,7 +50,7 @@ class MaskTest {
 
     @Test
     void absentOrEmptyMaskIsAnEmptyVector() {
-        for (Mask m : List.of(Mask.of(null), Mask.of(BlockMask.getDefaultInstance()), Mask.of(bools()))) {
+        for (Mask m : List.of(KvcmMasks.of(null), KvcmMasks.of(BlockMask.getDefaultInstance()), KvcmMasks.of(bools()))) {
             assertFalse(m.masked(0));
             assertTrue(m.valid(0));
             assertFalse(m.valid(1), "an empty vector fits only 0 locations");
@@ -58,15 +59,15 @@ class MaskTest {
 
     @Test
     void encodeUsesAnOffsetForAnExistingPrefix() {
-        assertEquals(BlockMask.newBuilder().setOffset(0).build(), Mask.encode(new boolean[] {false, false}));
-        assertEquals(BlockMask.newBuilder().setOffset(2).build(), Mask.encode(new boolean[] {true, true, false}));
-        assertEquals(BlockMask.newBuilder().setOffset(3).build(), Mask.encode(new boolean[] {true, true, true}));
-        assertEquals(BlockMask.newBuilder().setOffset(0).build(), Mask.encode(new boolean[0]));
-        BlockMask b = Mask.encode(new boolean[] {false, true, false, true, false});
+        assertEquals(BlockMask.newBuilder().setOffset(0).build(), KvcmMasks.proto(Mask.existing(new boolean[] {false, false})));
+        assertEquals(BlockMask.newBuilder().setOffset(2).build(), KvcmMasks.proto(Mask.existing(new boolean[] {true, true, false})));
+        assertEquals(BlockMask.newBuilder().setOffset(3).build(), KvcmMasks.proto(Mask.existing(new boolean[] {true, true, true})));
+        assertEquals(BlockMask.newBuilder().setOffset(0).build(), KvcmMasks.proto(Mask.existing(new boolean[0])));
+        BlockMask b = KvcmMasks.proto(Mask.existing(new boolean[] {false, true, false, true, false}));
         assertEquals(bools(false, true, false, true, false), b);
         assertEquals(BlockMask.InfoCase.BOOL_MASKS, b.getInfoCase());
         // decoding what was encoded gives the flags back
-        Mask back = Mask.of(b);
+        Mask back = KvcmMasks.of(b);
         assertEquals(List.of(false, true, false, true, false),
                 List.of(back.masked(0), back.masked(1), back.masked(2), back.masked(3), back.masked(4)));
     }

@@ -1,4 +1,4 @@
-package dev.kvpool.meta.engine.report;
+package dev.kvpool.meta.kvcm;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
