@@ -9,6 +9,7 @@ import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
+import dev.kvpool.meta.retry.Backoff;
 import dev.kvpool.meta.storage.StorageKind;
 import dev.kvpool.meta.write.WritePath;
 import java.util.Arrays;
@@ -185,6 +186,9 @@ public final class Reclaimer implements AutoCloseable {
             new FailureLog(LOG, "reclaimer round", java.time.Duration.ofSeconds(30),
                     StoreException.class::isInstance);
 
+    /** The waits between rounds while they fail. */
+    private static final Backoff STORE_DOWN = new Backoff(100, 5_000);
+
     private void loop() {
         long backoffMs = 0;
         while (!closed) {
@@ -206,7 +210,7 @@ public final class Reclaimer implements AutoCloseable {
             } catch (RuntimeException e) {
                 failures.failed(e);
                 // a store that is down fails every round alike: wait longer each time, up to 5 s
-                backoffMs = Math.min(5_000, Math.max(100, backoffMs * 2));
+                backoffMs = STORE_DOWN.after(backoffMs);
                 busy = false;
             }
             if (!busy || pause > 0) {
