@@ -1,5 +1,9 @@
 package dev.kvpool.meta.reclaim;
 
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.MeterBinder;
 import dev.kvpool.api.logging.FailureLog;
 import dev.kvpool.meta.index.StoreException;
 import dev.kvpool.meta.index.Block;
@@ -33,7 +37,7 @@ import org.jboss.logging.Logger;
  * <p>One job per class: this one is the trigger loop (water levels, TTL expiry, pacing); {@link VictimSelector}
  * chooses the blocks, {@link OrphanSweeper} sweeps orphans and leftovers, {@link UsageAudit} checks the ledger.
  */
-public final class Reclaimer implements AutoCloseable {
+public final class Reclaimer implements AutoCloseable, MeterBinder {
     private static final Logger LOG = Logger.getLogger(Reclaimer.class);
     private static final int DEFAULT_STEP_PER_INSTANCE = 100;
 
@@ -175,6 +179,11 @@ public final class Reclaimer implements AutoCloseable {
         return Math.min(10_000, Math.round(spentMs * (1 - share) / share));
     }
 
+    /**
+     * Starts the rounds on a thread of their own. Not {@code @Scheduled}: a busy round is followed by the next at once
+     * (or after the duty cycle's pause), an idle one by a short wait, a failed one by a backoff; a fixed period
+     * would either slow eviction under pressure or poll a store that is down.
+     */
     public synchronized void start() {
         if (thread != null) {
             return;
@@ -507,6 +516,7 @@ public final class Reclaimer implements AutoCloseable {
             }
             write.submitDelete(inst, moved, r.delayBeforeDeleteMs());
             done += blocks;
+            countEviction(inst.group, r.policy(), reason, blocks, bytes);
             listener.evicted(inst, r.policy(), reason, Arrays.copyOfRange(keys, off, off + len), blocks, bytes);
         }
         return done;
@@ -525,5 +535,52 @@ public final class Reclaimer implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
+    }
+
+    /** Where eviction counters go once bound (none before: tests that build a bare reclaimer count nothing). */
+    private volatile MeterRegistry meters;
+    /** Eviction counters by group, policy and reason. */
+    private final Map<String, Counter> evictionCounters = new ConcurrentHashMap<>();
+
+    /** The reclaimer's gauges, and the eviction counters of every round from here on. */
+    @Override
+    public void bindTo(MeterRegistry meters) {
+        this.meters = meters;
+        Gauge.builder("kvpool.meta.reclaim.lag.seconds", this, r -> r.lagMs(System.currentTimeMillis()) / 1000.0)
+                .description("longest time a group has been over its water level").strongReference(true)
+                .register(meters);
+        Gauge.builder("kvpool.meta.reclaim.rounds", this, r -> r.evictingRounds.get())
+                .description("reclaim rounds (one group, one step) that evicted blocks").strongReference(true)
+                .register(meters);
+        Gauge.builder("kvpool.meta.reclaim.scans", this, r -> r.scans.get())
+                .description("full passes over an instance's index made to choose victims").strongReference(true)
+                .register(meters);
+        Gauge.builder("kvpool.meta.reclaim.leftovers.resumed", this, r -> r.leftoversResumed.get())
+                .description("DELETING locations a lost replica left, purged after the leader's sweep found them")
+                .strongReference(true).register(meters);
+        Gauge.builder("kvpool.meta.reclaim.orphans.removed", this, r -> r.orphansRemoved.get())
+                .description("WRITING locations removed because their session expired unclosed")
+                .strongReference(true).register(meters);
+        Gauge.builder("kvpool.meta.reclaim.orphans.pending.sessions", this, Reclaimer::unclosedPending)
+                .description("sessions the store expired unclosed whose orphans await their sweep (leader)")
+                .strongReference(true).register(meters);
+        Gauge.builder("kvpool.meta.usage.audit.drifts", this, r -> r.auditDrifts.get())
+                .description("usage audits whose difference between ledger and index the next audit confirmed "
+                        + "(should stay 0)").strongReference(true).register(meters);
+    }
+
+    private void countEviction(String group, ReclaimPolicy policy, Reason reason, int blocks, long bytes) {
+        MeterRegistry m = meters;
+        if (m == null) {
+            return;
+        }
+        String tag = group + "/" + policy + "/" + reason;
+        String why = reason.name().toLowerCase(java.util.Locale.ROOT);
+        evictionCounters.computeIfAbsent("b:" + tag, k -> Counter.builder("kvpool.meta.reclaim.evicted.blocks")
+                .description("blocks evicted by the reclaimer").tag("group", group).tag("policy", policy.name())
+                .tag("reason", why).register(m)).increment(blocks);
+        evictionCounters.computeIfAbsent("y:" + tag, k -> Counter.builder("kvpool.meta.reclaim.evicted.bytes")
+                .description("bytes reclaimed by eviction").tag("group", group).tag("policy", policy.name())
+                .tag("reason", why).register(m)).increment(bytes);
     }
 }
