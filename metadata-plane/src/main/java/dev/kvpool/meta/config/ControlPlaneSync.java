@@ -11,7 +11,6 @@ import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
 import dev.kvpool.meta.index.IndexStore;
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.registry.GroupConfig;
-import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.registry.EventReportStorage;
 import dev.kvpool.meta.retry.Backoff;
