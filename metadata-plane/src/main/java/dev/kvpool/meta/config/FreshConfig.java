@@ -1,5 +1,8 @@
 package dev.kvpool.meta.config;
 
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.MeterBinder;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -31,7 +34,7 @@ import java.util.function.LongSupplier;
  * safely; with the rate limits above a snapshot costs at most one GET per {@code minInterval}.
  * Pure: time comes from {@code clock} (ms), work runs on {@code executor}; tests inject both.
  */
-public final class FreshConfig {
+public final class FreshConfig implements MeterBinder {
     public enum Outcome {
         /** Known now (after a fetch, or it was already). */
         KNOWN,
@@ -188,5 +191,15 @@ public final class FreshConfig {
     /** Names in the negative cache now (for tests and the metrics view). */
     public synchronized int negativeSize() {
         return negative.size();
+    }
+
+    @Override
+    public void bindTo(MeterRegistry meters) {
+        FunctionCounter.builder("kvpool.meta.fresh_config.fetches", this, x -> x.fetches.get())
+                .description("snapshot fetches because a KVCM call named something unknown").register(meters);
+        FunctionCounter.builder("kvpool.meta.fresh_config.coalesced", this, x -> x.coalesced.get())
+                .description("callers that waited for a fetch another caller caused").register(meters);
+        FunctionCounter.builder("kvpool.meta.fresh_config.negative_hits", this, x -> x.negativeHits.get())
+                .description("unknown names answered from the negative cache, no fetch").register(meters);
     }
 }

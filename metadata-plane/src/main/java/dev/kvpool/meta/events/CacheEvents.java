@@ -1,5 +1,8 @@
 package dev.kvpool.meta.events;
 
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.MeterBinder;
 import dev.kvpool.api.events.CacheEvent;
 import dev.kvpool.api.events.CloudEventHeaders;
 import dev.kvpool.api.events.EventCodec;
@@ -28,7 +31,7 @@ import org.jboss.logging.Logger;
  * so the trace is known to be incomplete rather than the metadata plane slowed down. An operation over many keys
  * goes as several records ({@link CacheEvent#split}); {@code published} and {@code failed} count records.
  */
-public final class CacheEvents implements AutoCloseable {
+public final class CacheEvents implements AutoCloseable, MeterBinder {
     private static final Logger LOG = Logger.getLogger(CacheEvents.class);
     /** Disabled publisher: every call is a no-op. */
     public static final CacheEvents OFF = new CacheEvents();
@@ -152,5 +155,18 @@ public final class CacheEvents implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         producer.close(java.time.Duration.ofSeconds(5));
+    }
+
+    /** The publisher's counts (all 0 when events are off). */
+    @Override
+    public void bindTo(MeterRegistry meters) {
+        Gauge.builder("kvpool.meta.events.published", this, e -> e.published.get()).strongReference(true)
+                .register(meters);
+        Gauge.builder("kvpool.meta.events.dropped", this, e -> e.dropped.get())
+                .description("kvpool.cache events dropped because the queue was full").strongReference(true)
+                .register(meters);
+        Gauge.builder("kvpool.meta.events.failed", this, e -> e.failed.get())
+                .description("kvpool.cache records Kafka did not take (refused, or undelivered within the delivery"
+                        + " timeout)").strongReference(true).register(meters);
     }
 }

@@ -51,7 +51,7 @@ final class AccessQueue {
      * its highest second: that second is left out, so that every queued second is complete.
      */
     static AccessQueue of(InstanceIndex index, ReclaimPolicy policy, int builtSec, int readySec,
-                          Reclaimer.TopK oldest) {
+                          TopK oldest) {
         boolean full = oldest.full();
         long top = oldest.size() == 0 ? 0 : oldest.maxScore();
         int n = oldest.sortAscending();
@@ -71,7 +71,7 @@ final class AccessQueue {
      * goes whole, else nothing could ever go), and a second that does not fit stays queued for the next round.
      */
     long[] take(int share, Predicate<Block> evictable) {
-        Reclaimer.LongList out = new Reclaimer.LongList();
+        LongList out = new LongList();
         windowLen = 0; // blocks read in an earlier round are stale
         boolean whole = policy == ReclaimPolicy.PREFIX_LRU;
         int i = head;

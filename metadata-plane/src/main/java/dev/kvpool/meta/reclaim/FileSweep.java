@@ -1,5 +1,8 @@
 package dev.kvpool.meta.reclaim;
 
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.MeterBinder;
 import dev.kvpool.api.logging.FailureLog;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Locations;
@@ -35,7 +38,7 @@ import org.jboss.logging.Logger;
  * it stops. Names that are not slab files are never touched, nor are directories of instances this plane does not
  * know. Directories are read as a stream, a batch at a time (a storage of one block per file may hold millions).
  */
-public final class FileSweep implements AutoCloseable {
+public final class FileSweep implements AutoCloseable, MeterBinder {
     private static final Logger LOG = Logger.getLogger(FileSweep.class);
     /** Directory entries checked against the allocator per call (one round trip on Redis). */
     static final int BATCH = 4096;
@@ -85,7 +88,12 @@ public final class FileSweep implements AutoCloseable {
         this.failures = new FailureLog(LOG, "storage file sweep", Duration.ofMinutes(5), e -> e instanceof IOException);
     }
 
-    /** Sweeps every {@code interval} on the leader; the first one soon after start, as a lost index leaves most. */
+    /**
+     * Sweeps every {@code interval} on the leader; the first one soon after start, as a lost index leaves most.
+     * Plain periodic work, but on its own executor rather than {@code @Scheduled}: quarkus-scheduler is not a
+     * dependency of this module, the sweep exists only once the runtime has built the plane, and a manual run
+     * (the storage sweep API) must not overlap a scheduled one on the same thread.
+     */
     public void start() {
         long every = settings.interval().toMillis();
         if (every <= 0) {
@@ -324,5 +332,18 @@ public final class FileSweep implements AutoCloseable {
                     minAgeMs / 1000, dirsDone, dirsTotal, scanned.get(), orphans, bytes, recent, deleted,
                     deletedBytes, ds, bad, error);
         }
+    }
+
+    /** The sweep's counts, under the names the dashboards read. */
+    @Override
+    public void bindTo(MeterRegistry meters) {
+        Gauge.builder("kvpool.meta.files.orphans.deleted", this, f -> f.filesDeleted.get())
+                .description("files of file-type storages that held no block, deleted by the storage sweep")
+                .strongReference(true).register(meters);
+        Gauge.builder("kvpool.meta.files.orphans.deleted.bytes", this, f -> f.bytesDeleted.get())
+                .description("bytes of those files").strongReference(true).register(meters);
+        Gauge.builder("kvpool.meta.files.sweeps", this, f -> f.sweeps.get())
+                .description("storage sweeps run to their end on this replica (dry runs included)")
+                .strongReference(true).register(meters);
     }
 }

@@ -1,26 +1,27 @@
 package dev.kvpool.meta.reclaim;
 
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.MeterBinder;
 import dev.kvpool.api.logging.FailureLog;
 import dev.kvpool.meta.index.StoreException;
 import dev.kvpool.meta.index.Block;
-import dev.kvpool.meta.index.InstanceIndex;
 import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.index.LocList;
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
-import dev.kvpool.meta.storage.Storage;
+import dev.kvpool.meta.retry.Backoff;
 import dev.kvpool.meta.storage.StorageKind;
 import dev.kvpool.meta.write.WritePath;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import org.jboss.logging.Logger;
@@ -33,14 +34,10 @@ import org.jboss.logging.Logger;
  * after the reader lease the bytes and slots are freed and the metadata removed if still DELETING
  * ({@link WritePath#submitDelete}). WRITING locations are never evicted.
  *
- * <p>Selection is exact up to {@code exactLimit} keys, and sampled above that (like Redis' approximated LRU).
- * PREFIX_LRU is always exact: its guarantee — never a cached block without its prefix — rests on prefix touches (a
- * hit or a write refreshes the whole prefix, so a prefix is never older than what extends it) plus all-or-nothing
- * eviction of the blocks sharing the boundary access second. Exact LRU, TTL and PREFIX_LRU take their rounds from
- * an {@link AccessQueue} that one pass fills, so a large index is not read whole every round; LFU, whose scores
- * decay with time, makes a pass per round up to the limit.
+ * <p>One job per class: this one is the trigger loop (water levels, TTL expiry, pacing); {@link VictimSelector}
+ * chooses the blocks, {@link OrphanSweeper} sweeps orphans and leftovers, {@link UsageAudit} checks the ledger.
  */
-public final class Reclaimer implements AutoCloseable {
+public final class Reclaimer implements AutoCloseable, MeterBinder {
     private static final Logger LOG = Logger.getLogger(Reclaimer.class);
     private static final int DEFAULT_STEP_PER_INSTANCE = 100;
 
@@ -69,17 +66,6 @@ public final class Reclaimer implements AutoCloseable {
         }
     }
 
-    /** How often the leader asks the store for sessions it expired unclosed (one SMEMBERS per instance on Redis). */
-    static final long UNCLOSED_CHECK_MS = 60_000;
-    /** The safety-net sweep of every index: this long after becoming leader, then every FULL_SWEEP_PERIOD_MS. */
-    static final long FIRST_FULL_SWEEP_MS = 3_600_000;
-    static final long FULL_SWEEP_PERIOD_MS = 86_400_000;
-
-    /** Replicas' clocks may differ this much: a queue holds only seconds at least this far before its pass. */
-    static final int CLOCK_MARGIN_SEC = 2;
-    /** A queue older than this is rebuilt even if it still yields (bounds what a clock step could spoil). */
-    static final int QUEUE_MAX_AGE_SEC = 600;
-
     private final Registry registry;
     private final QuotaLedger ledger;
     private final WritePath write;
@@ -92,73 +78,30 @@ public final class Reclaimer implements AutoCloseable {
     /** Epoch ms since which each group has been over its water level (absent: under). */
     private final Map<String, Long> overSince = new ConcurrentHashMap<>();
     public final AtomicLong rounds = new AtomicLong();
-    public final AtomicLong orphansRemoved = new AtomicLong();
+    /** The orphan sweep's counts (see {@link OrphanSweeper}). */
+    public final AtomicLong orphansRemoved;
     /** DELETING locations a lost replica left, found by a sweep and purged after their reader lease. */
-    public final AtomicLong leftoversResumed = new AtomicLong();
+    public final AtomicLong leftoversResumed;
     /** Rounds (one group, one step) that evicted something. */
     public final AtomicLong evictingRounds = new AtomicLong();
     /** Full passes over an instance's index made to choose victims. */
     public final AtomicLong scans = new AtomicLong();
-    /** Victims in waiting, per instance id (leader only). */
-    private final Map<String, AccessQueue> queues = new ConcurrentHashMap<>();
-    /** Passes over a large index in progress, a page per round, per instance id (leader only). */
-    private final Map<String, PagedPass> passes = new ConcurrentHashMap<>();
+    private final VictimSelector selector;
+    private final OrphanSweeper orphans;
+    private final UsageAudit audit;
     /** TTL expiry passes in progress: the next scanBlocks cursor per instance id (leader only). */
     private final Map<String, Long> expiryCursors = new ConcurrentHashMap<>();
-    /** Set by a round that read a page of an unfinished pass (reclaimer thread only). */
+    /** Set by a round that read a page of an unfinished expiry pass (reclaimer thread only). */
     private boolean paging;
-    /** When the leader next sweeps every index for orphans (the safety net; 0: not scheduled yet). */
-    private volatile long nextOrphanSweepMs;
-    /** When the leader next asks the store which sessions it expired unclosed. */
-    private long nextUnclosedCheckMs;
-    /** Instances with sessions the store expired unclosed: when first seen, and their ids (reclaimer thread only). */
-    private final Map<String, Unclosed> unclosed = new java.util.HashMap<>();
-    /** Ids in {@link #unclosed}, for the metric (read from other threads). */
-    private volatile int unclosedCount;
-    /** The orphan sweep in progress, a page per round (reclaimer thread only). */
-    private OrphanSweep sweep;
-    /** Counts replicas lost without finishing their deletions; null: none to watch (a single process). */
-    private volatile dev.kvpool.meta.ha.LostReplicas lostReplicas;
     private volatile Thread thread;
     private volatile boolean closed;
 
-    /** How often the leader checks each group's usage against its index (0: never); see {@link #auditUsage}. */
-    private volatile long auditEveryMs;
-    private long nextAuditMs;
-    /** The difference each group's last quiet audit found (audit thread only). */
-    private final Map<String, Long> lastDifference = new java.util.HashMap<>();
-    /** Audits whose difference was confirmed by the next one: usage that no block accounts for (or the reverse). */
-    public final AtomicLong auditDrifts = new AtomicLong();
-    /** An audit reads whole indexes: on its own thread, so eviction rounds do not wait for it; one at a time. */
-    private final java.util.concurrent.ExecutorService auditor = java.util.concurrent.Executors.newSingleThreadExecutor(
-            r -> Thread.ofPlatform().daemon().name("kvpool-usage-audit").unstarted(r));
-    private final java.util.concurrent.atomic.AtomicBoolean auditing = new java.util.concurrent.atomic.AtomicBoolean();
+    /** Audits whose difference was confirmed by the next one (see {@link UsageAudit}). */
+    public final AtomicLong auditDrifts;
 
+    /** How often the leader checks each group's usage against its index (null or zero: never). */
     public void auditEvery(java.time.Duration d) {
-        auditEveryMs = d == null ? 0 : d.toMillis();
-        nextAuditMs = System.currentTimeMillis() + auditEveryMs;
-    }
-
-    /**
-     * The usage invariant: every group's ledger equals what its index holds. A difference is reported (log, the
-     * {@code kvpool_meta_usage_audit_drifts} metric) only when two quiet audits in a row find the same one: a
-     * count that raced a write would not repeat exactly.
-     */
-    void auditUsage() {
-        for (GroupConfig g : registry.groups()) {
-            WritePath.Audit a = write.auditUsage(g.name());
-            if (a.totalDifference() == null) {
-                continue; // busy: compared nothing
-            }
-            long d = a.totalDifference();
-            Long prev = lastDifference.put(g.name(), d);
-            if (d != 0 && prev != null && prev == d) {
-                auditDrifts.incrementAndGet();
-                LOG.warnf("usage audit of instance group %s: the ledger holds %,d bytes %s than its blocks account "
-                        + "for, in two audits in a row (per storage type: %s); a restart recounts usage from the "
-                        + "index", g.name(), Math.abs(d), d > 0 ? "more" : "less", a.typeDifferences());
-            }
-        }
+        audit.every(d);
     }
 
     public Reclaimer(Registry registry, QuotaLedger ledger, WritePath write, BooleanSupplier leader,
@@ -169,6 +112,12 @@ public final class Reclaimer implements AutoCloseable {
         this.leader = leader;
         this.listener = listener;
         this.settings = settings;
+        this.selector = new VictimSelector(registry, settings, scans);
+        this.orphans = new OrphanSweeper(registry, write, settings.orphanAfterSec(), settings.passPage());
+        this.audit = new UsageAudit(registry, write);
+        this.orphansRemoved = orphans.orphansRemoved;
+        this.leftoversResumed = orphans.leftoversResumed;
+        this.auditDrifts = audit.drifts;
     }
 
     /**
@@ -177,7 +126,7 @@ public final class Reclaimer implements AutoCloseable {
      * lease, instead of by every replica that joins reading every index.
      */
     public void sweepAfterLostReplicas(dev.kvpool.meta.ha.LostReplicas l) {
-        this.lostReplicas = l;
+        orphans.afterLostReplicas(l);
     }
 
     /** Share of the time the reclaimer works while busy (see {@link #pauseMs}); 1 = back to back. */
@@ -230,6 +179,11 @@ public final class Reclaimer implements AutoCloseable {
         return Math.min(10_000, Math.round(spentMs * (1 - share) / share));
     }
 
+    /**
+     * Starts the rounds on a thread of their own. Not {@code @Scheduled}: a busy round is followed by the next at once
+     * (or after the duty cycle's pause), an idle one by a short wait, a failed one by a backoff; a fixed period
+     * would either slow eviction under pressure or poll a store that is down.
+     */
     public synchronized void start() {
         if (thread != null) {
             return;
@@ -240,6 +194,9 @@ public final class Reclaimer implements AutoCloseable {
     private final FailureLog failures =
             new FailureLog(LOG, "reclaimer round", java.time.Duration.ofSeconds(30),
                     StoreException.class::isInstance);
+
+    /** The waits between rounds while they fail. */
+    private static final Backoff STORE_DOWN = new Backoff(100, 5_000);
 
     private void loop() {
         long backoffMs = 0;
@@ -255,19 +212,14 @@ public final class Reclaimer implements AutoCloseable {
                     pause = busy && !urgent ? pauseMs((System.nanoTime() - t0) / 1e6, dutyCycle) : 0;
                 } else {
                     overSince.clear();
-                    queues.clear();
-                    passes.clear();
+                    selector.forget();
                     expiryCursors.clear();
-                    nextOrphanSweepMs = 0;
-                    nextUnclosedCheckMs = 0;
-                    unclosed.clear();
-                    unclosedCount = 0;
-                    sweep = null;
+                    orphans.forget();
                 }
             } catch (RuntimeException e) {
                 failures.failed(e);
                 // a store that is down fails every round alike: wait longer each time, up to 5 s
-                backoffMs = Math.min(5_000, Math.max(100, backoffMs * 2));
+                backoffMs = STORE_DOWN.after(backoffMs);
                 busy = false;
             }
             if (!busy || pause > 0) {
@@ -287,36 +239,15 @@ public final class Reclaimer implements AutoCloseable {
      */
     public boolean tick(long nowMs) {
         urgent = false;
-        if (auditEveryMs > 0 && nowMs >= nextAuditMs && auditing.compareAndSet(false, true)) {
-            nextAuditMs = nowMs + auditEveryMs;
-            auditor.execute(() -> {
-                try {
-                    auditUsage();
-                } catch (RuntimeException e) {
-                    LOG.warnf("usage audit failed: %s", e.toString());
-                } finally {
-                    auditing.set(false);
-                }
-            });
-        }
+        audit.maybeStart(nowMs);
         if (registry.sharedStore()) {
             registry.refreshIfOlderThan(1000); // water levels changed on another replica take effect here too
         }
         boolean sweeping = false;
         if (settings.orphanAfterSec() > 0) {
-            sweeping = orphans(nowMs);
+            sweeping = orphans.step(nowMs);
         }
-        if (!queues.isEmpty() || !passes.isEmpty()) { // their memory goes with the instance, or when the group turns LFU
-            Set<String> live = new java.util.HashSet<>();
-            for (Instance i : registry.instances()) {
-                GroupConfig g = registry.group(i.group);
-                if (g != null && g.reclaim().policy() != ReclaimPolicy.LFU) {
-                    live.add(i.id);
-                }
-            }
-            queues.keySet().retainAll(live);
-            passes.keySet().retainAll(live);
-        }
+        selector.retainLive();
         if (!expiryCursors.isEmpty()) {
             Set<String> ids = new java.util.HashSet<>();
             registry.instances().forEach(i -> ids.add(i.id));
@@ -329,12 +260,13 @@ public final class Reclaimer implements AutoCloseable {
                 continue;
             }
             paging = false;
+            selector.clearPaging();
             int evicted = runGroup(g, nowMs);
             if (evicted > 0 && dutyCycle < 1 && nearHardLimit(g)) { // (a usage read: only when it can matter)
                 urgent = true;
             }
             // a round that evicted, or read a page of a pass, is followed by the next at once
-            boolean again = evicted > 0 || paging;
+            boolean again = evicted > 0 || paging || selector.paging();
             nextDue.put(g.name(), again ? nowMs : nowMs + g.reclaim().periodMs());
             any |= again;
         }
@@ -494,176 +426,15 @@ public final class Reclaimer implements AutoCloseable {
 
     /** Sessions expired unclosed seen by this leader whose instance is not swept yet. */
     public int unclosedPending() {
-        return unclosedCount;
-    }
-
-    /** First sight of an instance's sessions expired unclosed, and their ids. */
-    private record Unclosed(long seenMs, Set<String> ids) {
+        return orphans.unclosedPending();
     }
 
     /**
-     * Orphans appear only where the store expired a session nobody closed (every replica down past its grace), and
-     * the store lists those sessions ({@link InstanceIndex#expiredUnclosed}): so the leader sweeps just those
-     * instances, once the locations are old enough to be orphans. A sweep of every index stays as a safety net,
-     * an hour after becoming leader and then daily, instead of every half orphan age (at 10^8 keys a sweep is
-     * minutes of HSCAN pages). A page per round; true while a sweep is under way.
-     */
-    private boolean orphans(long nowMs) {
-        long ageMs = settings.orphanAfterSec() * 1000;
-        if (nowMs >= nextUnclosedCheckMs) {
-            nextUnclosedCheckMs = nowMs + UNCLOSED_CHECK_MS;
-            for (Instance i : registry.instances()) {
-                List<String> ids = i.index.expiredUnclosed();
-                if (!ids.isEmpty()) {
-                    unclosed.computeIfAbsent(i.id, k -> new Unclosed(nowMs, new java.util.HashSet<>())).ids().addAll(ids);
-                }
-            }
-        }
-        if (nextOrphanSweepMs == 0) {
-            nextOrphanSweepMs = nowMs + FIRST_FULL_SWEEP_MS;
-        }
-        var lw = lostReplicas;
-        long lost = lw == null ? 0 : lw.replicasLost();
-        if (sweep == null && lw != null && lost > lw.lostSwept()) {
-            LOG.infof("%d replica(s) lost since the last sweep: sweeping every index for what they left",
-                    lost - lw.lostSwept());
-            sweep = new OrphanSweep(nowMs / 1000 - settings.orphanAfterSec(), registry.instances(), Map.of());
-            sweep.settlesLost = lost;
-        }
-        if (sweep == null) {
-            if (nowMs >= nextOrphanSweepMs) {
-                nextOrphanSweepMs = nowMs + FULL_SWEEP_PERIOD_MS;
-                sweep = new OrphanSweep(nowMs / 1000 - settings.orphanAfterSec(), registry.instances(), Map.of());
-                sweep.settlesLost = lost; // every index, so it covers the replicas lost so far as well
-            } else {
-                // a session's locations are at most its grace older than the moment Redis expired it, so one orphan
-                // age after first sight every one of them is past the cutoff
-                Map<String, Set<String>> due = new java.util.HashMap<>();
-                unclosed.forEach((id, u) -> {
-                    if (nowMs - u.seenMs() >= ageMs) {
-                        due.put(id, Set.copyOf(u.ids()));
-                    }
-                });
-                if (!due.isEmpty()) {
-                    due.keySet().forEach(unclosed::remove);
-                    List<Instance> insts = registry.instances().stream().filter(i -> due.containsKey(i.id)).toList();
-                    sweep = new OrphanSweep(nowMs / 1000 - settings.orphanAfterSec(), insts, due);
-                }
-            }
-        }
-        unclosedCount = unclosed.values().stream().mapToInt(u -> u.ids().size()).sum();
-        if (sweep == null) {
-            return false;
-        }
-        if (sweep.step(settings.passPage() > 0 ? settings.passPage() : 1 << 16)) { // a page per round
-            if (sweep.settlesLost > 0 && lw != null) {
-                lw.lostSwept(sweep.settlesLost);
-                LOG.infof("sweep of every index done in %.1f s: %d locations left DELETING resumed, %d orphans removed",
-                        (System.nanoTime() - sweep.startedNs) / 1e9, sweep.resumed, sweep.removed);
-            }
-            sweep = null;
-            return false;
-        }
-        return true;
-    }
-
-    /**
-     * Removes blocks whose only locations are WRITING, older than {@code orphanAfterSec}, and named by no open
-     * session: a shared store (Redis) expires a session by itself after its grace, and if no replica was alive to
-     * close it first, its locations would otherwise stay WRITING for ever (never served, never evicted). The whole
-     * sweep at once; the leader's rounds run it a page at a time ({@link OrphanSweep}).
+     * Removes every orphan at once (see {@link OrphanSweeper}; the leader's rounds sweep a page at a time). Returns
+     * the orphaned locations removed.
      */
     public int sweepOrphans(long nowMs) {
-        OrphanSweep sweep = new OrphanSweep(nowMs / 1000 - settings.orphanAfterSec(), registry.instances(), Map.of());
-        while (!sweep.step(1 << 16)) {
-        }
-        return sweep.removed;
-    }
-
-    /**
-     * A sweep for orphans over some instances, one scanBlocks page per step. When an instance is done, the store
-     * stops listing the expired-unclosed session ids that sent the sweep there.
-     */
-    final class OrphanSweep {
-        private final long cutoffSec;
-        private final java.util.ArrayDeque<Instance> todo;
-        private final Map<String, Set<String>> forget;
-        private java.util.Set<Long> open;
-        private long cursor;
-        private int foundInInstance;
-        int removed;
-        /** A sweep of every index begun when this many replicas were lost (0: not such a sweep). */
-        long settlesLost;
-        final long startedNs = System.nanoTime();
-        long resumed;
-
-        OrphanSweep(long cutoffSec, java.util.Collection<Instance> instances, Map<String, Set<String>> forget) {
-            this.cutoffSec = cutoffSec;
-            this.todo = new java.util.ArrayDeque<>(instances);
-            this.forget = forget;
-        }
-
-        /** One page of the current instance; true when every instance is done. */
-        boolean step(int page) {
-            Instance inst = todo.peek();
-            if (inst == null) {
-                return true;
-            }
-            if (open == null) {
-                // a live session's locations are younger than the cutoff anyway (orphan age > longest timeout)
-                open = new java.util.HashSet<>();
-                for (var s : inst.index.sessions()) {
-                    for (long id : s.locIds()) {
-                        open.add(id);
-                    }
-                }
-            }
-            LongList orphans = new LongList();
-            LocList leftovers = new LocList();
-            cursor = inst.index.scanBlocks(cursor, page, b -> {
-                boolean orphan = b.size() > 0 && b.writeSec() < cutoffSec;
-                for (int i = 0; i < b.size(); i++) {
-                    long a = b.a(i);
-                    if (Loc.status(a) == Loc.DELETING) {
-                        // a lost replica's, or one a live replica purges meanwhile: purges are idempotent
-                        leftovers.add(b.key(), a, b.b(i), false);
-                    }
-                    if (Loc.status(a) != Loc.WRITING || open.contains(Loc.id(a))) {
-                        orphan = false;
-                    }
-                }
-                if (orphan) {
-                    orphans.add(b.key());
-                }
-            });
-            if (leftovers.size() > 0) {
-                write.resumeDeleting(inst, leftovers);
-                leftoversResumed.addAndGet(leftovers.size());
-                resumed += leftovers.size();
-            }
-            long[] keys = orphans.toArray();
-            for (int off = 0; off < keys.length; off += 1024) {
-                LocList moved = inst.index.markDeleting(keys, off, Math.min(1024, keys.length - off), null);
-                write.submitDelete(inst, moved, 0);
-                removed += moved.size();
-                orphansRemoved.addAndGet(moved.size());
-            }
-            foundInInstance += keys.length;
-            if (cursor == 0) {
-                if (foundInInstance > 0) {
-                    LOG.warnf("instance %s: removed %d orphaned WRITING locations (their sessions expired unclosed)",
-                            inst.id, foundInInstance);
-                }
-                Set<String> done = forget.get(inst.id);
-                if (done != null) {
-                    inst.index.forgetExpiredUnclosed(done);
-                }
-                todo.poll();
-                open = null;
-                foundInInstance = 0;
-            }
-            return todo.isEmpty();
-        }
+        return orphans.sweepAll(nowMs);
     }
 
     /** Epoch ms since when the group has been over its water level, or 0. */
@@ -678,7 +449,7 @@ public final class Reclaimer implements AutoCloseable {
 
     int evictFrom(Instance inst, ReclaimConfig r, Trigger t, int share, int nowSec) {
         Set<StorageKind> only = t.reason() == Reason.TYPE_WATER_LEVEL ? t.exceededTypes() : null;
-        long[] victims = select(inst, r, only, share, nowSec);
+        long[] victims = selector.select(inst, r, only, share, nowSec);
         return victims.length == 0 ? 0 : evict(inst, r, t.reason(), victims);
     }
 
@@ -718,7 +489,7 @@ public final class Reclaimer implements AutoCloseable {
         long[] keep = new long[old.length];
         int n = 0;
         for (int i = 0; i < old.length; i++) {
-            if (evictable(blocks[i], null) && Loc.writeSec(blocks[i].meta()) < cutoff) {
+            if (selector.evictable(blocks[i], null) && Loc.writeSec(blocks[i].meta()) < cutoff) {
                 keep[n++] = old[i];
             }
         }
@@ -745,234 +516,16 @@ public final class Reclaimer implements AutoCloseable {
             }
             write.submitDelete(inst, moved, r.delayBeforeDeleteMs());
             done += blocks;
+            countEviction(inst.group, r.policy(), reason, blocks, bytes);
             listener.evicted(inst, r.policy(), reason, Arrays.copyOfRange(keys, off, off + len), blocks, bytes);
         }
         return done;
     }
 
-    /** A block may go when it has a SERVING replica (of an exceeded type, if given) and nothing being written. */
-    private boolean evictable(Block b, Set<StorageKind> only) {
-        if (b == null || b.count(Loc.WRITING) > 0) {
-            return false;
-        }
-        for (int i = 0; i < b.size(); i++) {
-            if (Loc.status(b.a(i)) != Loc.SERVING) {
-                continue;
-            }
-            if (only == null) {
-                return true;
-            }
-            Storage st = registry.storageByNumber(Loc.storage(b.a(i)));
-            if (st != null && only.contains(st.kind.usageKind())) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** The {@code share} keys the policy ranks lowest (PREFIX_LRU: see the class comment). */
-    long[] select(Instance inst, ReclaimConfig r, Set<StorageKind> only, int share, int nowSec) {
-        ReclaimPolicy pol = r.policy();
-        InstanceIndex ix = inst.index;
-        boolean exact = pol == ReclaimPolicy.PREFIX_LRU || ix.keyCount() <= settings.exactLimit();
-        if (exact && pol != ReclaimPolicy.LFU) {
-            return selectQueued(inst, pol, only, share, nowSec); // LFU's scores decay with time: no queue
-        }
-        int decay = r.lfuDecaySeconds();
-        TopK top = new TopK(share);
-        if (exact) {
-            scans.incrementAndGet();
-            ix.forEach(b -> {
-                if (evictable(b, only)) {
-                    top.offer(pol.score(b, nowSec, decay), b.key());
-                }
-            });
-        } else {
-            Block[] blocks = ix.sampleBlocks(Math.max(settings.sampleSize(), share * 4), ThreadLocalRandom.current());
-            for (Block b : blocks) {
-                if (evictable(b, only)) {
-                    top.offer(pol.score(b, nowSec, decay), b.key());
-                }
-            }
-        }
-        return top.keys();
-    }
-
-    /**
-     * LRU, TTL and PREFIX_LRU, exactly: from the instance's {@link AccessQueue} while it yields; else one pass over
-     * the index that both rebuilds the queue and, when nothing is old enough to queue, selects from the newest
-     * seconds. PREFIX_LRU there: blocks sharing the boundary second go together or not at all. Every key scoring
-     * below the boundary is in the top k, so those go and the boundary second stays. If the top k all share one
-     * second, it is the lowest of all and goes whole, however many keys it has (else nothing could ever go).
-     */
-    private long[] selectQueued(Instance inst, ReclaimPolicy pol, Set<StorageKind> only, int share, int nowSec) {
-        InstanceIndex ix = inst.index;
-        java.util.function.Predicate<Block> ok = b -> evictable(b, only);
-        AccessQueue q = queues.get(inst.id);
-        if (q != null && q.index == ix && q.policy == pol && nowSec >= q.builtSec
-                && nowSec - q.readySec <= QUEUE_MAX_AGE_SEC) {
-            long[] got = q.take(share, ok);
-            if (got.length > 0) {
-                return got;
-            }
-        }
-        int cutoff = nowSec - CLOCK_MARGIN_SEC;
-        long keyCount = ix.keyCount();
-        long cap = queueCapacity(settings.queueLimit(), share, keyCount);
-        int capacity = (int) Math.min(cap, Integer.MAX_VALUE - 8);
-        if (cap > 0 && registry.sharedStore() && settings.passPage() > 0 && keyCount > settings.passPage()) {
-            return pagedPass(inst, pol, share, nowSec, capacity, ok);
-        }
-        passes.remove(inst.id); // the index shrank below a page meanwhile: one go
-        TopK oldest = new TopK(capacity);
-        TopK top = new TopK(share);
-        boolean prefix = pol == ReclaimPolicy.PREFIX_LRU;
-        long[] minScore = {Long.MAX_VALUE};
-        LongList atMin = new LongList();
-        scans.incrementAndGet();
-        ix.forEach(b -> {
-            long s = pol.score(b.meta(), nowSec, 0);
-            if (s < cutoff) {
-                oldest.offer(s, b.key()); // any status: whether it may go is read again when taken
-            }
-            if (evictable(b, only)) {
-                top.offer(s, b.key());
-                if (prefix && s <= minScore[0]) {
-                    if (s < minScore[0]) {
-                        minScore[0] = s;
-                        atMin.clear();
-                    }
-                    atMin.add(b.key());
-                }
-            }
-        });
-        q = AccessQueue.of(ix, pol, nowSec, nowSec, oldest);
-        queues.put(inst.id, q);
-        long[] got = q.take(share, ok);
-        if (got.length > 0 || top.size() == 0) {
-            return got;
-        }
-        // nothing old enough to queue: the newest seconds, exactly, from this same pass
-        if (!prefix || top.size() < share) {
-            return top.keys();
-        }
-        long[] below = top.keysBelow(top.maxScore());
-        return below.length > 0 ? below : atMin.toArray();
-    }
-
-    /**
-     * Keys a pass queues: 256 rounds' worth or a sixteenth of the index, whichever is more, within the limit, and
-     * never less than two rounds (a huge step would otherwise need a pass for every part of one round). The
-     * sixteenth is what keeps eviction ahead of the pass on a huge index: a pass costs in proportion to the index
-     * (~1.5 s per million keys on Redis), so a queue of a fixed number of rounds would let 10^8 keys evict only
-     * 256 rounds per ~150 s pass, while a sixteenth evicts at ~40 k blocks/s whatever the size (16 bytes of heap per
-     * queued key: one byte per key of the index).
-     */
-    static long queueCapacity(int queueLimit, int share, long keyCount) {
-        if (queueLimit <= 0) {
-            return 0; // off: a pass every round
-        }
-        long wanted = Math.max(Math.max(4096L, share * 256L), keyCount / 16);
-        long cap = Math.max(2L * share, Math.min(queueLimit, wanted));
-        // the heap is allocated whole: no bigger than the index (and what a pass may see added to it)
-        return Math.min(cap, keyCount + keyCount / 8 + 1024);
-    }
-
-    /**
-     * A large index on a shared store: one page of the pass per round, nothing evicted from this instance until
-     * the pass is done (other groups and instances go on meanwhile). The queue counts from the pass's start: a key
-     * touched during the pass is either read after the touch (too new to queue) or queued with its old second,
-     * which the re-read when taking finds changed; a key present and unchanged throughout is seen (HSCAN's promise).
-     * Nothing is ever too new to queue in such an index, so there is no exact fallback here.
-     */
-    private long[] pagedPass(Instance inst, ReclaimPolicy pol, int share, int nowSec, int capacity,
-                             java.util.function.Predicate<Block> ok) {
-        PagedPass p = passes.get(inst.id);
-        if (p == null || p.index != inst.index || p.policy != pol || nowSec < p.startSec
-                || nowSec - p.lastStepSec > QUEUE_MAX_AGE_SEC) {
-            p = new PagedPass(inst.index, pol, nowSec, capacity);
-            passes.put(inst.id, p);
-        }
-        if (!p.step(settings.passPage(), nowSec)) {
-            paging = true;
-            return new long[0];
-        }
-        passes.remove(inst.id);
-        scans.incrementAndGet();
-        AccessQueue q = AccessQueue.of(inst.index, pol, p.startSec, nowSec, p.oldest);
-        queues.put(inst.id, q);
-        return q.take(share, ok);
-    }
-
-    /** A pass over an index a page at a time ({@link InstanceIndex#scanBlocks}: one HSCAN page on Redis). */
-    static final class PagedPass {
-        final InstanceIndex index;
-        final ReclaimPolicy policy;
-        final int startSec;
-        final TopK oldest;
-        int lastStepSec;
-        private long cursor;
-        private boolean begun;
-
-        PagedPass(InstanceIndex index, ReclaimPolicy policy, int startSec, int capacity) {
-            this.index = index;
-            this.policy = policy;
-            this.startSec = startSec;
-            this.lastStepSec = startSec;
-            this.oldest = new TopK(capacity);
-        }
-
-        /** Reads about {@code hint} more blocks; true when the pass is complete. */
-        boolean step(int hint, int nowSec) {
-            lastStepSec = nowSec;
-            if (begun && cursor == 0) {
-                return true;
-            }
-            begun = true;
-            int cutoff = startSec - CLOCK_MARGIN_SEC;
-            cursor = index.scanBlocks(cursor, hint, b -> {
-                long s = policy.score(b.meta(), startSec, 0);
-                if (s < cutoff) {
-                    oldest.offer(s, b.key());
-                }
-            });
-            return cursor == 0;
-        }
-    }
-
-    /** A growable list of longs, no boxing. */
-    static final class LongList {
-        private long[] v = new long[16];
-        private int n;
-
-        void add(long x) {
-            if (n == v.length) {
-                v = Arrays.copyOf(v, n * 2);
-            }
-            v[n++] = x;
-        }
-
-        int size() {
-            return n;
-        }
-
-        void truncate(int size) {
-            n = Math.min(n, size);
-        }
-
-        void clear() {
-            n = 0;
-        }
-
-        long[] toArray() {
-            return Arrays.copyOf(v, n);
-        }
-    }
-
     @Override
     public void close() {
         closed = true;
-        auditor.shutdownNow();
+        audit.close();
         Thread t = thread;
         if (t != null) {
             t.interrupt();
@@ -984,115 +537,50 @@ public final class Reclaimer implements AutoCloseable {
         }
     }
 
-    /** The k smallest (score, key) pairs: a max-heap on score, no boxing. */
-    static final class TopK {
-        private final int k;
-        private final long[] score;
-        private final long[] key;
-        private int n;
+    /** Where eviction counters go once bound (none before: tests that build a bare reclaimer count nothing). */
+    private volatile MeterRegistry meters;
+    /** Eviction counters by group, policy and reason. */
+    private final Map<String, Counter> evictionCounters = new ConcurrentHashMap<>();
 
-        TopK(int k) {
-            this.k = Math.max(0, k);
-            this.score = new long[this.k];
-            this.key = new long[this.k];
-        }
+    /** The reclaimer's gauges, and the eviction counters of every round from here on. */
+    @Override
+    public void bindTo(MeterRegistry meters) {
+        this.meters = meters;
+        Gauge.builder("kvpool.meta.reclaim.lag.seconds", this, r -> r.lagMs(System.currentTimeMillis()) / 1000.0)
+                .description("longest time a group has been over its water level").strongReference(true)
+                .register(meters);
+        Gauge.builder("kvpool.meta.reclaim.rounds", this, r -> r.evictingRounds.get())
+                .description("reclaim rounds (one group, one step) that evicted blocks").strongReference(true)
+                .register(meters);
+        Gauge.builder("kvpool.meta.reclaim.scans", this, r -> r.scans.get())
+                .description("full passes over an instance's index made to choose victims").strongReference(true)
+                .register(meters);
+        Gauge.builder("kvpool.meta.reclaim.leftovers.resumed", this, r -> r.leftoversResumed.get())
+                .description("DELETING locations a lost replica left, purged after the leader's sweep found them")
+                .strongReference(true).register(meters);
+        Gauge.builder("kvpool.meta.reclaim.orphans.removed", this, r -> r.orphansRemoved.get())
+                .description("WRITING locations removed because their session expired unclosed")
+                .strongReference(true).register(meters);
+        Gauge.builder("kvpool.meta.reclaim.orphans.pending.sessions", this, Reclaimer::unclosedPending)
+                .description("sessions the store expired unclosed whose orphans await their sweep (leader)")
+                .strongReference(true).register(meters);
+        Gauge.builder("kvpool.meta.usage.audit.drifts", this, r -> r.auditDrifts.get())
+                .description("usage audits whose difference between ledger and index the next audit confirmed "
+                        + "(should stay 0)").strongReference(true).register(meters);
+    }
 
-        int size() {
-            return n;
+    private void countEviction(String group, ReclaimPolicy policy, Reason reason, int blocks, long bytes) {
+        MeterRegistry m = meters;
+        if (m == null) {
+            return;
         }
-
-        void offer(long s, long kk) {
-            if (k == 0) {
-                return;
-            }
-            if (n < k) {
-                score[n] = s;
-                key[n] = kk;
-                up(n++);
-            } else if (s < score[0]) {
-                score[0] = s;
-                key[0] = kk;
-                down(0);
-            }
-        }
-
-        long maxScore() {
-            return score[0];
-        }
-
-        boolean full() {
-            return k > 0 && n == k;
-        }
-
-        /** Heap sort in place: afterwards {@link #scores} and {@link #keysInOrder} ascend; no more offers. */
-        int sortAscending() {
-            int m = n;
-            while (n > 1) {
-                swap(0, --n);
-                down(0);
-            }
-            n = m;
-            return m;
-        }
-
-        long[] scores() {
-            return score;
-        }
-
-        long[] keysInOrder() {
-            return key;
-        }
-
-        long[] keys() {
-            return Arrays.copyOf(key, n);
-        }
-
-        long[] keysBelow(long s) {
-            long[] out = new long[n];
-            int m = 0;
-            for (int i = 0; i < n; i++) {
-                if (score[i] < s) {
-                    out[m++] = key[i];
-                }
-            }
-            return Arrays.copyOf(out, m);
-        }
-
-        private void up(int i) {
-            while (i > 0) {
-                int p = (i - 1) >>> 1;
-                if (score[p] >= score[i]) {
-                    break;
-                }
-                swap(i, p);
-                i = p;
-            }
-        }
-
-        private void down(int i) {
-            while (true) {
-                int l = 2 * i + 1, r = l + 1, m = i;
-                if (l < n && score[l] > score[m]) {
-                    m = l;
-                }
-                if (r < n && score[r] > score[m]) {
-                    m = r;
-                }
-                if (m == i) {
-                    return;
-                }
-                swap(i, m);
-                i = m;
-            }
-        }
-
-        private void swap(int a, int b) {
-            long s = score[a];
-            score[a] = score[b];
-            score[b] = s;
-            long kk = key[a];
-            key[a] = key[b];
-            key[b] = kk;
-        }
+        String tag = group + "/" + policy + "/" + reason;
+        String why = reason.name().toLowerCase(java.util.Locale.ROOT);
+        evictionCounters.computeIfAbsent("b:" + tag, k -> Counter.builder("kvpool.meta.reclaim.evicted.blocks")
+                .description("blocks evicted by the reclaimer").tag("group", group).tag("policy", policy.name())
+                .tag("reason", why).register(m)).increment(blocks);
+        evictionCounters.computeIfAbsent("y:" + tag, k -> Counter.builder("kvpool.meta.reclaim.evicted.bytes")
+                .description("bytes reclaimed by eviction").tag("group", group).tag("policy", policy.name())
+                .tag("reason", why).register(m)).increment(bytes);
     }
 }

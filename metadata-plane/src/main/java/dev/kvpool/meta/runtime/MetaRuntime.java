@@ -16,7 +16,6 @@ import dev.kvpool.meta.shared.RedisSlots;
 import dev.kvpool.meta.store.redis.RedisStore;
 import dev.kvpool.meta.reclaim.ReclaimPolicy;
 import dev.kvpool.meta.reclaim.Reclaimer;
-import io.micrometer.core.instrument.Counter;
 import dev.kvpool.meta.index.CachedIndex;
 import dev.kvpool.meta.index.DeferredTouchIndex;
 import dev.kvpool.meta.index.IndexStore;
@@ -74,7 +73,6 @@ public class MetaRuntime {
     private dev.kvpool.meta.reclaim.FileSweep fileSweep;
     private volatile CacheEvents events = CacheEvents.OFF;
     private DeferredTouchIndex.Toucher toucher;
-    private final java.util.Map<String, Counter> evictionCounters = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile ControlPlaneSync controlPlane;
     private volatile dev.kvpool.meta.stats.StatsReporter statsReporter;
     private volatile MetaAuth auth;
@@ -233,6 +231,7 @@ public class MetaRuntime {
                     KafkaClientConfig.load(cfg.kafkaClientConfigDir()));
             LOG.infof("publishing operations to Kafka topic kvpool.cache at %s", cfg.events().bootstrapServers().get());
         }
+        events.bindTo(meters); // each component registers its own meters
         reclaimer = new Reclaimer(registry, ledger, write, leadership::isLeader, this::evicted,
                 new Reclaimer.Settings(cfg.reclaim().exactLimit(), cfg.reclaim().sampleSize(),
                         // a Redis session outlives its deadline by the grace, then expires by itself: after that a
@@ -242,6 +241,7 @@ public class MetaRuntime {
         reclaimer.sweepAfterLostReplicas(leadership);
         reclaimer.dutyCycle(cfg.reclaim().dutyCycle());
         reclaimer.auditEvery(cfg.reclaim().usageAudit());
+        reclaimer.bindTo(meters);
         java.time.Duration orphanAge = cfg.files().orphanAge();
         java.time.Duration floor = java.time.Duration.ofSeconds(cfg.write().maxTimeoutSeconds() + 60L);
         if (orphanAge.compareTo(floor) < 0) {
@@ -251,6 +251,7 @@ public class MetaRuntime {
         }
         fileSweep = new dev.kvpool.meta.reclaim.FileSweep(registry, leadership::isLeader,
                 new dev.kvpool.meta.reclaim.FileSweep.Settings(cfg.files().sweepInterval(), orphanAge));
+        fileSweep.bindTo(meters);
         setUpAuth(); // before ready: a call must never pass unchecked
         registerGauges();
         return redisLead;
@@ -519,14 +520,7 @@ public class MetaRuntime {
                 cp.freshNegativeTtl(), Math.max(1, cp.freshNegativeMax())), System::currentTimeMillis,
                 java.util.concurrent.Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("kvpool-fresh-config", 0)
                         .factory()));
-        io.micrometer.core.instrument.FunctionCounter.builder("kvpool.meta.fresh_config.fetches", f, x -> x.fetches.get())
-                .description("snapshot fetches because a KVCM call named something unknown").register(meters);
-        io.micrometer.core.instrument.FunctionCounter.builder("kvpool.meta.fresh_config.coalesced", f,
-                x -> x.coalesced.get()).description("callers that waited for a fetch another caller caused")
-                .register(meters);
-        io.micrometer.core.instrument.FunctionCounter.builder("kvpool.meta.fresh_config.negative_hits", f,
-                x -> x.negativeHits.get()).description("unknown names answered from the negative cache, no fetch")
-                .register(meters);
+        f.bindTo(meters);
         fresh = f;
     }
 
@@ -602,17 +596,10 @@ public class MetaRuntime {
         return false;
     }
 
-    /** Reclaimer listener: metrics by policy and reason, the control plane's stats, and an Evict event per batch. */
+    /** Reclaimer listener: the control plane's stats, and an Evict event per batch (the reclaimer counts its own). */
     private void evicted(Instance inst, ReclaimPolicy policy, Reclaimer.Reason reason, long[] keys, int blocks,
                          long bytes) {
         stats.evicted(inst, reason, blocks);
-        String tag = inst.group + "/" + policy + "/" + reason;
-        evictionCounters.computeIfAbsent("b:" + tag, k -> Counter.builder("kvpool.meta.reclaim.evicted.blocks")
-                .description("blocks evicted by the reclaimer").tag("group", inst.group).tag("policy", policy.name())
-                .tag("reason", reason.name().toLowerCase(java.util.Locale.ROOT)).register(meters)).increment(blocks);
-        evictionCounters.computeIfAbsent("y:" + tag, k -> Counter.builder("kvpool.meta.reclaim.evicted.bytes")
-                .description("bytes reclaimed by eviction").tag("group", inst.group).tag("policy", policy.name())
-                .tag("reason", reason.name().toLowerCase(java.util.Locale.ROOT)).register(meters)).increment(bytes);
         if (events.enabled()) {
             events.offer(new CacheEvent(CacheEvent.EVICT, inst.id, CacheEvents.nowMicros(), null, keys, null, null,
                     blocks, bytes, reason.name().toLowerCase(java.util.Locale.ROOT), null));
@@ -621,24 +608,9 @@ public class MetaRuntime {
 
     private synchronized void registerGauges() {
         if (gauged.add("*")) {
-            Gauge.builder("kvpool.meta.reclaim.lag.seconds", this,
-                    r -> r.reclaimer.lagMs(System.currentTimeMillis()) / 1000.0)
-                    .description("longest time a group has been over its water level").register(meters);
             Gauge.builder("kvpool.meta.leader", this, r -> r.leadership.isLeader() ? 1 : 0)
                     .tag("node", leadership.selfId())
                     .description("1 on the replica that runs background work (reclaimer, expiry)").register(meters);
-            Gauge.builder("kvpool.meta.reclaim.rounds", this, r -> r.reclaimer.evictingRounds.get())
-                    .description("reclaim rounds (one group, one step) that evicted blocks").register(meters);
-            Gauge.builder("kvpool.meta.reclaim.scans", this, r -> r.reclaimer.scans.get())
-                    .description("full passes over an instance's index made to choose victims").register(meters);
-            Gauge.builder("kvpool.meta.reclaim.leftovers.resumed", this, r -> r.reclaimer.leftoversResumed.get())
-                    .description("DELETING locations a lost replica left, purged after the leader's sweep found them")
-                    .register(meters);
-            Gauge.builder("kvpool.meta.reclaim.orphans.removed", this, r -> r.reclaimer.orphansRemoved.get())
-                    .description("WRITING locations removed because their session expired unclosed").register(meters);
-            Gauge.builder("kvpool.meta.reclaim.orphans.pending.sessions", this, r -> r.reclaimer.unclosedPending())
-                    .description("sessions the store expired unclosed whose orphans await their sweep (leader)")
-                    .register(meters);
             Gauge.builder("kvpool.meta.touch.dropped", this, r -> r.toucher == null ? 0 : r.toucher.dropped.get())
                     .description("access-time updates dropped because the store was too slow to take them").register(meters);
             Gauge.builder("kvpool.meta.touch.pending", this, r -> r.toucher == null ? 0 : r.toucher.pending())
@@ -646,15 +618,11 @@ public class MetaRuntime {
             Gauge.builder("kvpool.meta.touch.batches", this, r -> r.toucher == null ? 0 : r.toucher.batches.get())
                     .description("buffered access-time updates applied to the store (one call per instance and interval)")
                     .register(meters);
-            Gauge.builder("kvpool.meta.events.published", this, r -> r.events.published.get()).register(meters);
             Gauge.builder("kvpool.meta.usage.drift", this, r -> r.ledger.drift().events())
                     .description("releases that would have taken a group's usage below zero (accounting drift; "
                             + "should stay 0)").register(meters);
             Gauge.builder("kvpool.meta.usage.drift.bytes", this, r -> r.ledger.drift().bytes())
                     .description("bytes those releases went below zero (clamped)").register(meters);
-            Gauge.builder("kvpool.meta.usage.audit.drifts", this, r -> r.reclaimer.auditDrifts.get())
-                    .description("usage audits whose difference between ledger and index the next audit confirmed "
-                            + "(should stay 0)").register(meters);
             if (store instanceof RedisStore rs) {
                 // a finish reaching another replica than its start, or a busy taint counter, costs Redis a read
                 Gauge.builder("kvpool.meta.redis.finish.blind", rs, RedisStore::fastFinishes)
@@ -701,11 +669,6 @@ public class MetaRuntime {
                                 + " redirecting after a slot move or failover): its instances were read again")
                         .register(meters);
             }
-            Gauge.builder("kvpool.meta.events.dropped", this, r -> r.events.dropped.get())
-                    .description("kvpool.cache events dropped because the queue was full").register(meters);
-            Gauge.builder("kvpool.meta.events.failed", this, r -> r.events.failed.get())
-                    .description("kvpool.cache records Kafka did not take (refused, or undelivered within the delivery"
-                            + " timeout)").register(meters);
             Gauge.builder("kvpool.meta.write.sessions.open", this,
                     r -> r.registry.instances().stream().mapToLong(i -> i.index.sessionCount()).sum())
                     .description("open two-phase write sessions").register(meters);
@@ -713,14 +676,6 @@ public class MetaRuntime {
                     .description("write sessions failed by timeout since start").register(meters);
             Gauge.builder("kvpool.meta.locations.deleted", write, w -> w.locationsDeleted.get()).register(meters);
             Gauge.builder("kvpool.meta.files.deleted", write, w -> w.filesDeleted.get()).register(meters);
-            Gauge.builder("kvpool.meta.files.orphans.deleted", fileSweep, f -> f.filesDeleted.get())
-                    .description("files of file-type storages that held no block, deleted by the storage sweep")
-                    .register(meters);
-            Gauge.builder("kvpool.meta.files.orphans.deleted.bytes", fileSweep, f -> f.bytesDeleted.get())
-                    .description("bytes of those files").register(meters);
-            Gauge.builder("kvpool.meta.files.sweeps", fileSweep, f -> f.sweeps.get())
-                    .description("storage sweeps run to their end on this replica (dry runs included)")
-                    .register(meters);
         }
         for (var g : registry.groups()) {
             if (gauged.add("g:" + g.name())) {

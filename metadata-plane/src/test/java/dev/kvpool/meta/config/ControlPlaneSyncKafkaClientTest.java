@@ -20,12 +20,12 @@ class ControlPlaneSyncKafkaClientTest {
 
     @Test
     void theConfigConsumerTakesThem() {
-        Properties p = ControlPlaneSync.consumerProperties(
+        Properties p = ConfigStream.consumerProperties(
                 new ControlPlaneSync.Settings("127.0.0.1:9093", Duration.ofMinutes(5), Duration.ofMinutes(1), SASL));
         assertEquals("SASL_PLAINTEXT", p.get("security.protocol"));
         assertEquals("false", p.get("enable.auto.commit"), "its own settings stay");
         new KafkaConsumer<String, String>(p).close(Duration.ZERO); // a real client accepts them
-        Properties none = ControlPlaneSync.consumerProperties(
+        Properties none = ConfigStream.consumerProperties(
                 new ControlPlaneSync.Settings("127.0.0.1:9093", Duration.ofMinutes(5), Duration.ofMinutes(1), Map.of()));
         assertEquals(null, none.get("security.protocol"));
     }

@@ -17,7 +17,7 @@ class ControlPlaneSyncTest {
 
     @Test
     void groupViewBecomesGroupConfig() throws Exception {
-        GroupConfig g = ControlPlaneSync.groupConfig(M.readTree("""
+        GroupConfig g = ConfigViews.groupConfig(M.readTree("""
                 {"name":"search","quotaBytes":30000000000,"storageTypeQuotas":{"nfs":10000000000,"tair_mem_pool":5},
                  "waterLevels":{"softPercent":80,"hardPercent":95},
                  "eviction":{"policy":"PREFIX_LRU","triggerPeriodSeconds":5,"stepSize":1000,"stepPercentage":10,
@@ -49,12 +49,12 @@ class ControlPlaneSyncTest {
 
     @Test
     void storageAndInstanceViews() throws Exception {
-        var s = ControlPlaneSync.storageDef(M.readTree("""
+        var s = ConfigViews.storageDef(M.readTree("""
                 {"name":"nfs_01","type":"nfs","enabled":false,"spec":{"root_path":"/mnt/kv","key_count_per_file":8}}"""));
         assertEquals(StorageKind.FILE, s.kind());
         assertEquals("/mnt/kv/", s.basePath());
         assertEquals(8, s.keyCountPerFile());
-        InstanceInfo i = ControlPlaneSync.instanceInfo(M.readTree("""
+        InstanceInfo i = ConfigViews.instanceInfo(M.readTree("""
                 {"instanceId":"i1","group":"search","quotaGroupName":"qg","blockSize":64,"hashScheme":"kvcm",
                  "modelDeployment":{"model_name":"m","dtype":"bf16"},
                  "locationSpecInfos":[{"name":"tp0","size":1024},{"name":"tp1","size":1024}],
@@ -74,11 +74,11 @@ class ControlPlaneSyncTest {
                 {"name":"ev","type":"event_report_l2","enabled":true,"spec":{"heartbeat_timeout_ms":1000,
                  "cleanup_grace_ms":0,"liveness_check_interval_ms":500,"snapshot_min_interval_ms":60000,
                  "snapshot_delta_drain_timeout_ms":"0"}}""");
-        assertEquals(true, ControlPlaneSync.isEventReport(v));
+        assertEquals(true, ConfigViews.isEventReport(v));
         assertEquals(new dev.kvpool.meta.registry.EventReportStorage("ev", true, 1000, 0, 500, 60_000, 0),
-                ControlPlaneSync.eventReportStorage(v));
-        assertEquals(false, ControlPlaneSync.isEventReport(M.readTree("{\"name\":\"n\",\"type\":\"nfs\"}")));
-        GroupConfig g = ControlPlaneSync.groupConfig(M.readTree("""
+                ConfigViews.eventReportStorage(v));
+        assertEquals(false, ConfigViews.isEventReport(M.readTree("{\"name\":\"n\",\"type\":\"nfs\"}")));
+        GroupConfig g = ConfigViews.groupConfig(M.readTree("""
                 {"name":"g","quotaBytes":1000,"storageCandidates":["nfs_01"],"eventReportStorageCandidates":["ev"],
                  "waterLevels":{"softPercent":80,"hardPercent":95},"version":1}"""));
         assertEquals(List.of("ev"), g.eventReportStorageCandidates());

@@ -85,7 +85,7 @@ class FreshGateTest {
     private void addGroup(String name) {
         ObjectNode v = M.createObjectNode().put("name", name).put("quotaBytes", 1_000_000);
         v.putArray("storageCandidates").add("nfs_f");
-        registry.putGroup(ControlPlaneSync.groupConfig(v));
+        registry.putGroup(ConfigViews.groupConfig(v));
     }
 
     @Test

@@ -21,7 +21,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 /**
  * A group whose storage candidates name storages that do not exist yet (the control plane stores KVCM groups as
  * given, §3.11). The configuration arrives as ControlPlaneSync applies it — the control plane's REST views converted by
- * {@link ControlPlaneSync#groupConfig} / {@link ControlPlaneSync#storageDef} and put into the running registry — and
+ * {@link ConfigViews#groupConfig} / {@link ConfigViews#storageDef} and put into the running registry — and
  * the calls go through the KVCM API (HTTP and gRPC). A missing candidate is never placed on; a group with no existing
  * candidate answers INTERNAL_ERROR (§3.9.2 step 7, "no candidate → fail") naming what is missing; the storage, once
  * it arrives, is used by the next write without a restart, in the group's list order.
@@ -67,8 +67,8 @@ class PendingCandidatesTest extends KvcmTestBase {
         Registry reg = runtime.registry();
         String later = fresh("pend_later"), first = fresh("pend_first");
         String all = uid("pend-all"), mixed = uid("pend-mixed");
-        reg.putGroup(ControlPlaneSync.groupConfig(groupView(all, later)));
-        reg.putGroup(ControlPlaneSync.groupConfig(groupView(mixed, first, "nfs_01")));
+        reg.putGroup(ConfigViews.groupConfig(groupView(all, later)));
+        reg.putGroup(ConfigViews.groupConfig(groupView(mixed, first, "nfs_01")));
 
         // registration into a group none of whose candidates exists: accepted (KVCM does), no storage_configs yet
         String ia = uid("pend-a-" + t.name().toLowerCase());
@@ -93,8 +93,8 @@ class PendingCandidatesTest extends KvcmTestBase {
         }
 
         // the storages arrive (as a storage event or a resync applies them): the next writes use them, no restart
-        reg.putStorage(ControlPlaneSync.storageDef(storageView(later)), true);
-        reg.putStorage(ControlPlaneSync.storageDef(storageView(first)), true);
+        reg.putStorage(ConfigViews.storageDef(storageView(later)), true);
+        reg.putStorage(ConfigViews.storageDef(storageView(first)), true);
         StartWriteCacheResponse s = start(a, ia, rndKeys(2));
         assertTrue(uri(s, 0).startsWith("file://" + later + "/"), uri(s, 0));
         finishAll(a, ia, s);

@@ -80,7 +80,7 @@ class OrphanSweepTest {
             r.tick(t0 + 600_000);
             write.drain();
             assertEquals(Loc.WRITING, Loc.status(inst.index.get(8).a(0)), "no sweep without a listed session");
-            r.tick(t0 + Reclaimer.FIRST_FULL_SWEEP_MS);
+            r.tick(t0 + OrphanSweeper.FIRST_FULL_SWEEP_MS);
             write.drain();
             assertNull(inst.index.get(8));
             assertEquals(2000, rg.ledger.usage("g").total());

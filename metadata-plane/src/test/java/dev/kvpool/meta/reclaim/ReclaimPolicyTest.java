@@ -175,15 +175,15 @@ class ReclaimPolicyTest {
     void theQueueGrowsWithTheIndexSoEvictionOutpacesThePass() {
         int limit = 1 << 23;
         // small index: 256 rounds' worth (at least 4,096 keys)
-        assertEquals(256_000, Reclaimer.queueCapacity(limit, 1000, 400_000));
-        assertEquals(4096, Reclaimer.queueCapacity(limit, 10, 50_000));
+        assertEquals(256_000, VictimSelector.queueCapacity(limit, 1000, 400_000));
+        assertEquals(4096, VictimSelector.queueCapacity(limit, 10, 50_000));
         // never a heap larger than the index (it is allocated whole)
-        assertEquals(200_000 + 25_000 + 1024, Reclaimer.queueCapacity(limit, 1000, 200_000));
+        assertEquals(200_000 + 25_000 + 1024, VictimSelector.queueCapacity(limit, 1000, 200_000));
         // huge index: a sixteenth of it, so a pass costing in proportion to the index still yields in proportion
-        assertEquals(6_250_000, Reclaimer.queueCapacity(limit, 1000, 100_000_000));
-        assertEquals(limit, Reclaimer.queueCapacity(limit, 1000, 1_000_000_000)); // within the limit
-        assertEquals(2_000_000, Reclaimer.queueCapacity(1000, 1_000_000, 100_000_000)); // never under two rounds
-        assertEquals(0, Reclaimer.queueCapacity(0, 1000, 100_000_000)); // off
+        assertEquals(6_250_000, VictimSelector.queueCapacity(limit, 1000, 100_000_000));
+        assertEquals(limit, VictimSelector.queueCapacity(limit, 1000, 1_000_000_000)); // within the limit
+        assertEquals(2_000_000, VictimSelector.queueCapacity(1000, 1_000_000, 100_000_000)); // never under two rounds
+        assertEquals(0, VictimSelector.queueCapacity(0, 1000, 100_000_000)); // off
     }
 
     @Test
