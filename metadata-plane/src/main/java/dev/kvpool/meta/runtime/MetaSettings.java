@@ -85,10 +85,21 @@ public interface MetaSettings {
         Duration orphanAge();
     }
 
-    /** "embedded" or "redis". */
+    /** Where the index, usage ledger, file slots, sessions and leader lease live. */
     @WithName("meta.store")
     @WithDefault("embedded")
-    String store();
+    StoreKind store();
+
+    /**
+     * The index store's kinds; written in lower case ({@code embedded}, {@code redis}): SmallRye Config's enum
+     * converter matches any case and hyphenated names.
+     */
+    enum StoreKind {
+        /** In this process: snapshot + journal under the data directory; one replica. */
+        EMBEDDED,
+        /** In Redis/Valkey, shared by any number of replicas. */
+        REDIS
+    }
 
     @WithName("meta.redis")
     RedisStore redis();
@@ -383,6 +394,17 @@ public interface MetaSettings {
         int queueCapacity();
     }
 
+    /** When the embedded index's journal is forced to disk ({@code interval} or {@code always}). */
+    enum Fsync {
+        /**
+         * Each append reaches the OS before the call returns (a killed process loses nothing); fsync every
+         * sync-interval.
+         */
+        INTERVAL,
+        /** fsync before the call returns (also survives power loss). */
+        ALWAYS
+    }
+
     interface Index {
         /** Keep the index in a snapshot + journal under the data directory (false: memory only). */
         @WithDefault("true")
@@ -391,9 +413,9 @@ public interface MetaSettings {
         @WithDefault("16")
         int shards();
 
-        /** "interval" (fsync every sync-interval; a killed process loses nothing) or "always" (also power loss). */
+        /** When the journal is forced to disk. */
         @WithDefault("interval")
-        String fsync();
+        Fsync fsync();
 
         @WithDefault("1s")
         Duration syncInterval();
