@@ -11,15 +11,21 @@ public interface WhatIfSettings {
     @WithDefault("64M")
     MemorySize maxTraceBytes();
 
-    /** Requests (lines) an uploaded trace may hold. */
+    /** Requests (lines) an uploaded trace may hold (400 naming the line that passes it). */
     @WithDefault("1000000")
     int maxTraceRequests();
 
-    /** Block ids (hash_ids) over all lines of an uploaded trace; a replay holds them in memory. */
+    /**
+     * Block ids (hash_ids) over all lines of an uploaded trace (400 naming the line that passes it); a replay holds
+     * them in memory.
+     */
     @WithDefault("4000000")
     long maxTraceBlocks();
 
-    /** Jobs kept (queued, running and finished): the oldest finished one is forgotten to make room. */
+    /**
+     * Jobs kept in memory (queued, running and finished): the oldest finished one is forgotten to make room; 429
+     * when all are queued or running.
+     */
     @WithDefault("8")
     int jobsKept();
 
@@ -27,7 +33,7 @@ public interface WhatIfSettings {
     @WithDefault("1")
     int jobsRunning();
 
-    /** Replays that run at once (each on its own thread); 0: one per available processor. */
+    /** Replays that run at once, shared by the running jobs (each on its own thread); 0: one per processor. */
     @WithDefault("0")
     int threads();
 

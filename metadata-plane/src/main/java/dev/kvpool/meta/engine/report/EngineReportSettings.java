@@ -18,7 +18,7 @@ public interface EngineReportSettings {
 
     /**
      * Reported (block, medium) locations one instance may hold over all its reporters when its group's
-     * max_key_count is 0 (unlimited); otherwise max_key_count is the bound.
+     * max_key_count is 0 (unlimited); otherwise max_key_count is the bound (beyond it REACH_MAX_ENTITY_CAPACITY).
      */
     @WithName("report.max-locations-per-instance")
     @WithDefault("4000000")
