@@ -69,7 +69,7 @@ public interface MetaSettings {
 
     /**
      * How long start-up keeps the HTTP and gRPC ports closed while it opens and recovers (loads the embedded index,
-     * ~8 s per million keys on the build machine; waits for another replica's rebuild or runs one over Redis:
+     * its progress shown by /q/health/started; waits for another replica's rebuild or runs one over Redis:
      * usage and slots from the index, a lost replica's leftovers). A quick start opens them ready; past this they
      * open: /q/health/live UP, /q/health/started and /q/health/ready DOWN with start_phase and the rebuild's
      * progress until recovery ends, KVCM calls SERVER_NOT_LEADER (what a KVCM leader answers until it has
@@ -421,7 +421,10 @@ public interface MetaSettings {
         @WithDefault("1s")
         Duration syncInterval();
 
-        /** Journal size that triggers a new snapshot. */
+        /**
+         * The largest the journal grows before a new snapshot is written (sooner once it passes a quarter of the last
+         * snapshot, 16 MiB at least; also on a clean close).
+         */
         @WithDefault("268435456")
         long snapshotBytes();
 
