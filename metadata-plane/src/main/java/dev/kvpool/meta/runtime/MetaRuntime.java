@@ -152,14 +152,14 @@ public class MetaRuntime {
         StartupConfig startup = cfg.startupConfig().filter(s -> !s.isBlank())
                 .map(s -> StartupConfig.load(Path.of(s))).orElseGet(() -> StartupConfig.defaults(dataDir));
         RedisLeadership redisLead = null;
-        if (cfg.store().equals("embedded")) {
+        if (cfg.store() == MetaSettings.StoreKind.EMBEDDED) {
             phase = Phase.LOADING; // the snapshot and journal are read into memory (progress in startState)
         }
         WritePath.Settings ws = new WritePath.Settings(cfg.write().defaultTimeoutSeconds(), cfg.write().maxTimeoutSeconds());
         switch (cfg.store()) {
-            case "embedded" -> {
+            case EMBEDDED -> {
                 store = new EmbeddedStore(new EmbeddedStore.Options(cfg.index().persist() ? dataDir.resolve("index") : null,
-                        cfg.index().shards(), cfg.index().fsync().equals("always"), cfg.index().syncInterval(),
+                        cfg.index().shards(), cfg.index().fsync() == MetaSettings.Fsync.ALWAYS, cfg.index().syncInterval(),
                         cfg.index().snapshotBytes()), loadProgress);
                 startup = configure(startup);
                 int searchCache = cfg.index().searchCache();
@@ -169,7 +169,7 @@ public class MetaRuntime {
                 ledger = QuotaLedger.inMemory();
                 leadership = Leadership.single(nodeId);
             }
-            case "redis" -> {
+            case REDIS -> {
                 var rc = cfg.redis();
                 io.vertx.redis.client.Redis redis = redisClient.get();
                 store = new RedisStore(redis, RedisStore.Options.defaults().withPrefix(rc.prefix())
@@ -221,8 +221,6 @@ public class MetaRuntime {
                 ledger = new RedisQuotaLedger(redis, p, rc.timeout());
                 LOG.infof("index store: Redis at %s (prefix %s)", rc.url(), rc.prefix());
             }
-            default -> throw new IllegalArgumentException("kvpool.meta.store must be 'embedded' or 'redis', got '"
-                    + cfg.store() + "'");
         }
         write = new WritePath(registry, ledger, ws);
         query = new QueryPath(registry);

@@ -6,32 +6,47 @@ import io.smallrye.config.WithName;
 import java.time.Duration;
 import java.util.Optional;
 
-/** Metadata-plane settings; application.properties maps KVCM's kvcm.service.* keys onto these. */
+/**
+ * Metadata-plane settings; application.properties maps KVCM's kvcm.service.* keys onto these. Their reference,
+ * docs/configuration.md, is generated from this Javadoc (ConfigurationReferenceTest).
+ */
 @ConfigMapping(prefix = "kvpool")
 public interface MetaSettings {
+    /**
+     * The index snapshot + journal (locked while a plane has it open: a second plane on the same directory refuses
+     * to start), what-if traces, and the default file storage.
+     */
     @WithDefault("data")
     String dataDir();
 
+    /**
+     * The storages and groups file used without a control plane ("Storages and instance groups without the control
+     * plane"); unset: KVCM's default group and file storage, rooted under the data directory.
+     */
     @WithName("meta.startup-config")
     Optional<String> startupConfig();
 
+    /** This replica's name in the leader lease and GetClusterInfo; default: advertised host:HTTP port_random. */
     @WithName("meta.node-id")
     Optional<String> nodeId();
 
+    /** The host GetClusterInfo advertises; default: the first non-loopback IPv4 address. */
     @WithName("meta.advertised-host")
     Optional<String> advertisedHost();
 
+    /** KVCM's meta HTTP port: KVCM routes, the KVPool REST API, metrics (/q/metrics) and health (/q/health). */
     @WithName("meta.http-port")
     @WithDefault("6382")
     int httpPort();
 
+    /** KVCM's meta gRPC port (also the DebugService's). */
     @WithName("meta.grpc-port")
     @WithDefault("6381")
     int grpcPort();
 
     /**
      * The largest body a KVCM meta HTTP call may send (413 beyond it). The body is read as it arrives, so a client
-     * that only declares a large Content-Length holds no more than 64 KiB until its bytes come.
+     * that only declares a large Content-Length holds no more than 64 KiB until its bytes come (docs/security.md).
      */
     @WithName("meta.http.max-body-bytes")
     @WithDefault("67108864")
@@ -39,7 +54,7 @@ public interface MetaSettings {
 
     /**
      * How long a request body may stop arriving before api's HttpGuard answers 408 and closes the connection, on every
-     * route of this port (read there; declared here so the key is known to this mapping).
+     * route of this port (read there; declared here so the key is known to this mapping; docs/security.md).
      */
     @WithName("http.body-timeout")
     @WithDefault("30s")
@@ -53,10 +68,13 @@ public interface MetaSettings {
     Optional<String> kafkaClientConfigDir();
 
     /**
-     * How long start-up keeps the HTTP and gRPC ports closed while it recovers (waits for another replica's rebuild,
-     * rebuilds usage and slots from the index, sweeps for a lost replica's leftovers). A quick start opens them
-     * ready; a longer one opens them after this, answers health probes (/q/health/started DOWN with progress until
-     * recovery ends) and KVCM calls with SERVER_NOT_LEADER, as a KVCM leader does until it has recovered.
+     * How long start-up keeps the HTTP and gRPC ports closed while it opens and recovers (loads the embedded index,
+     * its progress shown by /q/health/started; waits for another replica's rebuild or runs one over Redis:
+     * usage and slots from the index, a lost replica's leftovers). A quick start opens them ready; past this they
+     * open: /q/health/live UP, /q/health/started and /q/health/ready DOWN with start_phase and the rebuild's
+     * progress until recovery ends, KVCM calls SERVER_NOT_LEADER (what a KVCM leader answers until it has
+     * recovered; connectors retry) except GetClusterInfo, which answers OK with no leader endpoint yet, /api/v1
+     * 503. On Kubernetes point the startupProbe at /q/health/started.
      */
     @WithName("meta.start.ports-wait")
     @WithDefault("5s")
@@ -73,28 +91,43 @@ public interface MetaSettings {
 
     /** Files of file-type storages (file, hf3fs) that hold no block. */
     interface FileStorage {
-        /** How often the leader sweeps them away (0: only on request, POST /api/v1/storage/sweeps). */
+        /** How often the leader sweeps them away (0: only on request, {@code POST /api/v1/storage/sweeps}). */
         @WithDefault("1h")
         Duration sweepInterval();
 
         /**
-         * Such a file is kept until it has not been written for this long (a writer past its deadline may still
-         * be at work); at least the longest write timeout plus a minute.
+         * Such a file is deleted only once it has not been written for this long (a writer past its deadline may
+         * still be at work); at least max-timeout-seconds plus a minute.
          */
         @WithDefault("1h")
         Duration orphanAge();
     }
 
-    /** "embedded" or "redis". */
+    /** Where the index, usage ledger, file-slot allocators, write sessions and the leader lease live. */
     @WithName("meta.store")
     @WithDefault("embedded")
-    String store();
+    StoreKind store();
+
+    /**
+     * The index store's kinds; written in lower case ({@code embedded}, {@code redis}): SmallRye Config's enum
+     * converter matches any case and hyphenated names.
+     */
+    enum StoreKind {
+        /** In this process: snapshot + journal under the data directory; one replica. */
+        EMBEDDED,
+        /** In Redis/Valkey, shared by any number of replicas. */
+        REDIS
+    }
 
     @WithName("meta.redis")
     RedisStore redis();
 
+    /** The Redis/Valkey store ({@code kvpool.meta.store=redis}; metadata-store-redis/README.md). */
     interface RedisStore {
-        /** Connection string (also quarkus.redis.hosts): redis://host:port/db, rediss:// for TLS. */
+        /**
+         * Connection string: {@code redis://host:port/db}, {@code rediss://} for TLS; for Redis Cluster
+         * {@code quarkus.redis.client-type=cluster} and several hosts separated by commas.
+         */
         @WithDefault("redis://127.0.0.1:6379")
         String url();
 
@@ -102,32 +135,37 @@ public interface MetaSettings {
         @WithDefault("kvp")
         String prefix();
 
+        /** Per Redis call of the leader lease, the slot allocators and the quota ledger. */
         @WithDefault("5s")
         Duration timeout();
 
         /**
-         * The most keys one background command (HSCAN, HRANDFIELD of eviction, expiry and sweeps) asks for. Redis
-         * serves no other client while it runs one, at about a microsecond per key: this bounds that stall.
+         * The most keys one background command (HSCAN, HRANDFIELD of eviction passes, sampling, expiry and orphan
+         * sweeps; larger pages go as several round trips) asks for. Redis serves no other client while it runs one,
+         * at about a microsecond per key: this bounds that stall (with 65,536-key pages, a pass over a 1 M-block
+         * instance held every other client for up to ~80 ms per page; docs/benchmarks.md, "On 16 cores").
          */
         @WithDefault("1000")
         int pageSize();
 
-        /** Leader lease: a dead leader is replaced after at most this long. */
+        /** Leader lease: a killed leader is replaced after at most this long. */
         @WithDefault("3s")
         Duration leaseTtl();
 
         /**
-         * How long an abandoned session outlives its deadline in Redis (the leader's expiry normally closes it at
-         * its deadline). Long, so that a replica back after every replica was down still closes it properly;
-         * only an outage longer than this leaves orphans for the sweep. Costs nothing while a replica runs.
+         * How long an abandoned write session outlives its deadline in Redis (the leader's expiry normally closes it
+         * at its deadline). Long, so that a replica back after every replica was down still closes it properly
+         * (slots and quota returned); only an outage longer than this leaves its WRITING locations to the orphan
+         * sweep. Costs nothing while a replica runs.
          */
         @WithDefault("24h")
         Duration sessionGrace();
 
         /**
-         * A finish on the replica that started the session, of at least this many keys, is written with native
-         * commands under WATCH: a round trip more, ~1 µs of Redis' time less per key than the script (whose
-         * arguments all pass through Lua). 0: always the script.
+         * A finishWriteCache on the replica that started the session, of at least this many keys, is written with
+         * native commands under WATCH (HSET/HDEL in MULTI/EXEC): a round trip more, ~1 µs of Redis' single thread
+         * less per key than the script (whose arguments all pass through Lua); where Redis is the bottleneck, that
+         * is write throughput. 0: always the script. {@code kvpool_meta_redis_finish_native} counts the native ones.
          */
         @WithDefault("128")
         int nativeFinishKeys();
@@ -139,13 +177,17 @@ public interface MetaSettings {
         @WithDefault("100ms")
         Duration touchInterval();
 
-        /** Block keys that may wait for their access-time update; beyond it hits are dropped and counted. */
+        /**
+         * Block keys that may wait for their access-time update; beyond it hits are dropped and counted
+         * ({@code kvpool_meta_touch_dropped}).
+         */
         @WithDefault("1000000")
         long touchBuffer();
 
         /**
          * How often every replica checks its instances against Redis: removed by another replica (forgotten here),
-         * or lost with Redis' data (written again with a new empty index). One HGETALL of the instance records.
+         * or lost with Redis' data (its registration written again with a new empty index). One HGETALL of the
+         * instance records.
          */
         @WithDefault("2s")
         Duration reconcileInterval();
@@ -156,14 +198,15 @@ public interface MetaSettings {
          * read from its slot's node). Costs heap (39–77 bytes per served block in every replica), one thread, and
          * one stream entry per finish and delete batch in Redis (a written block cost about the same with and
          * without it on 2 shared cores); a new block may be a miss on other replicas for up to
-         * {@link #mirrorMaxLag}.
+         * {@link #mirrorMaxLag} (metadata-store-redis/README.md, "The local copy").
          */
         @WithDefault("false")
         boolean mirror();
 
         /**
-         * The copy answers only while it is provably at most this far behind Redis; deleters of every replica add
-         * it to the reader lease (the largest value any replica of the deployment uses, kept in Redis).
+         * The copy answers only while it is provably at most this far behind Redis, and after this replica's own
+         * writes; deleters of every replica add it to the reader lease (the largest value any replica of the
+         * deployment uses, kept in Redis).
          */
         @WithDefault("50ms")
         Duration mirrorMaxLag();
@@ -171,7 +214,7 @@ public interface MetaSettings {
         /**
          * After this long without a read of the copy and without a change to apply, the copy polls Redis only every
          * 250 ms (its max lag, if longer) instead of every quarter of its max lag, until the next read wakes it;
-         * that read goes to Redis. 0: never.
+         * that read goes to Redis (the copy answers again one round trip later). 0: never.
          */
         @WithDefault("1s")
         Duration mirrorIdleAfter();
@@ -186,99 +229,46 @@ public interface MetaSettings {
     @WithName("meta.auth")
     Auth auth();
 
-    @WithName("meta.whatif")
-    WhatIf whatif();
-
-    /** KVCM engine-event APIs (ReportEvent / GetHostCacheState; README "Engine cache events"). */
-    @WithName("kvcm")
-    KvcmEngineEvents kvcm();
-
-    interface KvcmEngineEvents {
-        /**
-         * GetHostCacheState over HTTP also prints "global" (= local: no remote source is evaluated); off because
-         * strict proto3 JSON parsers of H3 clients refuse the unknown field.
-         */
-        @WithName("host-cache-state.emit-global")
-        @WithDefault("false")
-        boolean emitGlobal();
-
-        /**
-         * Reported (block, medium) locations one instance may hold over all its reporters when its group's
-         * max_key_count is 0 (unlimited); otherwise max_key_count is the bound.
-         */
-        @WithName("report.max-locations-per-instance")
-        @WithDefault("4000000")
-        long maxLocationsPerInstance();
-
-        /** How often the liveness sweep looks at reporters (each storage's liveness_check_interval_ms applies). */
-        @WithName("report.sweep-tick")
-        @WithDefault("1s")
-        Duration sweepTick();
-    }
-
-    /** What-if replays on this plane (REST /api/v1/whatif, docs in README "What-if"). */
-    interface WhatIf {
-        /** The largest uploaded trace body: a larger one is refused with 413 before or as soon as it passes this. */
-        @WithDefault("64M")
-        io.quarkus.runtime.configuration.MemorySize maxTraceBytes();
-
-        /** Requests (lines) an uploaded trace may hold. */
-        @WithDefault("1000000")
-        int maxTraceRequests();
-
-        /** Block ids (hash_ids) over all lines of an uploaded trace; a replay holds them in memory. */
-        @WithDefault("4000000")
-        long maxTraceBlocks();
-
-        /** Jobs kept (queued, running and finished): the oldest finished one is forgotten to make room. */
-        @WithDefault("8")
-        int jobsKept();
-
-        /** Jobs that run at once; the others wait in the queue. */
-        @WithDefault("1")
-        int jobsRunning();
-
-        /** Replays that run at once (each on its own thread); 0: one per available processor. */
-        @WithDefault("0")
-        int threads();
-
-        /** Replays one job may ask for (policies × capacities, plus the ceiling and the bisection). */
-        @WithDefault("320")
-        int maxRuns();
-
-        /** Extra replays that narrow down the smallest capacity reaching a target hit rate. */
-        @WithDefault("6")
-        int bisectSteps();
-    }
 
     /** Where configuration comes from: the control plane's snapshot and its kvpool.config topic. */
     interface ControlPlane {
-        /** Base URL, e.g. http://127.0.0.1:6492; unset: configuration from the startup file, no sync. */
+        /**
+         * Base URL, e.g. {@code http://127.0.0.1:6492}: storages, groups and instances come from it
+         * ("Configuration from the control plane"); unset: configuration from the startup file, no sync.
+         */
         Optional<String> url();
 
-        /** Operator (or admin) credentials used to obtain bearer tokens. */
+        /** Operator (or admin) account used to obtain bearer tokens, renewed before they expire. */
         Optional<String> user();
 
+        /** That account's password. */
         Optional<String> password();
 
         /** A ready-made bearer token instead of user/password (not refreshed). */
         Optional<String> token();
 
-        /** Kafka for kvpool.config; default: kvpool.meta.events.bootstrap-servers. */
+        /**
+         * Kafka carrying the kvpool.config topic; default: kvpool.meta.events.bootstrap-servers; neither set: changes
+         * arrive with the resync only.
+         */
         Optional<String> kafkaBootstrap();
 
-        /** Full re-read of the snapshot. */
+        /** Full re-read of the configuration snapshot (also a few seconds after a gap in ce_position). */
         @WithDefault("5m")
         Duration resync();
 
         /**
          * A KVCM call naming a group or instance this plane does not know waits at most this long for fresh
-         * configuration from the control plane (issue 34); past it the call answers SERVICE_NOT_READY.
+         * configuration from the control plane (issue 34); past it the call answers SERVICE_NOT_READY "the control
+         * plane did not answer within … ms".
          */
         @WithDefault("2s")
         Duration freshWait();
 
-        /** At least this long between two such fetches, whoever asks (protects the control plane). */
+        /**
+         * At least this long between two such fetches, whoever asks (one snapshot GET per interval at most: protects
+         * the control plane).
+         */
         @WithDefault("200ms")
         Duration freshMinInterval();
 
@@ -291,8 +281,9 @@ public interface MetaSettings {
         int freshNegativeMax();
 
         /**
-         * How often the leader posts usage samples, and every replica its stats (POST /api/v1/stats: what it served
-         * per instance since its last accepted report).
+         * How often the leader posts usage per group and storage type ({@code POST /api/v1/usage}), and every
+         * replica its stats ({@code POST /api/v1/stats}: prefix queries, blocks queried/hit/written and evictions by
+         * reason per instance since its last accepted report, and the replica's heartbeat).
          */
         @WithDefault("30s")
         Duration usagePeriod();
@@ -309,10 +300,12 @@ public interface MetaSettings {
         Duration timeout();
     }
 
+    /** Bearer tokens on the KVCM and REST APIs (docs/security.md). */
     interface Auth {
         /**
          * Base64 X.509 Ed25519 public key pinned to verify every token (any kid; no rotation, no revocation feed
-         * unless the control plane is configured); default: the control plane's JWKS.
+         * unless the control plane is configured); default: the control plane's JWKS. Setting it turns token checks
+         * on without a control plane (then no group allows anonymous calls).
          */
         Optional<String> publicKey();
 
@@ -324,15 +317,19 @@ public interface MetaSettings {
         @WithDefault("5m")
         Duration jwksRefresh();
 
-        /** The least time between two fetches caused by unknown kids. */
+        /**
+         * The least time between two JWKS fetches caused by unknown kids (a kid not found is not fetched for again
+         * for 30 s).
+         */
         @WithDefault("1s")
         Duration jwksMinRefetch();
 
-        /** How often the control plane's token revocations are polled. */
+        /** How often the control plane's token revocations are polled ({@code GET /api/v1/auth/revocations}). */
         @WithDefault("1s")
         Duration revocationPoll();
     }
 
+    /** Eviction and expiry on the leader ("Eviction: water levels and policies"). */
     interface Reclaim {
         /** Run the reclaimer (on the leader). */
         @WithDefault("true")
@@ -342,40 +339,52 @@ public interface MetaSettings {
         @WithDefault("262144")
         int exactLimit();
 
+        /**
+         * Keys sampled per round from an instance above exact-limit (four times its share of the round's evictions
+         * if that is more).
+         */
         @WithDefault("4096")
         int sampleSize();
 
         /**
-         * LRU/TTL (exact) and PREFIX_LRU: at most this many of an instance's oldest keys kept from one pass for the
-         * next rounds (a pass keeps 256 rounds' worth or a sixteenth of the index; 16 bytes of heap each).
+         * LRU/TTL (exact) and PREFIX_LRU: at most this many of an instance's oldest keys kept from one pass over the
+         * index for the next rounds (a pass keeps 256 rounds' worth or a sixteenth of the index, at least two
+         * rounds' worth; 16 bytes of heap each while queued). 0: no queue, a pass every round.
          */
         @WithDefault("8388608")
         int queueLimit();
 
-        /** Shared store: an index larger than this is passed over this many keys per round (0: in one go). */
+        /**
+         * Redis store: an index larger than this is read this many keys per round, so a huge instance's pass does
+         * not hold up the other groups (0: in one go).
+         */
         @WithDefault("65536")
         int passPage();
 
         /**
          * Share of the time the reclaimer may work while it has work (evicting, expiring, sweeping): after a busy
-         * round of t ms it pauses t × (1 − share) / share. 1 runs back to back; lower leaves Redis to the engines'
-         * lookups, at the price of slower recovery. No pause while a group that evicted is at 95 % of a hard
-         * limit: there writes are about to be refused.
+         * round of t ms it pauses t × (1 − share) / share. At 1 a round that evicted is followed by the next at
+         * once (as KVCM does); lower leaves Redis to the engines' lookups while a group is over its water level, at
+         * the price of slower recovery. No pause while a group that evicted is at 95 % of a hard limit (its quota, a
+         * storage type quota, or an instance's max_key_count): there writes are about to be refused, so eviction
+         * runs flat out. Measured in docs/benchmarks.md ("On 16 cores").
          */
         @WithDefault("1.0")
         double dutyCycle();
 
         /**
          * How often the leader recounts each group's usage from its index and compares it with the ledger (the
-         * usage invariant; a difference confirmed by two quiet audits in a row is logged and counted). 0 turns it
-         * off. Each audit reads every index of the group: on a large Redis-backed pool, lengthen it.
+         * usage invariant; a difference confirmed by two quiet audits in a row is logged and counted in
+         * {@code kvpool_meta_usage_audit_drifts}). 0 turns it off. Each audit reads every index of the group: on a
+         * large Redis-backed pool, lengthen it.
          */
         @WithDefault("15m")
         java.time.Duration usageAudit();
     }
 
+    /** Cache operations published to Kafka (topic kvpool.cache). */
     interface Events {
-        /** Kafka bootstrap servers for kvpool.cache; unset: no events. */
+        /** Kafka bootstrap servers for the kvpool.cache topic; unset: no events. */
         Optional<String> bootstrapServers();
 
         /** Events waiting for the producer; beyond this they are dropped and counted. */
@@ -383,44 +392,70 @@ public interface MetaSettings {
         int queueCapacity();
     }
 
+    /** When the embedded index's journal is forced to disk ({@code interval} or {@code always}). */
+    enum Fsync {
+        /**
+         * Each append reaches the OS before the call returns (a killed process loses nothing); fsync every
+         * sync-interval.
+         */
+        INTERVAL,
+        /** fsync before the call returns (also survives power loss). */
+        ALWAYS
+    }
+
+    /** The embedded index store ({@code kvpool.meta.store=embedded}). */
     interface Index {
         /** Keep the index in a snapshot + journal under the data directory (false: memory only). */
         @WithDefault("true")
         boolean persist();
 
+        /** Lock shards per instance index (a power of two). */
         @WithDefault("16")
         int shards();
 
-        /** "interval" (fsync every sync-interval; a killed process loses nothing) or "always" (also power loss). */
+        /** When the journal is forced to disk. */
         @WithDefault("interval")
-        String fsync();
+        Fsync fsync();
 
+        /** How often the journal is forced to disk with fsync {@code interval}. */
         @WithDefault("1s")
         Duration syncInterval();
 
+        /**
+         * The largest the journal grows before a new snapshot is written (sooner once it passes a quarter of the last
+         * snapshot, 16 MiB at least; also on a clean close).
+         */
         @WithDefault("268435456")
         long snapshotBytes();
 
-        /** Per-instance search cache entries (0 = off); KVCM's meta_cache_policy_config. */
+        /**
+         * Per-instance LRU search cache entries in front of the index (0 = off); KVCM's meta_cache_policy_config.
+         * Useful in front of remote stores, pure overhead for the embedded one; hit ratio in
+         * {@code kvpool_meta_search_cache_hit_ratio}.
+         */
         @WithDefault("0")
         int searchCache();
 
         /**
          * Instances whose index the first replica of a cold start reads at once (usage, file slots, interrupted
-         * deletions); it serves once every one has been read.
+         * deletions); it serves once every one has been read. Together they hold at most half the heap (~24 bytes a
+         * block while read); a larger instance is read alone.
          */
         @WithDefault("4")
         int recoveryThreads();
     }
 
+    /** Two-phase write sessions (startWriteCache / finishWriteCache). */
     interface Write {
+        /** Used when a client sends write_timeout_seconds ≤ 0 (KVCM expires those at once). */
         @WithDefault("30")
         int defaultTimeoutSeconds();
 
+        /** Cap on a write session's lifetime. */
         @WithDefault("3600")
         int maxTimeoutSeconds();
 
-        /** How often write sessions past their deadline are failed. */
+        /** How often write sessions past their deadline are failed and their storage released. */
         @WithDefault("250ms")
         Duration expiryPeriod();
     }

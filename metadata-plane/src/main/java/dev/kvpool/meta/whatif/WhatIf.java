@@ -11,6 +11,8 @@ import java.nio.file.Path;
 public class WhatIf {
     @Inject
     MetaSettings cfg;
+    @Inject
+    WhatIfSettings w;
 
     private volatile WhatIfTraces traces;
     private volatile WhatIfJobs jobs;
@@ -22,7 +24,6 @@ public class WhatIf {
 
     public synchronized WhatIfTraces traces() {
         if (traces == null) {
-            MetaSettings.WhatIf w = cfg.whatif();
             traces = new WhatIfTraces(tracesDir(), WhatIfTraces.defaultExamples(), w.maxTraceBytes().asLongValue(),
                     w.maxTraceRequests(), w.maxTraceBlocks());
         }
@@ -31,7 +32,6 @@ public class WhatIf {
 
     public synchronized WhatIfJobs jobs() {
         if (jobs == null) {
-            MetaSettings.WhatIf w = cfg.whatif();
             jobs = new WhatIfJobs(traces(), w.jobsKept(), w.jobsRunning(), w.threads(), w.maxRuns(), w.bisectSteps());
         }
         return jobs;

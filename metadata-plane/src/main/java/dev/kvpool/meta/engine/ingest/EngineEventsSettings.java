@@ -17,20 +17,30 @@ public interface EngineEventsSettings {
     /** Static sources ({@code sources[0].name=...}); more can be added over REST (kept in memory only). */
     Optional<List<Source>> sources();
 
+    /** One engine publisher (one pod, or one DP rank of it) that KVPool connects to. */
     interface Source {
+        /** Identifier (letters, digits, {@code . _ -}). */
         String name();
 
+        /** The KVPool instance (model) the blocks belong to; it need not be registered. */
         String instanceId();
 
+        /** Default: from an llm-d topic {@code kv@<pod>@<model>}, else the endpoint's host:port. */
         Optional<String> pod();
 
+        /** The engine's PUB socket, {@code tcp://host:port} only ({@code *}, ipc://, inproc:// refused). */
         String endpoint();
 
+        /** The engine's replay ROUTER, {@code tcp://host:port}; unset: no replay, a gap leaves the pod uncertain. */
         Optional<String> replayEndpoint();
 
+        /** SUB prefix filter; default: every topic. */
         Optional<String> topic();
 
-        /** {@code MEDIUM=tier,...}, e.g. {@code CPU_TIER1=cpu,CPU_TIER2=disk}. */
+        /**
+         * Medium to tier, {@code MEDIUM=tier,...}, e.g. {@code CPU_TIER1=cpu,CPU_TIER2=disk}; other media
+         * lower-cased, a nil medium is gpu.
+         */
         Optional<String> tierAliases();
     }
 
@@ -41,18 +51,21 @@ public interface EngineEventsSettings {
         /** Unset: no bound socket. */
         OptionalInt port();
 
+        /** Where the bound socket listens. */
         @WithDefault("0.0.0.0")
         String host();
 
         /** The instance every pod connecting here belongs to (required with a port). */
         Optional<String> instanceId();
 
+        /** SUB prefix filter of the bound socket (a message whose topic names no pod is counted malformed). */
         @WithDefault("kv@")
         String topic();
     }
 
     Kafka kafka();
 
+    /** The kvpool.engine-events topic between ZMQ sources and the view (every replica applies every batch). */
     interface Kafka {
         /** With Kafka configured, ZMQ batches go through the topic (false: ZMQ → view directly even then). */
         @WithDefault("true")
@@ -61,6 +74,7 @@ public interface EngineEventsSettings {
         /** Default: kvpool.meta.events.bootstrap-servers. */
         Optional<String> bootstrapServers();
 
+        /** The topic ZMQ batches go through. */
         @WithDefault("kvpool.engine-events")
         String topic();
     }

@@ -14,7 +14,6 @@ import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.runtime.MetaRuntime;
-import dev.kvpool.meta.runtime.MetaSettings;
 import jakarta.annotation.PreDestroy;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
@@ -54,7 +53,7 @@ public class EngineReports implements KvcmReports {
     @Inject
     EngineCaches caches;
     @Inject
-    MetaSettings settings;
+    EngineReportSettings settings;
 
     private volatile Clock clock = Clock.systemUTC();
     private volatile BooleanSupplier leaderOverride;
@@ -209,7 +208,7 @@ public class EngineReports implements KvcmReports {
 
     private long cap(Instance inst) {
         GroupConfig g = registry().group(inst.group);
-        return g != null && g.maxKeyCount() > 0 ? g.maxKeyCount() : settings.kvcm().maxLocationsPerInstance();
+        return g != null && g.maxKeyCount() > 0 ? g.maxKeyCount() : settings.maxLocationsPerInstance();
     }
 
     // ---- ReportEvent --------------------------------------------------------------------------------------------
@@ -914,7 +913,7 @@ public class EngineReports implements KvcmReports {
         if (sweeper != null) {
             return;
         }
-        long tick = Math.max(100, settings.kvcm().sweepTick().toMillis());
+        long tick = Math.max(100, settings.sweepTick().toMillis());
         sweeper = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(
                 Thread.ofPlatform().daemon().name("kvpool-engine-report-liveness").factory());
         sweeper.scheduleWithFixedDelay(() -> {
@@ -1021,7 +1020,7 @@ public class EngineReports implements KvcmReports {
     /** The HTTP answer: as {@link #getHostCacheState}, with "global" (= local) per host when configured. */
     public byte[] getHostCacheStateJson(GetHostCacheStateRequest q) {
         GetHostCacheStateResponse r = getHostCacheState(q);
-        if (!settings.kvcm().emitGlobal()) {
+        if (!settings.emitGlobal()) {
             return ProtoJson.print(r);
         }
         StringBuilder b = new StringBuilder(64 + 96 * r.getHostsCount()).append("{\"header\":")
