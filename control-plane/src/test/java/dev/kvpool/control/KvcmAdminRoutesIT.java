@@ -10,6 +10,7 @@ import dev.kvpool.api.proto.admin.AdminServiceGrpc;
 import dev.kvpool.api.proto.admin.ErrorCode;
 import dev.kvpool.api.proto.admin.ListStorageRequest;
 import dev.kvpool.control.testing.Api;
+import dev.kvpool.testing.Await;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Metadata;
@@ -17,6 +18,7 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.stub.MetadataUtils;
 import io.quarkus.test.junit.QuarkusTest;
 import io.restassured.response.ValidatableResponse;
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -153,11 +155,8 @@ class KvcmAdminRoutesIT {
                 .body("metrics.find { it.metric_name == 'service.query_counter' && it.metric_tags[0].tag_value == 'ListStorage' }"
                         + ".metric_value.int_value", notNullValue());
         // a lone replica leads within a few seconds (another test class may just have demoted it: KVCM's tests wait too)
-        long until = System.currentTimeMillis() + 10_000;
-        while (!Boolean.TRUE.equals(given().body("{}").post("/api/checkHealth").then().extract().path("is_leader"))
-                && System.currentTimeMillis() < until) {
-            Thread.sleep(50);
-        }
+        Await.within(Duration.ofSeconds(10), () -> Boolean.TRUE.equals(given().body("{}").post("/api/checkHealth")
+                .then().extract().path("is_leader")));
         given().body("{\"trace_id\":\"h\"}").post("/api/checkHealth").then().statusCode(200)
                 .body("is_leader", is(true)).body("is_health", is(true));
         String self = given().body("{}").post("/api/getManagerClusterInfo").then().statusCode(200)

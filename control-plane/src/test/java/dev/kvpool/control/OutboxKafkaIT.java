@@ -13,6 +13,7 @@ import dev.kvpool.control.outbox.OutboxRelay;
 import dev.kvpool.control.outbox.OutboxRepository;
 import dev.kvpool.control.testing.Api;
 import dev.kvpool.control.testing.KafkaResource;
+import dev.kvpool.testing.Await;
 import io.quarkus.narayana.jta.QuarkusTransaction;
 import io.quarkus.test.junit.QuarkusTest;
 import jakarta.inject.Inject;
@@ -48,12 +49,8 @@ class OutboxKafkaIT {
         return QuarkusTransaction.requiringNew().call(() -> outbox.pending());
     }
 
-    void awaitDrained() throws InterruptedException {
-        long end = System.currentTimeMillis() + 60_000;
-        while (pending() > 0) {
-            assertTrue(System.currentTimeMillis() < end, "outbox did not drain");
-            Thread.sleep(100);
-        }
+    void awaitDrained() {
+        Await.until("outbox did not drain", Duration.ofSeconds(60), () -> pending() == 0);
     }
 
     /** Reads kvpool.config from the start until {@code done} holds for what was seen (records matching {@code keep}). */
