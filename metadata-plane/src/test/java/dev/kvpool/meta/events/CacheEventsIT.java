@@ -20,6 +20,7 @@ import dev.kvpool.meta.support.KafkaResource;
 import dev.kvpool.meta.support.KvcmTestBase;
 import dev.kvpool.meta.support.MetaApi;
 import dev.kvpool.meta.support.Transport;
+import dev.kvpool.testing.Await;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.test.junit.TestProfile;
 import java.nio.charset.StandardCharsets;
@@ -180,11 +181,9 @@ class CacheEventsIT extends KvcmTestBase {
             while (events.dropped.get() == 0 && offered < 1_000_000) { // a queue of 1 cannot keep up with this loop
                 events.offer(query(id, offered++));
             }
-            long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-            while (events.published.get() + events.failed.get() < offered - events.dropped.get()
-                    && System.nanoTime() < until) {
-                Thread.sleep(20);
-            }
+            int sent = offered;
+            Await.within(Duration.ofSeconds(10), () -> events.published.get() + events.failed.get()
+                    >= sent - events.dropped.get());
             events.offer(query(id, offered++)); // carries whatever was dropped after the last record sent
         } finally {
             events.close();

@@ -12,6 +12,7 @@ import dev.kvpool.meta.storage.Storage;
 import dev.kvpool.meta.support.LocalRedis;
 import dev.kvpool.meta.support.RedisGroup;
 import dev.kvpool.meta.write.WritePath;
+import dev.kvpool.testing.Await;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
@@ -93,11 +94,9 @@ class FileSweepIT {
                 }
                 w.remove(inst, LongStream.range(8, 12).toArray(), Mask.EMPTY); // empties file 2: the plane deletes it
                 w.drain();
-                long until = System.currentTimeMillis() + 10_000;
-                while ((Files.exists(file(d, 2, false)) || Files.exists(file(d, 2, true)))
-                        && System.currentTimeMillis() < until) { // the slab, then its records, on the deleter thread
-                    Thread.sleep(20);
-                }
+                // the slab, then its records, on the deleter thread
+                Await.within(Duration.ofSeconds(10), () -> !Files.exists(file(d, 2, false))
+                        && !Files.exists(file(d, 2, true)));
                 assertFalse(Files.exists(file(d, 2, false)), "the plane deletes an emptied slab");
                 assertFalse(Files.exists(file(d, 2, true)), "and its checksum records");
 
@@ -226,20 +225,14 @@ class FileSweepIT {
             try (FileSweep sweep = new FileSweep(rg.registry, leader::get,
                     new FileSweep.Settings(Duration.ofMillis(100), MIN_AGE))) {
                 sweep.start();
-                Thread.sleep(500);
+                Thread.sleep(500); // real time: rounds every 100 ms get their chances to sweep, and must not
                 assertTrue(Files.exists(file(d, 5, false)), "not the leader: no sweep");
                 assertEquals(null, sweep.status());
                 leader.set(true);
-                long until = System.currentTimeMillis() + 10_000;
-                while (Files.exists(file(d, 5, true)) && System.currentTimeMillis() < until) {
-                    Thread.sleep(20);
-                }
+                Await.within(Duration.ofSeconds(10), () -> !Files.exists(file(d, 5, true)));
                 assertFalse(Files.exists(file(d, 5, false)));
                 assertFalse(Files.exists(file(d, 5, true)));
-                until = System.currentTimeMillis() + 10_000;
-                while (sweep.status() == null && System.currentTimeMillis() < until) {
-                    Thread.sleep(20);
-                }
+                Await.within(Duration.ofSeconds(10), () -> sweep.status() != null);
                 assertEquals("schedule", sweep.status().trigger());
             }
         }

@@ -13,7 +13,9 @@ import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.storage.Storage;
 import dev.kvpool.meta.storage.StorageKind;
 import dev.kvpool.meta.support.RedisGroup;
+import dev.kvpool.testing.Await;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -118,10 +120,8 @@ class RemovalIT {
                     assertEquals(Loc.DELETING, Loc.status(a.index.get(k).a(0)), "out of service at once");
                 }
                 // (no drain here: it would wait for the delayed purge)
-                while (a.allocator(st).usedSlots() > 4) {
-                    assertTrue(System.currentTimeMillis() < deadline - 1_000, "the served blocks' slots not freed at once");
-                    Thread.sleep(20);
-                }
+                Await.until("the served blocks' slots freed at once", Duration.ofMillis(deadline - 1_000
+                        - System.currentTimeMillis()), () -> a.allocator(st).usedSlots() <= 4);
                 assertEquals(4, a.allocator(st).usedSlots(), "the served blocks' slots are free, the writer's are not");
                 var next = w.start(a, LongStream.range(200, 208).toArray(), List.of(), 30, 1);
                 assertTrue(java.util.Collections.disjoint(writing, uris(next)), "a slot its writer may still write to was handed out");
@@ -130,10 +130,9 @@ class RemovalIT {
                     assertEquals(Loc.DELETING, Loc.status(a.index.get(k).a(0)), "the finish does not serve it");
                 }
 
-                while (a.index.get(keys[0]) != null) { // purged after the deadline (and a second's grace)
-                    assertTrue(System.currentTimeMillis() < deadline + 10_000, "never purged");
-                    Thread.sleep(100);
-                }
+                // purged after the deadline (and a second's grace)
+                Await.until("purged", Duration.ofMillis(deadline + 10_000 - System.currentTimeMillis()),
+                        () -> a.index.get(keys[0]) == null);
                 assertTrue(System.currentTimeMillis() >= deadline, "purged before the writer's deadline");
                 w.drain();
                 assertEquals(8, a.allocator(st).usedSlots(), "only the next write's slots are taken");
