@@ -14,13 +14,16 @@ import java.util.List;
 import java.util.jar.JarFile;
 import java.util.zip.ZipEntry;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.DisabledIfSystemProperty;
 
 /**
  * What the build's {@code native-sources} execution (Quarkus' native build steps, {@code sources-only}) left in
  * {@code target/native-sources/}: the input a native-image builder gets. Checks that the agent's flags reach its
  * argument list and its reachability metadata and JCuda natives reach its class path, and that the JVM packaging
  * beside it is intact.
+ * Off with {@code -Dkvpool.native-sources.skip=true}, which skips that execution.
  */
+@DisabledIfSystemProperty(named = "kvpool.native-sources.skip", matches = "true")
 class NativeSourcesIT {
     static final Path TARGET = Path.of(System.getProperty("kvpool.build.directory", "target"));
     static final Path SOURCES = TARGET.resolve("native-sources");

@@ -54,7 +54,7 @@ class FailureLogTest {
         assertEquals("pool: failing: connection refused", log.lines.getFirst().text());
         assertNull(log.lines.getFirst().thrown(), "an expected failure says it all without a trace");
         assertNull(f.failingFor(Duration.ofSeconds(60)));
-        Thread.sleep(250);
+        Thread.sleep(250); // the 200 ms interval passes: FailureLog reads System.nanoTime (no Clock to move)
         f.failed(new UncheckedIOException("connection refused", new java.io.IOException()));
         assertEquals(2, log.lines.size());
         assertTrue(log.lines.get(1).text().contains("still failing") && log.lines.get(1).text().contains("50 more"),

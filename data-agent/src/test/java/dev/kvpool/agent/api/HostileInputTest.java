@@ -242,7 +242,7 @@ class HostileInputTest {
                     "Content-Length: " + body.length));
             for (byte b : body) {
                 c.send(new byte[] {b});
-                Thread.sleep(40);
+                Thread.sleep(40); // real time is the attack: a body trickled in one byte per 40 ms
             }
             RawHttp.Reply r = c.read(T);
             assertEquals(200, r.status(), r.toString());

@@ -22,7 +22,7 @@ class GatedSinkTest {
                 }
             });
         }
-        Thread.sleep(5);
+        Thread.sleep(5); // real time: the publisher threads get going before the gate opens
         assertTrue(out.isEmpty(), "nothing passes before open");
         g.open(); // while the publishers may still be going
         for (Thread t : ts) {

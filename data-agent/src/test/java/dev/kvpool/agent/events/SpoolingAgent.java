@@ -5,7 +5,7 @@ import dev.kvpool.api.events.BlockBatch;
 import java.nio.file.Path;
 
 /**
- * A child JVM for {@link KafkaEventsTest}: an agent's publisher that cannot reach Kafka, cuts {@code n} one-event
+ * A child JVM for {@link KafkaEventsIT}: an agent's publisher that cannot reach Kafka, cuts {@code n} one-event
  * batches, says so once they are all spooled, then waits to be killed.
  */
 public final class SpoolingAgent {

@@ -2,6 +2,7 @@ package dev.kvpool.agent.health;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.kvpool.testing.Await;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -36,16 +37,11 @@ final class Health {
     }
 
     /** Polls {@code route} until {@code until} holds; the last answer in the failure message otherwise. */
-    static Answer await(String route, long ms, Predicate<Answer> until) throws Exception {
-        long end = System.nanoTime() + ms * 1_000_000;
-        Answer a = get(route);
-        while (!until.test(a)) {
-            if (System.nanoTime() > end) {
-                throw new AssertionError("timed out after " + ms + " ms waiting on /q/health" + route + ": " + a);
-            }
-            Thread.sleep(100);
-            a = get(route);
+    static Answer await(String route, long ms, Predicate<Answer> until) {
+        Answer[] a = new Answer[1];
+        if (!Await.within(Duration.ofMillis(ms), () -> until.test(a[0] = get(route)))) {
+            throw new AssertionError("timed out after " + ms + " ms waiting on /q/health" + route + ": " + a[0]);
         }
-        return a;
+        return a[0];
     }
 }

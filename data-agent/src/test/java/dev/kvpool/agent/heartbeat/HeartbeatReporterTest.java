@@ -144,7 +144,7 @@ class HeartbeatReporterTest {
             assertTrue(threads.getFirst().isDaemon());
         }
         int n = cp.bodies.size();
-        Thread.sleep(1500);
+        Thread.sleep(1500); // real time: longer than the interval, in which a leftover timer would have sent
         assertEquals(n, cp.bodies.size(), "no heartbeat after close");
     }
 }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.kvpool.agent.TestBlocks;
 import dev.kvpool.agent.tier.MemoryDevice;
 import dev.kvpool.api.events.BlockBatch.BlockEvent;
+import dev.kvpool.testing.Await;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
@@ -110,12 +111,14 @@ class PoolingTest {
 
             bad.failing = false;
             t.retryAfter(java.time.Duration.ZERO);
-            long until = System.nanoTime() + 10_000_000_000L;
-            while (t.failed(1)) { // a put starts the probe; it runs on the device's worker
-                assertTrue(System.nanoTime() < until, "not probed back in");
+            Await.until("probed back in", java.time.Duration.ofSeconds(10), () -> {
+                if (!t.failed(1)) {
+                    return true;
+                }
+                // a put starts the probe; it runs on the device's worker
                 t.put(new long[0], new MemorySegment[0], false).join();
-                Thread.sleep(10);
-            }
+                return false;
+            });
             long[] k4 = TestBlocks.keys(300, 20);
             MemorySegment[] src4 = TestBlocks.random(a, 20, BLOCK, 4);
             assertEquals(20, count(t.put(k4, src4, false).join()));

@@ -4,10 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.kvpool.testing.Await;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -42,7 +44,7 @@ class DeviceWorkerHealthTest {
             CompletableFuture<boolean[]> r1 = w.read(new long[] {1}, new MemorySegment[] {buf});
             Thread.sleep(100); // r1 on the device, r2 queued behind it
             CompletableFuture<boolean[]> r2 = w.read(new long[] {2}, new MemorySegment[] {buf});
-            Thread.sleep(300);
+            Thread.sleep(300); // real time: DeviceWorker measures stalls on System.nanoTime (no Clock to move)
             DeviceWorker.Health h = w.health();
             // the wait counts from when the work arrived, not from the last progress before the idle time
             assertTrue(h.stalledNanos() >= 300_000_000L && h.stalledNanos() < 2_000_000_000L, h.toString());
@@ -64,7 +66,7 @@ class DeviceWorkerHealthTest {
             MemorySegment buf = a.allocate(4096, 4096);
             w.read(new long[] {1}, new MemorySegment[] {buf}).join();
             w.writeDeferred(new long[] {2}, new MemorySegment[] {buf});
-            Thread.sleep(300);
+            Thread.sleep(300); // real time: the deferred write keeps waiting for its idle window, and must
             assertEquals(1, w.pendingDeferredOps());
             assertEquals(0, w.health().stalledNanos());
         }
@@ -79,10 +81,7 @@ class DeviceWorkerHealthTest {
                 throw new IllegalStateException("observer broke");
             });
             w.read(new long[] {1}, new MemorySegment[] {buf});
-            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-            while (w.health().alive() && System.nanoTime() < end) {
-                Thread.sleep(10);
-            }
+            Await.within(Duration.ofSeconds(5), () -> !w.health().alive());
             DeviceWorker.Health h = w.health();
             assertFalse(h.alive());
             assertTrue(String.valueOf(h.died()).contains("observer broke"), h.toString());

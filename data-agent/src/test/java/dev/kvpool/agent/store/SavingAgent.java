@@ -6,7 +6,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 
 /**
- * A child JVM for {@link RestartTest}: an agent store that saves {@code first} blocks, waits until they are on
+ * A child JVM for {@link RestartIT}: an agent store that saves {@code first} blocks, waits until they are on
  * NVMe, says so, then saves and removes blocks without pause until it is killed.
  */
 public final class SavingAgent {
@@ -16,11 +16,11 @@ public final class SavingAgent {
     public static void main(String[] args) throws Exception {
         Path dir = Path.of(args[0]);
         int first = Integer.parseInt(args[1]);
-        BlockStore store = AgentSetup.build(RestartTest.settings(dir, "inst-a"), EventSink.NONE).store();
+        BlockStore store = AgentSetup.build(RestartIT.settings(dir, "inst-a"), EventSink.NONE).store();
         try (Arena a = Arena.ofShared()) {
             MemorySegment[] src = new MemorySegment[4];
             for (int i = 0; i < 4; i++) {
-                src[i] = a.allocate(RestartTest.BLOCK, 4096);
+                src[i] = a.allocate(RestartIT.BLOCK, 4096);
             }
             long k = 0;
             for (; k < first; k += 4) {
@@ -44,7 +44,7 @@ public final class SavingAgent {
     private static void save(BlockStore store, long k, MemorySegment[] src) {
         long[] keys = {k, k + 1, k + 2, k + 3};
         for (int i = 0; i < 4; i++) {
-            RestartTest.fill(src[i], keys[i]);
+            RestartIT.fill(src[i], keys[i]);
         }
         store.save(keys, src, k == 0 ? null : k - 1);
     }

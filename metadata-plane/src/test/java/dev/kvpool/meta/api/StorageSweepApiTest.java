@@ -35,19 +35,17 @@ class StorageSweepApiTest extends KvcmTestBase {
 
     /** Starts a sweep (waiting out one the schedule may be running) and returns its final report. */
     private static JsonPath sweep(boolean dryRun) {
-        long until = System.currentTimeMillis() + 30_000;
-        while (true) {
+        await("a sweep kept running", Duration.ofSeconds(30), () -> {
             var r = given().post("/api/v1/storage/sweeps" + (dryRun ? "?dry_run=true" : "")).then().extract();
-            if (r.statusCode() == 202) {
-                assertEquals("/api/v1/storage/sweeps/latest", URI.create(r.header("Location")).getPath());
-                assertEquals(dryRun, r.jsonPath().getBoolean("dry_run"));
-                assertEquals("request", r.jsonPath().getString("trigger"));
-                break;
+            if (r.statusCode() != 202) {
+                assertEquals(409, r.statusCode(), r.body().asString());
+                return false;
             }
-            assertEquals(409, r.statusCode(), r.body().asString());
-            assertTrue(System.currentTimeMillis() < until, "a sweep kept running");
-            sleep(50);
-        }
+            assertEquals("/api/v1/storage/sweeps/latest", URI.create(r.header("Location")).getPath());
+            assertEquals(dryRun, r.jsonPath().getBoolean("dry_run"));
+            assertEquals("request", r.jsonPath().getString("trigger"));
+            return true;
+        });
         JsonPath[] last = new JsonPath[1];
         await("the sweep ends", Duration.ofSeconds(30), () -> {
             last[0] = given().get("/api/v1/storage/sweeps/latest").then().statusCode(200).extract().jsonPath();

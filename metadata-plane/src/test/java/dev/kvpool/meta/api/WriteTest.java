@@ -302,7 +302,7 @@ class WriteTest extends KvcmTestBase {
             zeroTimeout.add(new Open(a, id, zk, zt.getWriteSessionId()));
         }
         long deadline = System.currentTimeMillis() + 2_000;
-        sleep(1_200);
+        sleep(1_200); // real time: the service's own write deadline (0 s) passes on its clock
         for (Open o : zeroTimeout) {                                                              // 74
             assertOk(finish(o.a(), o.id(), o.session(), bools(true, true)));
             assertEquals(2, prefix(o.a(), o.id(), o.keys()).size());

@@ -84,7 +84,7 @@ class ReclaimApiTest extends KvcmTestBase {
             assertTrue(usedSlots(id) > 2, "slots freed before the 400 ms reader lease: " + usedSlots(id));
         }
         await("slots return after the lease", Duration.ofSeconds(3), () -> usedSlots(id) == 3);
-        sleep(300);
+        sleep(300); // real time: the scheduled reclaimer gets its chances to evict more, and must not
         assertEquals(1, batch(a, id, served).stream()
                 .filter(l -> l.getLocationSpecsCount() > 0 && !l.getLocationSpecs(0).getUri().isEmpty()).count(),
                 "no more than the water level asks for");
@@ -94,7 +94,7 @@ class ReclaimApiTest extends KvcmTestBase {
         // the open write still completes; its 2 blocks were counted from its start (3 of 40 with the one served
         // block left: under the 10 % level), so they stay
         finish(a, id, pending.getWriteSessionId(), offset(2));
-        sleep(300);
+        sleep(300); // real time: the scheduled reclaimer gets its chances to evict them, and must not
         assertEquals(2, prefix(a, id, open).size());
         given().get("/api/v1/groups/evict").then().statusCode(200).body("over_water_level", equalTo(false));
 
@@ -111,7 +111,7 @@ class ReclaimApiTest extends KvcmTestBase {
                 .put("/api/v1/groups/evict/reclaim").then().statusCode(200);
         long k = rndKey();
         write(a, id, k);
-        sleep(400);
+        sleep(400); // real time: the scheduled reclaimer gets its chances to evict it, and must not
         assertEquals(1, prefix(a, id, k).size());
     }
 }

@@ -271,7 +271,7 @@ class HostileInputTest {
                         + ((8 << 20) - 1) + "\r\n\r\n{\"trace_id\":"));
                 open.add(c);
             }
-            Thread.sleep(500);
+            Thread.sleep(500); // real time: the server takes in and parses the 40 stalled heads
             long held = RawHttp.usedHeapAfterGc() - heap;
             // 40 × 8 MiB would be 320 MiB if declared lengths were allocated up front
             assertTrue(held < 32L << 20, "40 stalled bodies hold " + (held >> 20) + " MiB of heap");

@@ -10,6 +10,7 @@ import com.google.protobuf.MessageOrBuilder;
 import dev.kvpool.api.json.ProtoJson;
 import dev.kvpool.api.proto.meta.*;
 import dev.kvpool.meta.runtime.MetaRuntime;
+import dev.kvpool.testing.Await;
 import io.quarkus.grpc.GrpcClient;
 import jakarta.inject.Inject;
 import java.time.Duration;
@@ -232,18 +233,7 @@ public abstract class KvcmTestBase {
 
     /** Polls until the condition holds; fails after the bound. */
     public static void await(String what, Duration bound, BooleanSupplier cond) {
-        long end = System.nanoTime() + bound.toNanos();
-        while (!cond.getAsBoolean()) {
-            if (System.nanoTime() > end) {
-                fail("not within " + bound + ": " + what);
-            }
-            try {
-                Thread.sleep(50);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                fail("interrupted waiting for " + what);
-            }
-        }
+        Await.until(what, bound, cond::getAsBoolean);
     }
 
     public static void sleep(long ms) {

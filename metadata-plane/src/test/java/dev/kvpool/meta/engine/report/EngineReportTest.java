@@ -14,6 +14,7 @@ import dev.kvpool.meta.engine.EngineCaches;
 import dev.kvpool.meta.registry.EventReportStorage;
 import dev.kvpool.meta.runtime.MetaRuntime;
 import dev.kvpool.meta.support.MetaApi;
+import dev.kvpool.testing.MutableClock;
 import io.grpc.Metadata;
 import io.quarkus.grpc.GrpcClient;
 import io.quarkus.grpc.GrpcClientUtils;

@@ -2,41 +2,20 @@ package dev.kvpool.meta.engine.scores;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import java.time.Clock;
+import dev.kvpool.testing.MutableClock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneId;
-import java.time.ZoneOffset;
 import org.junit.jupiter.api.Test;
 
 /** Totals and the per-minute series, on a clock the test moves. */
 class RouterStatsTest {
-    static final class MovableClock extends Clock {
-        Instant now = Instant.parse("2026-11-27T10:00:30Z");
-
-        @Override
-        public ZoneId getZone() {
-            return ZoneOffset.UTC;
-        }
-
-        @Override
-        public Clock withZone(ZoneId zone) {
-            return this;
-        }
-
-        @Override
-        public Instant instant() {
-            return now;
-        }
-    }
-
     @Test
     void ratesPerMinuteOverTheLastHour() {
-        MovableClock clock = new MovableClock();
+        MutableClock clock = new MutableClock(Instant.parse("2026-11-27T10:00:30Z"));
         RouterStats s = new RouterStats(clock);
         s.record("m", 10, 8, 4.0, 2);
         s.record("m", 10, 6, 2.0, 0);
-        clock.now = clock.now.plus(Duration.ofMinutes(2));
+        clock.advance(Duration.ofMinutes(2));
         s.record("m", 20, 20, 10.0, 20);
         RouterStats.Snapshot r = s.snapshot("m");
         assertEquals(3, r.queries());
@@ -56,7 +35,7 @@ class RouterStatsTest {
         assertEquals(0.3, first.randomHitRate(), 1e-12);
         assertEquals(0, empty.queries());
         // an hour later the old minutes have left the series (their slots are reused), the totals stay
-        clock.now = clock.now.plus(Duration.ofMinutes(60));
+        clock.advance(Duration.ofMinutes(60));
         s.record("m", 10, 0, 0, 0);
         r = s.snapshot("m");
         assertEquals(1, r.series().stream().mapToLong(RouterStats.Minute::queries).sum());
