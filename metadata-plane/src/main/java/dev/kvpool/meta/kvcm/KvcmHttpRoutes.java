@@ -141,7 +141,8 @@ public class KvcmHttpRoutes {
             return;
         }
         Message request = parsed;
-        if (!runtime.ready()) { // nothing is built yet, or usage and slots are being rebuilt
+        // nothing is built yet, or usage and slots are being rebuilt (lookups are answered from the loaded index)
+        if (!runtime.ready() && !(runtime.lookupsOpen() && KvcmMeta.isLookup(request))) {
             if (request instanceof GetClusterInfoRequest q) {
                 respond(ctx, ProtoJson.print(KvcmMeta.clusterInfoWhileStarting(runtime.nodeId(), q)));
             } else {

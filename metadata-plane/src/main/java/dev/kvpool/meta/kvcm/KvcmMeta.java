@@ -47,6 +47,7 @@ public final class KvcmMeta {
     private final WritePath write;
     private final WritePath.IndexStoreOwner sessions;
     private final BooleanSupplier leader;
+    private final BooleanSupplier lookups;
     private final Node node;
     private final MeterRegistry meters;
     private final Supplier<CacheEvents> events;
@@ -55,9 +56,10 @@ public final class KvcmMeta {
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
 
     public KvcmMeta(Registry registry, QueryPath query, WritePath write, WritePath.IndexStoreOwner sessions,
-                    BooleanSupplier leader, Node node, MeterRegistry meters, Supplier<CacheEvents> events,
-                    dev.kvpool.meta.stats.StatsCounters stats) {
+                    BooleanSupplier leader, BooleanSupplier lookups, Node node, MeterRegistry meters,
+                    Supplier<CacheEvents> events, dev.kvpool.meta.stats.StatsCounters stats) {
         this.registry = registry;
+        this.lookups = lookups;
         this.query = query;
         this.write = write;
         this.sessions = sessions;
@@ -102,12 +104,17 @@ public final class KvcmMeta {
     private final FailureLog storeFailures = new FailureLog(LOG,
             "KVCM calls to the index store", java.time.Duration.ofSeconds(30), StoreException.class::isInstance);
 
-    private <R> R call(String api, String traceId, boolean leaderOnly, Supplier<R> body,
+    /** Which calls a starting replica answers: see {@link #lookupGate()}. */
+    private enum Gate { NONE, LOOKUP, ALL }
+
+    private <R> R call(String api, String traceId, Gate gate, Supplier<R> body,
                        Function<CommonResponseHeader, R> error) {
         long t0 = System.nanoTime();
         try {
-            if (leaderOnly) {
+            if (gate == Gate.ALL) {
                 leaderGate();
+            } else if (gate == Gate.LOOKUP) {
+                lookupGate();
             }
             checkTrace(traceId);
             R out;
@@ -141,6 +148,23 @@ public final class KvcmMeta {
         if (!leader.getAsBoolean()) {
             throw new MetaException(MetaException.Kind.NOT_LEADER, "Server is not leader");
         }
+    }
+
+    /**
+     * Lookups read only the registry and the index, so a replica answers them as soon as its index is loaded, while
+     * usage and file slots are still being rebuilt (which writes, removals and registrations need).
+     */
+    private void lookupGate() {
+        if (!lookups.getAsBoolean()) {
+            throw new MetaException(MetaException.Kind.NOT_LEADER, "Server is not leader");
+        }
+    }
+
+    /** The requests {@link #lookupGate()} lets through once the index is loaded. */
+    public static boolean isLookup(Object request) {
+        return request instanceof GetCacheLocationRequest || request instanceof GetCacheLocationLenRequest
+                || request instanceof GetCacheLocationsByBackendRequest || request instanceof GetCacheMetaRequest
+                || request instanceof GetInstanceInfoRequest;
     }
 
     /** The error response for a failure: a refusal keeps its code ({@link KvcmCodes}), anything else is INTERNAL_ERROR. */
@@ -286,7 +310,7 @@ public final class KvcmMeta {
     // ---- RPCs ----------------------------------------------------------------------------------------------
 
     public RegisterInstanceResponse registerInstance(RegisterInstanceRequest r) {
-        return call("RegisterInstance", r.getTraceId(), true, () -> {
+        return call("RegisterInstance", r.getTraceId(), Gate.ALL, () -> {
             Registry.Registration reg = registry.register(r);
             GroupConfig g = registry.group(reg.instance().group);
             return RegisterInstanceResponse.newBuilder()
@@ -298,7 +322,7 @@ public final class KvcmMeta {
     }
 
     public GetInstanceInfoResponse getInstanceInfo(GetInstanceInfoRequest r) {
-        return call("GetInstanceInfo", r.getTraceId(), true, () -> {
+        return call("GetInstanceInfo", r.getTraceId(), Gate.LOOKUP, () -> {
             if (r.getInstanceId().isEmpty()) {
                 throw MetaException.invalid("instance_id is required");
             }
@@ -309,7 +333,7 @@ public final class KvcmMeta {
     }
 
     public GetCacheLocationResponse getCacheLocation(GetCacheLocationRequest r) {
-        return call("GetCacheLocation", r.getTraceId(), true, () -> {
+        return call("GetCacheLocation", r.getTraceId(), Gate.LOOKUP, () -> {
             var sink = locate(r, new LocationSink.Protos(filter(r.getLocationSpecNamesList())));
             return GetCacheLocationResponse.newBuilder().setHeader(ok(r.getTraceId(), LOCATED))
                     .addAllLocations(sink.locations()).build();
@@ -324,7 +348,7 @@ public final class KvcmMeta {
      * path; byte-identical to printing {@link #getCacheLocation}'s message).
      */
     public byte[] getCacheLocationJson(GetCacheLocationRequest r) {
-        Object out = call("GetCacheLocation", r.getTraceId(), true, () -> {
+        Object out = call("GetCacheLocation", r.getTraceId(), Gate.LOOKUP, () -> {
             var sink = locate(r, jsonSink(r));
             return located(sink);
         }, h -> GetCacheLocationResponse.newBuilder().setHeader(h).build());
@@ -352,7 +376,7 @@ public final class KvcmMeta {
         long t0 = System.nanoTime();
         java.util.concurrent.CompletionStage<T> out;
         try {
-            leaderGate();
+            lookupGate();
             checkTrace(r.getTraceId());
             Query q = query(r, false);
             out = query.locateAsync(q.inst, q.keys, match(q.type), q.mask, r.getSwSize(), sinks.get()).thenApply(sink -> {
@@ -430,7 +454,7 @@ public final class KvcmMeta {
     }
 
     public GetCacheLocationLenResponse getCacheLocationLen(GetCacheLocationLenRequest r) {
-        return call("GetCacheLocationLen", r.getTraceId(), true, () -> {
+        return call("GetCacheLocationLen", r.getTraceId(), Gate.LOOKUP, () -> {
             Instance inst = instance(r.getInstanceId());
             long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
             long len = switch (queryType(inst, r.getQueryType())) {
@@ -448,7 +472,7 @@ public final class KvcmMeta {
     }
 
     public GetCacheLocationsByBackendResponse getCacheLocationsByBackend(GetCacheLocationsByBackendRequest r) {
-        return call("GetCacheLocationsByBackend", r.getTraceId(), true, () -> {
+        return call("GetCacheLocationsByBackend", r.getTraceId(), Gate.LOOKUP, () -> {
             Instance inst = instance(r.getInstanceId());
             long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
             if (queryType(inst, r.getQueryType()) != QueryType.QT_BATCH_GET) {
@@ -464,7 +488,7 @@ public final class KvcmMeta {
     }
 
     public GetCacheMetaResponse getCacheMeta(GetCacheMetaRequest r) {
-        return call("GetCacheMeta", r.getTraceId(), true, () -> {
+        return call("GetCacheMeta", r.getTraceId(), Gate.LOOKUP, () -> {
             Instance inst = instance(r.getInstanceId());
             long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
             var locs = new java.util.ArrayList<CacheLocation>();
@@ -476,7 +500,7 @@ public final class KvcmMeta {
     }
 
     public StartWriteCacheResponse startWriteCache(StartWriteCacheRequest r) {
-        return call("StartWriteCache", r.getTraceId(), true, () -> {
+        return call("StartWriteCache", r.getTraceId(), Gate.ALL, () -> {
             WritePath.StartOutcome o = started(r);
             return startAnswer(r, o).addAllLocations(o.locations()).build();
         }, h -> StartWriteCacheResponse.newBuilder().setHeader(h).build());
@@ -488,7 +512,7 @@ public final class KvcmMeta {
      * block and printing it by reflection).
      */
     public byte[] startWriteCacheJson(StartWriteCacheRequest r) {
-        Object out = call("StartWriteCache", r.getTraceId(), true, () -> {
+        Object out = call("StartWriteCache", r.getTraceId(), Gate.ALL, () -> {
             WritePath.StartOutcome o = started(r);
             byte[] json = startJson(startAnswer(r, o), o);
             return json != null ? json : ProtoJson.print(startAnswer(r, o).addAllLocations(o.locations()));
@@ -537,7 +561,7 @@ public final class KvcmMeta {
     }
 
     public CommonResponse finishWriteCache(FinishWriteCacheRequest r) {
-        return call("FinishWriteCache", r.getTraceId(), true, () -> {
+        return call("FinishWriteCache", r.getTraceId(), Gate.ALL, () -> {
             Instance inst = instance(r.getInstanceId());
             faultCheck("FinishWriteCache", r.getTraceId());
             if (r.getWriteSessionId().isEmpty()) {
@@ -561,7 +585,7 @@ public final class KvcmMeta {
     }
 
     public CommonResponse removeCache(RemoveCacheRequest r) {
-        return call("RemoveCache", r.getTraceId(), true, () -> {
+        return call("RemoveCache", r.getTraceId(), Gate.ALL, () -> {
             Instance inst = instance(r.getInstanceId());
             long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
             write.remove(inst, keys, KvcmMasks.of(r.hasBlockMask() ? r.getBlockMask() : null));
@@ -575,7 +599,7 @@ public final class KvcmMeta {
     }
 
     public CommonResponse trimCache(TrimCacheRequest r) {
-        return call("TrimCache", r.getTraceId(), true, () -> {
+        return call("TrimCache", r.getTraceId(), Gate.ALL, () -> {
             Instance inst = instance(r.getInstanceId());
             if (r.getStrategy() == TrimStrategy.TS_UNSPECIFIED || r.getStrategy() == TrimStrategy.UNRECOGNIZED) {
                 throw MetaException.invalid("strategy is required: TS_REMOVE_ALL_CACHE, TS_REMOVE_ALL_META or TS_TIMESTAMP");
@@ -596,7 +620,7 @@ public final class KvcmMeta {
 
     public GetClusterInfoResponse getClusterInfo(GetClusterInfoRequest r) {
         // any node answers, leader or not, with no instance pre-check (§B.1)
-        return call("GetClusterInfo", r.getTraceId(), false, () -> {
+        return call("GetClusterInfo", r.getTraceId(), Gate.NONE, () -> {
             var b = GetClusterInfoResponse.newBuilder().setHeader(ok(r.getTraceId(), "Cluster info retrieved"))
                     .setSelfNodeId(node.nodeId());
             if (leader.getAsBoolean()) {

@@ -27,9 +27,9 @@ public class MetaAuthInterceptor implements ServerInterceptor {
     @Override
     public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
                                                        ServerCallHandler<Q, R> next) {
-        boolean starting = !runtime.ready(); // refused as the HTTP routes refuse it: nothing is built yet
+        boolean ready = runtime.ready();
         MetaAuth auth = runtime.auth();
-        if (auth == null && !starting) {
+        if (auth == null && ready) {
             return next.startCall(call, headers);
         }
         String authorization = headers.get(AUTHORIZATION);
@@ -39,6 +39,8 @@ public class MetaAuthInterceptor implements ServerInterceptor {
 
             @Override
             public void onMessage(Q message) {
+                // refused as the HTTP routes refuse it: nothing is built yet, or only lookups are answered yet
+                boolean starting = !ready && !(runtime.lookupsOpen() && KvcmMeta.isLookup(message));
                 if (starting && message instanceof dev.kvpool.api.proto.meta.GetClusterInfoRequest q) {
                     refused = true; // answered here: OK with no leader endpoint yet (§B.1)
                     send(call, KvcmMeta.clusterInfoWhileStarting(runtime.nodeId(), q));
@@ -66,7 +68,7 @@ public class MetaAuthInterceptor implements ServerInterceptor {
                         return;
                     }
                     MetaAuth.Refusal r = starting ? MetaAuth.starting(runtime.phase().label)
-                            : auth.checkMeta(authorization, m);
+                            : auth == null ? null : auth.checkMeta(authorization, m);
                     if (r != null) {
                         synchronized (this) {
                             refused = true;

@@ -832,4 +832,16 @@ public class MetaRuntime {
     public boolean ready() {
         return phase == Phase.READY;
     }
+
+    /**
+     * Whether KVCM lookups (GetCacheLocation and the other reads) are answered: from the moment the index is loaded
+     * and this replica rebuilds usage and slots from it, as well as once ready. A lookup reads only the registry and
+     * the index, both complete by then; what the rebuild restores (quota usage, free file slots, interrupted
+     * deletions) only writes, removals and registrations use, and those wait for ready. A replica that joins running
+     * ones reads no index and answers everything at once when it is ready.
+     */
+    public boolean lookupsOpen() {
+        Phase ph = phase;
+        return ph == Phase.READY || ph == Phase.REBUILDING;
+    }
 }
