@@ -4,10 +4,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvpool.api.client.ControlPlaneClient;
 import dev.kvpool.api.json.ProtoJson;
-import dev.kvpool.api.proto.meta.ErrorCode;
 import dev.kvpool.api.proto.meta.InstanceInfo;
 import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
-import dev.kvpool.meta.kvcm.KvcmError;
+import dev.kvpool.meta.core.MetaException;
 import dev.kvpool.meta.registry.Instance;
 import java.io.IOException;
 import java.util.function.Consumer;
@@ -28,7 +27,8 @@ final class InstanceRegistration {
 
     /**
      * Registers the instance in the control plane before it exists here (idempotent there). Its refusals become
-     * the KVCM codes of §3.1.1; nothing is created locally then.
+     * {@link MetaException}s whose kinds the KVCM adapters map to the codes of §3.1.1; nothing is created locally
+     * then.
      */
     void register(RegisterInstanceRequest req, InstanceInfo info) {
         ObjectNode body = ControlPlaneClient.JSON.createObjectNode();
@@ -47,13 +47,13 @@ final class InstanceRegistration {
             body.set("locationSpecGroups", full.path("location_spec_groups").isArray()
                     ? full.get("location_spec_groups") : ControlPlaneClient.JSON.createArrayNode());
         } catch (IOException e) {
-            throw KvcmError.internal("cannot encode the instance for the control plane: " + e.getMessage());
+            throw MetaException.internal("cannot encode the instance for the control plane: " + e.getMessage());
         }
         ControlPlaneClient.Reply r;
         try {
             r = client.post("/api/v1/instances", body);
         } catch (IOException e) {
-            throw new KvcmError(ErrorCode.SERVICE_NOT_READY, "instance '" + req.getInstanceId()
+            throw new MetaException(MetaException.Kind.NOT_READY, "instance '" + req.getInstanceId()
                     + "' not registered: the control plane " + client.url + " is unreachable ("
                     + dev.kvpool.api.client.KvcmHttpClient.describe(e) + ")");
         }
@@ -65,13 +65,13 @@ final class InstanceRegistration {
         }
         String why = "control plane refused instance '" + req.getInstanceId() + "': " + r.detail();
         String field = r.body().path("field").asText("");
-        ErrorCode code = switch (r.status()) {
+        MetaException.Kind kind = switch (r.status()) {
             case 409 -> field.equals("group") || why.contains("maxInstanceCount") || why.contains("full")
-                    ? ErrorCode.REACH_MAX_ENTITY_CAPACITY : ErrorCode.DUPLICATE_ENTITY;
-            case 400, 422 -> field.equals("group") ? ErrorCode.INTERNAL_ERROR : ErrorCode.INVALID_ARGUMENT;
-            case 401, 403 -> ErrorCode.INTERNAL_ERROR;
-            default -> ErrorCode.INTERNAL_ERROR;
+                    ? MetaException.Kind.CAPACITY : MetaException.Kind.DUPLICATE;
+            case 400, 422 -> field.equals("group") ? MetaException.Kind.INTERNAL : MetaException.Kind.INVALID;
+            case 401, 403 -> MetaException.Kind.INTERNAL;
+            default -> MetaException.Kind.INTERNAL;
         };
-        throw new KvcmError(code, why);
+        throw new MetaException(kind, why);
     }
 }

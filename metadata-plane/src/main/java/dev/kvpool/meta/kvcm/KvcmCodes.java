@@ -21,14 +21,8 @@ public final class KvcmCodes {
         };
     }
 
-    /** The code of a refusal: a MetaException's kind, or a {@link KvcmError}'s own code; null for anything else. */
+    /** The code of a refusal (a MetaException's kind); null for anything else. */
     public static ErrorCode of(Throwable e) {
-        if (e instanceof MetaException m) {
-            return code(m.kind());
-        }
-        if (e instanceof KvcmError k) {
-            return k.code;
-        }
-        return null;
+        return e instanceof MetaException m ? code(m.kind()) : null;
     }
 }
