@@ -84,6 +84,7 @@ final class PlaneRestartBench {
         IndexRestartBench.readAll(index);
         double readClean = IndexRestartBench.readAll(index);
         Plane p2 = Plane.start(dir, heapMb);
+        double cleanLookups = p2.awaitLookups(blocks);
         double cleanReady = p2.awaitStarted();
         String cleanLoad = p2.logged(Pattern.compile("embedded index recovered .* in (\\d+) ms"));
         check(p2, blocks);
@@ -92,18 +93,19 @@ final class PlaneRestartBench {
         IndexRestartBench.readAll(index);
         double readCrash = IndexRestartBench.readAll(index);
         Plane p3 = Plane.start(dir, heapMb);
+        double crashLookups = p3.awaitLookups(blocks + tail);
         double crashReady = p3.awaitStarted();
         String crashLoad = p3.logged(Pattern.compile("embedded index recovered .* in (\\d+) ms"));
         check(p3, blocks + tail);
         p3.stop();
 
         System.out.println();
-        System.out.println("| start | index files read (warm) | index loaded | started (launch → UP) | empty data dir |");
-        System.out.println("|---|---|---|---|---|");
-        System.out.printf(Locale.ROOT, "| after a clean stop, %,d blocks | %.0f ms | %s ms | **%.2f s** | %.2f s |%n",
-                blocks, readClean, cleanLoad, cleanReady, emptyReady);
-        System.out.printf(Locale.ROOT, "| after kill -9, %,d blocks + a tail of %,d | %.0f ms | %s ms | **%.2f s** | %.2f s |%n",
-                blocks, tail, readCrash, crashLoad, crashReady, emptyReady);
+        System.out.println("| start | index files read (warm) | index loaded | first lookup answered | started (launch → UP) | empty data dir |");
+        System.out.println("|---|---|---|---|---|---|");
+        System.out.printf(Locale.ROOT, "| after a clean stop, %,d blocks | %.0f ms | %s ms | **%.2f s** | **%.2f s** | %.2f s |%n",
+                blocks, readClean, cleanLoad, cleanLookups, cleanReady, emptyReady);
+        System.out.printf(Locale.ROOT, "| after kill -9, %,d blocks + a tail of %,d | %.0f ms | %s ms | **%.2f s** | **%.2f s** | %.2f s |%n",
+                blocks, tail, readCrash, crashLoad, crashLookups, crashReady, emptyReady);
         if (!opt.containsKey("keep")) {
             deleteTree(dir);
         }
@@ -230,6 +232,33 @@ final class PlaneRestartBench {
                 Thread.sleep(20); // polling another process
             }
             throw new IOException("not started within 10 minutes; see " + log);
+        }
+
+        /** Seconds from launch until a prefix match of the last 1,024 written keys is answered with all of them. */
+        double awaitLookups(long written) throws Exception {
+            GetCacheLocationRequest.Builder q = GetCacheLocationRequest.newBuilder().setTraceId("l")
+                    .setInstanceId(INSTANCE).setQueryType(QueryType.QT_PREFIX_MATCH);
+            for (int i = 0; i < 1024; i++) {
+                q.addBlockKeys(IndexRestartBench.key(written - 1024 + i));
+            }
+            GetCacheLocationRequest req = q.build();
+            long deadline = launchedNs + Duration.ofMinutes(10).toNanos();
+            while (System.nanoTime() < deadline) {
+                if (!process.isAlive()) {
+                    throw new IOException("the plane exited (" + process.exitValue() + "); see " + log);
+                }
+                try (KvcmHttp kv = new KvcmHttp("http://127.0.0.1:" + http)) {
+                    GetCacheLocationResponse r = kv.call("getCacheLocation", req, GetCacheLocationResponse.newBuilder())
+                            .build();
+                    if (r.getHeader().getStatus().getCode() == ErrorCode.OK && r.getLocationsCount() == 1024) {
+                        return (System.nanoTime() - launchedNs) / 1e9;
+                    }
+                } catch (IOException | RuntimeException e) {
+                    // not listening yet
+                }
+                Thread.sleep(20); // polling another process
+            }
+            throw new IOException("no lookup answered within 10 minutes; see " + log);
         }
 
         String logged(Pattern p) throws IOException {

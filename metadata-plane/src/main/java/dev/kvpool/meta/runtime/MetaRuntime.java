@@ -95,7 +95,12 @@ public class MetaRuntime {
         starter = Thread.ofPlatform().name("kvpool-meta-start").start(() -> openAndServe(t0, dataDir));
         boolean done;
         try {
-            done = recovered.await(cfg.portsWait().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+            // lookups are answered from the loaded index while usage and slots are rebuilt: once the index is
+            // loaded the ports open, after a short grace in which a small rebuild finishes and opens them ready
+            long until = System.nanoTime() + cfg.portsWait().toNanos();
+            indexLoaded.await(cfg.portsWait().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+            long left = Math.max(0, until - System.nanoTime());
+            done = recovered.await(Math.min(left, REBUILD_GRACE_NS), java.util.concurrent.TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while starting", e);
@@ -108,8 +113,9 @@ public class MetaRuntime {
         }
         if (!done) {
             LOG.infof("still starting after %d ms (%s): HTTP :%d and gRPC :%d open now; /q/health/started stays DOWN "
-                    + "and KVCM calls answer SERVER_NOT_LEADER until recovery ends", cfg.portsWait().toMillis(),
-                    phase.label, httpPort(), grpcPort());
+                    + "and KVCM calls answer SERVER_NOT_LEADER until recovery ends%s",
+                    (System.nanoTime() - t0) / 1_000_000, phase.label, httpPort(), grpcPort(),
+                    lookupsOpen() ? ", lookups (GetCacheLocation and the other reads) from the loaded index now" : "");
         }
     }
 
@@ -133,6 +139,10 @@ public class MetaRuntime {
     private final long startedAtMs = System.currentTimeMillis();
     private Thread starter;
     private final java.util.concurrent.CountDownLatch recovered = new java.util.concurrent.CountDownLatch(1);
+    /** Counted down when the index is loaded (the rebuild begins, or the replica waits or joins) or start ends. */
+    private final java.util.concurrent.CountDownLatch indexLoaded = new java.util.concurrent.CountDownLatch(1);
+    /** How long a start waits for the rebuild after the index is loaded before it opens the ports for lookups. */
+    private static final long REBUILD_GRACE_NS = 1_000_000_000L;
     private final Object startLock = new Object();
     private Throwable startFailure;
     private boolean detached;
@@ -274,6 +284,7 @@ public class MetaRuntime {
             try {
                 if (rebuild) { // alone with the store; a replica that joins others reads no index
                     phase = Phase.REBUILDING;
+                    indexLoaded.countDown();
                     write.recover(cfg.index().recoveryThreads());
                 } else {
                     phase = Phase.JOINING;
@@ -314,6 +325,7 @@ public class MetaRuntime {
                 io.quarkus.runtime.Quarkus.asyncExit(1);
             }
         } finally {
+            indexLoaded.countDown();
             recovered.countDown();
         }
     }

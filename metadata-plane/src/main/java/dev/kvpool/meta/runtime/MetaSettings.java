@@ -68,13 +68,14 @@ public interface MetaSettings {
     Optional<String> kafkaClientConfigDir();
 
     /**
-     * How long start-up keeps the HTTP and gRPC ports closed while it opens and recovers (loads the embedded index,
-     * its progress shown by /q/health/started; waits for another replica's rebuild or runs one over Redis:
-     * usage and slots from the index, a lost replica's leftovers). A quick start opens them ready; past this they
-     * open: /q/health/live UP, /q/health/started and /q/health/ready DOWN with start_phase and the rebuild's
-     * progress until recovery ends, KVCM calls SERVER_NOT_LEADER (what a KVCM leader answers until it has
-     * recovered; connectors retry) except GetClusterInfo, which answers OK with no leader endpoint yet, /api/v1
-     * 503. On Kubernetes point the startupProbe at /q/health/started.
+     * The longest start-up keeps the HTTP and gRPC ports closed while it opens and recovers (loads the embedded
+     * index, its progress shown by /q/health/started; waits for another replica's rebuild or runs one: usage and
+     * slots from the index, a lost replica's leftovers). A quick start opens them ready; once the index is loaded
+     * and the rebuild has not ended within a second, or past this wait, they open: lookups (GetCacheLocation and the
+     * other reads) are answered from the loaded index, /q/health/live UP, /q/health/started and /q/health/ready DOWN
+     * with start_phase and the load's or rebuild's progress until recovery ends, other KVCM calls SERVER_NOT_LEADER
+     * (what a KVCM leader answers until it has recovered; connectors retry) except GetClusterInfo, which answers OK
+     * with no leader endpoint yet, /api/v1 503. On Kubernetes point the startupProbe at /q/health/started.
      */
     @WithName("meta.start.ports-wait")
     @WithDefault("5s")
