@@ -187,6 +187,7 @@ public final class IndexRestartBench {
             throws Exception {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<String> cmd = List.of(java, "-Xmx" + heapMb + "m", "-Xms" + heapMb + "m", "-XX:+UseParallelGC",
+                "-Djava.util.logging.manager=org.jboss.logmanager.LogManager",
                 "-cp", System.getProperty("java.class.path"), IndexRestartBench.class.getName(), mode, dir.toString(),
                 String.valueOf(blocks), String.valueOf(tail), String.valueOf(close));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
