@@ -106,27 +106,9 @@ final class LongTable {
                 throw new IllegalArgumentException("replica word A must not be 0 (key " + key + ")");
             }
         }
-        int slot = home(key); // one probe, as in put1
-        while (as[slot] != 0 && keys[slot] != key) {
-            if (++slot == capacity) {
-                slot = 0;
-            }
-        }
-        int delta = 0;
-        if (as[slot] == 0) {
-            if (size >= growAt) {
-                grow();
-                slot = home(key);
-                while (as[slot] != 0) {
-                    if (++slot == capacity) {
-                        slot = 0;
-                    }
-                }
-            }
-            keys[slot] = key;
-            size++;
-            delta = 1;
-        }
+        int slot = claim(key);
+        int delta = slot < 0 ? 1 : 0;
+        slot = slot < 0 ? ~slot : slot;
         as[slot] = locs[0];
         bs[slot] = locs[1];
         metas[slot] = meta;
@@ -226,35 +208,44 @@ final class LongTable {
     }
 
     /**
-     * {@link #put} of a key with one replica, without the array (the journal replays mostly these), in one probe: a
-     * miss ends at the empty slot it is inserted into (an unsuccessful search at 80 % fill walks ~13 slots; probing
-     * twice for a new key was most of a journal replay's time).
+     * The key's slot, found in one probe: a miss ends at the empty slot the key is then put into (key stored, size
+     * counted; the caller sets word A), returned as {@code ~slot}. An unsuccessful search at 80 % fill walks ~13
+     * slots; probing twice for a new key was most of a journal replay's time.
      */
-    int put1(long key, long a, long b, long meta) {
-        if (a == 0) {
-            throw new IllegalArgumentException("replica word A must not be 0 (key " + key + ")");
-        }
+    private int claim(long key) {
         int slot = home(key);
         while (as[slot] != 0 && keys[slot] != key) {
             if (++slot == capacity) {
                 slot = 0;
             }
         }
-        int delta = 0;
-        if (as[slot] == 0) {
-            if (size >= growAt) {
-                grow();
-                slot = home(key);
-                while (as[slot] != 0) {
-                    if (++slot == capacity) {
-                        slot = 0;
-                    }
+        if (as[slot] != 0) {
+            return slot;
+        }
+        if (size >= growAt) {
+            grow();
+            slot = home(key);
+            while (as[slot] != 0) {
+                if (++slot == capacity) {
+                    slot = 0;
                 }
             }
-            keys[slot] = key;
-            size++;
-            delta = 1;
         }
+        keys[slot] = key;
+        size++;
+        return ~slot;
+    }
+
+    /**
+     * {@link #put} of a key with one replica, without the array (the journal replays mostly these).
+     */
+    int put1(long key, long a, long b, long meta) {
+        if (a == 0) {
+            throw new IllegalArgumentException("replica word A must not be 0 (key " + key + ")");
+        }
+        int slot = claim(key);
+        int delta = slot < 0 ? 1 : 0;
+        slot = slot < 0 ? ~slot : slot;
         as[slot] = a;
         bs[slot] = b;
         metas[slot] = meta;
