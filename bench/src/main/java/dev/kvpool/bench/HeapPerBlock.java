@@ -2,20 +2,17 @@ package dev.kvpool.bench;
 
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.InstanceIndex;
-import dev.kvpool.meta.index.InstanceIndex.FinishResult;
-import dev.kvpool.meta.index.InstanceIndex.StartResult;
 import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.index.embedded.EmbeddedStore;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
 import java.lang.ref.Reference;
-import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.stream.Collectors;
 
 /**
- * Heap bytes per block of the embedded index: fills a memory-only {@link EmbeddedStore} (16 shards) with N blocks,
+ * Heap bytes per block of the embedded index: fills a memory-only {@link EmbeddedStore} (16 shards) with N blocks
  * each with one SERVING location, through the public API (startWrite + finishWrite in batches, every session
  * finished), then reports the used-heap delta after full GCs and the store's own estimate.
  *
@@ -40,45 +37,8 @@ public final class HeapPerBlock {
         InstanceIndex idx = store.index("bench");
         long heapBefore = usedAfterGc(mx);
 
-        int now = (int) (System.currentTimeMillis() / 1000);
-        SplittableRandom random = new SplittableRandom(42);
-        long[] keys = new long[batch], a = new long[batch], b = new long[batch];
-        boolean[] ok = new boolean[batch];
-        Arrays.fill(ok, true);
-        long step = Math.max(1, n / 10);
         long t0 = System.nanoTime();
-        for (long done = 0; done < n; ) {
-            int m = (int) Math.min(batch, n - done);
-            if (m != keys.length) {
-                keys = new long[m];
-                a = new long[m];
-                b = new long[m];
-                ok = new boolean[m];
-                Arrays.fill(ok, true);
-            }
-            for (int i = 0; i < m; i++) {
-                long seq = done + i;
-                keys[i] = key(seq);
-                // one location of spec group 1 on storage 3; word B as slot files use it: file << 24 | slot
-                a[i] = Loc.a(Loc.randomId(random), Loc.NEW, 3, 1);
-                b[i] = ((seq >>> 12) << 24) | (seq & 0xFFF);
-            }
-            String session = "bench-" + done;
-            StartResult started = idx.startWrite(keys, a, b, 1, s -> true, 0, session, Long.MAX_VALUE, now);
-            if (started.capacityExceeded() || started.session().size() != m) {
-                throw new IllegalStateException("batch at " + done + ": " + started.session().size() + " of " + m
-                        + " keys inserted");
-            }
-            FinishResult finished = idx.finishWrite(session, ok, now);
-            if (finished.served() != m) {
-                throw new IllegalStateException("batch at " + done + ": " + finished.served() + " served of " + m);
-            }
-            long before = done;
-            done += m;
-            if (done / step != before / step) {
-                System.out.printf("  %,d blocks, %.1f s%n", done, (System.nanoTime() - t0) / 1e9);
-            }
-        }
+        IndexFill.insert(idx, 0, n, batch);
         long insertNs = System.nanoTime() - t0;
 
         long heapAfter = usedAfterGc(mx);
@@ -94,7 +54,7 @@ public final class HeapPerBlock {
         long found = 0;
         long l0 = System.nanoTime();
         for (int i = 0; i < lookups; i++) {
-            Block blk = idx.get(key(probe.nextLong(n)));
+            Block blk = idx.get(IndexFill.key(probe.nextLong(n)));
             if (blk != null && Loc.status(blk.a(0)) == Loc.SERVING) {
                 found++;
             }
@@ -115,11 +75,6 @@ public final class HeapPerBlock {
         System.out.printf("target <= 64 B/block: %s%n", delta / (double) n <= 64 ? "MET" : "MISSED");
         Reference.reachabilityFence(store);
         Reference.reachabilityFence(idx);
-    }
-
-    /** Distinct keys spread over the whole long range (an odd multiplier is a bijection on 64 bits). */
-    private static long key(long seq) {
-        return seq * 0x9E3779B97F4A7C15L + 0x632BE59BD9B4E019L;
     }
 
     private static long usedAfterGc(MemoryMXBean mx) throws InterruptedException {

@@ -46,11 +46,15 @@ public final class IndexRestartBench {
     }
 
     static long key(long seq) {
-        return seq * 0x9E3779B97F4A7C15L + 0x632BE59BD9B4E019L; // distinct for every seq (odd multiplier)
+        return IndexFill.key(seq);
     }
 
     static long wordB(long seq) {
-        return ((seq >>> 12) << 24) | (seq & 0xFFF);
+        return IndexFill.wordB(seq);
+    }
+
+    private static void insert(InstanceIndex idx, long from, long count) {
+        IndexFill.insert(idx, from, count, BATCH);
     }
 
     public static void run(Map<String, String> opt) throws Exception {
@@ -303,46 +307,6 @@ public final class IndexRestartBench {
         result("done", "1");
         System.out.flush();
         System.exit(0); // the store is not closed unless asked (no snapshot on close); a profiler can dump
-    }
-
-    private static void insert(InstanceIndex idx, long from, long count) {
-        int now = (int) (System.currentTimeMillis() / 1000);
-        SplittableRandom random = new SplittableRandom(from);
-        long[] keys = new long[BATCH], a = new long[BATCH], b = new long[BATCH];
-        boolean[] ok = new boolean[BATCH];
-        Arrays.fill(ok, true);
-        long step = Math.max(1, count / 10);
-        long t0 = System.nanoTime();
-        for (long done = 0; done < count; ) {
-            int m = (int) Math.min(BATCH, count - done);
-            if (m != keys.length) {
-                keys = new long[m];
-                a = new long[m];
-                b = new long[m];
-                ok = new boolean[m];
-                Arrays.fill(ok, true);
-            }
-            for (int i = 0; i < m; i++) {
-                long seq = from + done + i;
-                keys[i] = key(seq);
-                a[i] = Loc.a(Loc.randomId(random), Loc.NEW, 3, 1);
-                b[i] = wordB(seq);
-            }
-            String session = "fill-" + (from + done);
-            var started = idx.startWrite(keys, a, b, 1, s -> true, 0, session, Long.MAX_VALUE, now);
-            if (started.session().size() != m) {
-                throw new IllegalStateException("batch at " + (from + done) + ": " + started.session().size() + " of "
-                        + m + " inserted");
-            }
-            if (idx.finishWrite(session, ok, now).served() != m) {
-                throw new IllegalStateException("batch at " + (from + done) + " not all served");
-            }
-            long before = done;
-            done += m;
-            if (done / step != before / step) {
-                System.out.printf("  %,d blocks, %.1f s%n", from + done, (System.nanoTime() - t0) / 1e9);
-            }
-        }
     }
 
     private static long usedAfterGc(MemoryMXBean mx) {

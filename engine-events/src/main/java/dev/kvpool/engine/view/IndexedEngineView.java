@@ -145,34 +145,18 @@ public final class IndexedEngineView implements EngineView {
 
     @Override
     public PrefixScores score(String instance, long[] keys, TierWeights weights) {
-        Inst in = instances.get(instance);
-        if (in == null || keys.length == 0) {
-            return new PrefixScores(keys.length, List.of());
-        }
-        List<PrefixScores.PodScore> out;
-        in.lock.readLock().lock();
-        try {
-            out = in.score(keys, weights);
-        } finally {
-            in.lock.readLock().unlock();
-        }
+        List<PrefixScores.PodScore> out = keys.length == 0 ? List.of()
+                : read(instance, List.of(), in -> in.score(keys, weights));
         return new PrefixScores(keys.length, out); // already best first (Inst.score)
     }
 
     @Override
     public boolean holds(String instance, String pod, String tier, long key) {
-        Inst in = instances.get(instance);
-        if (in == null) {
-            return false;
-        }
-        in.lock.readLock().lock();
-        try {
+        return read(instance, false, in -> {
             Integer p = in.podIds.get(pod);
             Integer t = in.tierIds.get(MapWalkEngineView.tier(tier));
             return p != null && t != null && (in.table.mask(key, p) & (1 << t)) != 0;
-        } finally {
-            in.lock.readLock().unlock();
-        }
+        });
     }
 
     @Override
@@ -182,12 +166,7 @@ public final class IndexedEngineView implements EngineView {
 
     @Override
     public List<PodSummary> pods(String instance) {
-        Inst in = instances.get(instance);
-        if (in == null) {
-            return List.of();
-        }
-        in.lock.readLock().lock();
-        try {
+        return read(instance, List.of(), in -> {
             List<PodSummary> out = new ArrayList<>();
             for (int p = 0; p < in.podNames.size(); p++) {
                 Map<String, Long> counts = new TreeMap<>();
@@ -200,6 +179,18 @@ public final class IndexedEngineView implements EngineView {
             }
             out.sort(Comparator.comparing(PodSummary::pod));
             return out;
+        });
+    }
+
+    /** {@code f} of the instance under its read lock; {@code absent} for an unknown instance. */
+    private <T> T read(String instance, T absent, java.util.function.Function<Inst, T> f) {
+        Inst in = instances.get(instance);
+        if (in == null) {
+            return absent;
+        }
+        in.lock.readLock().lock();
+        try {
+            return f.apply(in);
         } finally {
             in.lock.readLock().unlock();
         }
@@ -207,30 +198,12 @@ public final class IndexedEngineView implements EngineView {
 
     /** Approximate heap bytes of the instance's key table and entry arrays (not the pod / tier names). */
     public long tableBytes(String instance) {
-        Inst in = instances.get(instance);
-        if (in == null) {
-            return 0;
-        }
-        in.lock.readLock().lock();
-        try {
-            return in.table.bytes();
-        } finally {
-            in.lock.readLock().unlock();
-        }
+        return read(instance, 0L, in -> in.table.bytes());
     }
 
     /** Distinct keys of an instance (held by at least one pod on some tier). */
     public long keyCount(String instance) {
-        Inst in = instances.get(instance);
-        if (in == null) {
-            return 0;
-        }
-        in.lock.readLock().lock();
-        try {
-            return in.table.size;
-        } finally {
-            in.lock.readLock().unlock();
-        }
+        return read(instance, 0L, in -> (long) in.table.size);
     }
 
     private static final class Inst {
