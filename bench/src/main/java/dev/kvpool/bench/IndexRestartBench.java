@@ -3,7 +3,7 @@ package dev.kvpool.bench;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.InstanceIndex;
 import dev.kvpool.meta.index.Loc;
-import dev.kvpool.meta.index.embedded.EmbeddedStore;
+import dev.kvpool.meta.store.embedded.EmbeddedStore;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;

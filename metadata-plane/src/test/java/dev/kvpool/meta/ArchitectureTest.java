@@ -27,7 +27,8 @@ class ArchitectureTest {
     private static final String[] DOMAIN = {"dev.kvpool.meta.core..", "dev.kvpool.meta.registry..",
             "dev.kvpool.meta.write..", "dev.kvpool.meta.query..", "dev.kvpool.meta.reclaim..",
             "dev.kvpool.meta.config..", "dev.kvpool.meta.quota..", "dev.kvpool.meta.storage..",
-            "dev.kvpool.meta.ha..", "dev.kvpool.meta.shared..", "dev.kvpool.meta.stats..", "dev.kvpool.meta.sim..",
+            "dev.kvpool.meta.ha..", "dev.kvpool.meta.slots..", "dev.kvpool.meta.backend..", "dev.kvpool.meta.index..",
+            "dev.kvpool.meta.store..", "dev.kvpool.meta.stats..", "dev.kvpool.meta.sim..",
             "dev.kvpool.meta.whatif..", "dev.kvpool.meta.events.."};
 
     /**
@@ -46,7 +47,7 @@ class ArchitectureTest {
     /**
      * To remove: domain classes that still take or build KVCM proto messages (an instance is registered from its
      * RegisterInstanceRequest and keeps its InstanceInfo; reads render CacheLocation messages and JSON straight from
-     * the index words, the measured hot path; a storage kind names its wire StorageType). Each is a top-level class;
+     * the index words, the measured hot path;). Each is a top-level class;
      * a new class that needs the wire belongs in an adapter.
      */
     private static final Set<String> WIRE_DEBTS = Set.of(
@@ -57,7 +58,6 @@ class ArchitectureTest {
             "dev.kvpool.meta.registry.Locations",
             "dev.kvpool.meta.query.QueryPath",
             "dev.kvpool.meta.write.WritePath",
-            "dev.kvpool.meta.storage.StorageKind",
             "dev.kvpool.meta.config.ControlPlaneSync",
             "dev.kvpool.meta.config.ConfigViews", // builds an instance's InstanceInfo from the control plane's view
             "dev.kvpool.meta.config.InstanceRegistration", // registers from a RegisterInstanceRequest
@@ -78,6 +78,20 @@ class ArchitectureTest {
                 c -> WIRE_DEBTS.contains(topLevel(c)));
         noClasses().that().resideInAnyPackage(DOMAIN).and(DescribedPredicate.not(owed))
                 .should().dependOnClassesThat().resideInAnyPackage("dev.kvpool.api.proto..", "dev.kvpool.meta.kvcm..")
+                .check(PLANE);
+    }
+
+    /** The packages of the backends (their own modules); the plane reaches them only through dev.kvpool.meta.backend. */
+    private static final String[] BACKENDS = {"dev.kvpool.meta.store.embedded..", "dev.kvpool.meta.store.redis.."};
+
+    @Test
+    void thePlaneKnowsNoBackendButThroughTheContract() {
+        // a new storage kind is a new module and a config value: nothing in the plane names a kind's classes (no
+        // casts, no instanceof). The what-if simulator is the one exception: it replays traces on an in-memory
+        // embedded index of its own, not on the plane's store.
+        noClasses().that().resideOutsideOfPackages(BACKENDS)
+                .and(DescribedPredicate.not(classOrNested("dev.kvpool.meta.sim.TraceSimulation")))
+                .should().dependOnClassesThat().resideInAnyPackage(BACKENDS)
                 .check(PLANE);
     }
 

@@ -71,6 +71,19 @@ public interface IndexStore extends AutoCloseable {
         return out;
     }
 
+    /**
+     * Whether other processes write the same store (the Redis store's replicas): a lookup that misses may find the
+     * instance there, and the plane reconciles what it knows with the store.
+     */
+    default boolean shared() {
+        return false;
+    }
+
+    /** Whether the store lives outside this process, so that its calls wait on the network (not on an event loop). */
+    default boolean remote() {
+        return shared();
+    }
+
     /** A short name for metrics and logs ("embedded", "redis"). */
     String kind();
 

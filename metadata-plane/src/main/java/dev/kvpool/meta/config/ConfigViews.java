@@ -11,7 +11,7 @@ import dev.kvpool.meta.reclaim.ReclaimPolicy;
 import dev.kvpool.meta.registry.EventReportStorage;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.registry.Registry;
-import dev.kvpool.meta.storage.StorageKind;
+import dev.kvpool.meta.index.StorageKind;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;

@@ -11,7 +11,7 @@ import dev.kvpool.meta.reclaim.ReclaimConfig;
 import dev.kvpool.meta.registry.EventReportStorage;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.storage.Storage;
-import dev.kvpool.meta.storage.StorageKind;
+import dev.kvpool.meta.index.StorageKind;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -189,9 +189,9 @@ public final class StartupConfig {
     static int keysPerFile(JsonNode spec, String what) {
         JsonNode n = spec.path("key_count_per_file");
         long v = n.isMissingNode() || n.isNull() ? 1 : n.asLong(-1);
-        if (v < 0 || v > 1 << dev.kvpool.meta.storage.SlotAllocator.SLOT_BITS) {
+        if (v < 0 || v > 1 << dev.kvpool.meta.slots.SlotAllocator.SLOT_BITS) {
             throw new IllegalArgumentException(what + " key_count_per_file must be between 0 (one per file) and "
-                    + (1 << dev.kvpool.meta.storage.SlotAllocator.SLOT_BITS) + ", got " + n);
+                    + (1 << dev.kvpool.meta.slots.SlotAllocator.SLOT_BITS) + ", got " + n);
         }
         return (int) Math.max(1, v);
     }

@@ -6,7 +6,7 @@ import dev.kvpool.api.client.ControlPlaneClient;
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.registry.Registry;
-import dev.kvpool.meta.storage.StorageKind;
+import dev.kvpool.meta.index.StorageKind;
 import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;

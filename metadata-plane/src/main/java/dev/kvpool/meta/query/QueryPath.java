@@ -78,7 +78,7 @@ public final class QueryPath {
             return null;
         }
         Storage st = registry.storageByNumber(Loc.storage(a));
-        if (st == null || !st.available() || (only != null && st.kind.wire != only)) {
+        if (st == null || !st.available() || (only != null && Locations.wire(st.kind) != only)) {
             return null;
         }
         return st;

@@ -7,7 +7,7 @@ import dev.kvpool.api.logging.FailureLog;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Locations;
 import dev.kvpool.meta.registry.Registry;
-import dev.kvpool.meta.storage.Slots;
+import dev.kvpool.meta.slots.Slots;
 import dev.kvpool.meta.storage.Storage;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
@@ -229,7 +229,7 @@ public final class FileSweep implements AutoCloseable, MeterBinder {
             java.util.function.Supplier<Slots> slots = () -> inst.allocator(st);
             // no address could name a file at or above this (Redis counts slots in doubles): a stray name that
             // high is left alone, and does not move the frontier
-            long limit = Math.min(1L << (63 - dev.kvpool.meta.storage.SlotAllocator.SLOT_BITS),
+            long limit = Math.min(1L << (63 - dev.kvpool.meta.slots.SlotAllocator.SLOT_BITS),
                     (1L << 53) / st.keyCountPerFile);
             long cutoff = System.currentTimeMillis() - minAgeMs;
             List<Path> names = new ArrayList<>(BATCH);

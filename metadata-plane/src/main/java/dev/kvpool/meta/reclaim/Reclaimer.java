@@ -14,7 +14,7 @@ import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.retry.Backoff;
-import dev.kvpool.meta.storage.StorageKind;
+import dev.kvpool.meta.index.StorageKind;
 import dev.kvpool.meta.write.WritePath;
 import java.util.Arrays;
 import java.util.EnumSet;

@@ -1,7 +1,7 @@
 package dev.kvpool.meta.registry;
 
 import dev.kvpool.meta.reclaim.ReclaimConfig;
-import dev.kvpool.meta.storage.StorageKind;
+import dev.kvpool.meta.index.StorageKind;
 import java.util.List;
 import java.util.Map;
 

@@ -1,9 +1,9 @@
 package dev.kvpool.meta.registry;
 
 import dev.kvpool.meta.index.Loc;
-import dev.kvpool.meta.storage.SlotAllocator;
+import dev.kvpool.meta.slots.SlotAllocator;
 import dev.kvpool.meta.storage.Storage;
-import dev.kvpool.meta.storage.StorageKind;
+import dev.kvpool.meta.index.StorageKind;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Set;
@@ -72,7 +72,7 @@ public final class JsonLocations implements LocationSink {
                 .computeIfAbsent(st.number << 8 | specGroup, k -> {
                     int[] specs = inst.specGroups[specGroup];
                     String[] prefixes = inst.uriPrefixes(st);
-                    byte[] head = ("{\"type\":\"" + st.kind.wire.name() + "\",\"spec_size\":" + specs.length
+                    byte[] head = ("{\"type\":\"" + Locations.wire(st.kind).name() + "\",\"spec_size\":" + specs.length
                             + ",\"location_specs\":[").getBytes(StandardCharsets.UTF_8);
                     byte[][] pre = new byte[specs.length][], suf = new byte[specs.length][];
                     String[] names = new String[specs.length];

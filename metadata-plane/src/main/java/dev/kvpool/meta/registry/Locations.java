@@ -6,9 +6,9 @@ import dev.kvpool.api.proto.meta.LocationSpec;
 import dev.kvpool.api.proto.meta.StorageType;
 import dev.kvpool.api.storage.SlabFiles;
 import dev.kvpool.meta.index.Loc;
-import dev.kvpool.meta.storage.SlotAllocator;
+import dev.kvpool.meta.slots.SlotAllocator;
 import dev.kvpool.meta.storage.Storage;
-import dev.kvpool.meta.storage.StorageKind;
+import dev.kvpool.meta.index.StorageKind;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,6 +21,22 @@ import java.util.Set;
  * because both are rendered from the same words.
  */
 public final class Locations {
+    /** KVCM's StorageType of each storage kind, by ordinal: the wire enum is this adapter's, not the kind's. */
+    private static final StorageType[] WIRE = new StorageType[StorageKind.values().length];
+
+    static {
+        WIRE[StorageKind.FILE.ordinal()] = StorageType.ST_NFS;
+        WIRE[StorageKind.HF3FS.ordinal()] = StorageType.ST_3FS;
+        WIRE[StorageKind.MOONCAKE.ordinal()] = StorageType.ST_MOONCAKE;
+        WIRE[StorageKind.PACE.ordinal()] = StorageType.ST_TAIRMEMPOOL;
+        WIRE[StorageKind.VCNS_HF3FS.ordinal()] = StorageType.ST_VCNS_3FS;
+    }
+
+    /** The KVCM StorageType a location on a storage of this kind is reported with. */
+    public static StorageType wire(StorageKind kind) {
+        return WIRE[kind.ordinal()];
+    }
+
     private Locations() {
     }
 
@@ -38,7 +54,7 @@ public final class Locations {
     public static CacheLocation render(Instance inst, Storage st, long key, long a, long b, Set<String> specFilter) {
         int[] specs = inst.specGroups[Loc.specGroup(a)];
         String[] prefixes = inst.uriPrefixes(st);
-        CacheLocation.Builder loc = CacheLocation.newBuilder().setType(st.kind.wire).setSpecSize(specs.length);
+        CacheLocation.Builder loc = CacheLocation.newBuilder().setType(wire(st.kind)).setSpecSize(specs.length);
         String file = st.kind == StorageKind.MOONCAKE ? KvcmHash.hex(key) : fileName(st, key, b);
         String slotParam = st.sharesFiles() ? "?blkid=" + SlotAllocator.slot(b) + "&size=" : "?size=";
         for (int i : specs) {

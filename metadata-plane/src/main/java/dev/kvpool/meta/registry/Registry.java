@@ -313,7 +313,7 @@ public final class Registry {
 
     /** True when other processes may write the same store (Redis): lookups that miss re-read it. */
     public boolean sharedStore() {
-        return !"embedded".equals(store.kind());
+        return store.shared();
     }
 
     public Storage storage(String name) {

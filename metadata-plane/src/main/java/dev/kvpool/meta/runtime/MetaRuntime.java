@@ -10,16 +10,14 @@ import dev.kvpool.meta.config.ControlPlaneSync;
 import dev.kvpool.meta.config.StartupConfig;
 import dev.kvpool.meta.events.CacheEvents;
 import dev.kvpool.meta.ha.Leadership;
-import dev.kvpool.meta.ha.RedisLeadership;
-import dev.kvpool.meta.shared.RedisQuotaLedger;
-import dev.kvpool.meta.shared.RedisSlots;
-import dev.kvpool.meta.store.redis.RedisStore;
 import dev.kvpool.meta.reclaim.ReclaimPolicy;
 import dev.kvpool.meta.reclaim.Reclaimer;
+import dev.kvpool.meta.backend.BackendContext;
+import dev.kvpool.meta.backend.BackendProvider;
+import dev.kvpool.meta.backend.LoadProgress;
+import dev.kvpool.meta.backend.MetaBackend;
 import dev.kvpool.meta.index.CachedIndex;
-import dev.kvpool.meta.index.DeferredTouchIndex;
 import dev.kvpool.meta.index.IndexStore;
-import dev.kvpool.meta.index.embedded.EmbeddedStore;
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.query.QueryPath;
 import dev.kvpool.meta.registry.Instance;
@@ -54,13 +52,12 @@ public class MetaRuntime {
     MetaSettings cfg;
     @Inject
     MeterRegistry meters;
-    /** Only resolved with kvpool.meta.store=redis (quarkus-redis-client's client, configured by quarkus.redis.*). */
+    /** The storage kinds on the class path (one per backend module); kvpool.meta.store picks one. */
     @Inject
-    jakarta.enterprise.inject.Instance<io.vertx.redis.client.Redis> redisClient;
+    @jakarta.enterprise.inject.Any
+    jakarta.enterprise.inject.Instance<BackendProvider> backends;
 
-    @Inject
-    jakarta.enterprise.inject.Instance<io.vertx.core.Vertx> vertx;
-
+    private MetaBackend backend;
     private IndexStore store;
     private Registry registry;
     private QuotaLedger ledger;
@@ -72,7 +69,6 @@ public class MetaRuntime {
     private Reclaimer reclaimer;
     private dev.kvpool.meta.reclaim.FileSweep fileSweep;
     private volatile CacheEvents events = CacheEvents.OFF;
-    private DeferredTouchIndex.Toucher toucher;
     private volatile ControlPlaneSync controlPlane;
     private volatile dev.kvpool.meta.stats.StatsReporter statsReporter;
     private volatile MetaAuth auth;
@@ -134,8 +130,8 @@ public class MetaRuntime {
     }
 
     private volatile Phase phase = Phase.OPENING;
-    /** The embedded store's recovery, in bytes of snapshot and journal read: shown while the phase is LOADING. */
-    private final EmbeddedStore.LoadProgress loadProgress = new EmbeddedStore.LoadProgress();
+    /** The backend's load (the embedded store's snapshot and journal), in bytes read: shown while the phase is LOADING. */
+    private final LoadProgress loadProgress = new LoadProgress();
     private final long startedAtMs = System.currentTimeMillis();
     private Thread starter;
     private final java.util.concurrent.CountDownLatch recovered = new java.util.concurrent.CountDownLatch(1);
@@ -155,83 +151,24 @@ public class MetaRuntime {
     }
 
     /**
-     * Builds the plane — index store, registry, quota ledger, read and write paths, auth — and returns the Redis
-     * leadership when the store is Redis (its start waits on the other replicas).
+     * Builds the plane: the backend kvpool.meta.store names (index store, leadership, quota ledger, slots), then
+     * registry, read and write paths, auth.
      */
-    private RedisLeadership open(Path dataDir) {
+    private void open(Path dataDir) {
         StartupConfig startup = cfg.startupConfig().filter(s -> !s.isBlank())
                 .map(s -> StartupConfig.load(Path.of(s))).orElseGet(() -> StartupConfig.defaults(dataDir));
-        RedisLeadership redisLead = null;
-        if (cfg.store() == MetaSettings.StoreKind.EMBEDDED) {
-            phase = Phase.LOADING; // the snapshot and journal are read into memory (progress in startState)
-        }
+        BackendProvider provider = BackendProvider.select(cfg.store(), backends);
+        phase = Phase.LOADING; // a backend that keeps its index in memory reads it now (progress in startState)
+        backend = provider.open(new BackendContext(dataDir, nodeId, loadProgress));
+        store = backend.store();
+        leadership = backend.leadership();
+        ledger = backend.ledger();
+        startup = configure(startup);
+        MetaBackend kind = backend;
+        registry = new Registry(store, startup, kind::view);
+        registry.slotsFactory((id, st) -> kind.slots(id, st.number, st.keyCountPerFile));
+        LOG.infof("index store: %s", provider.describe());
         WritePath.Settings ws = new WritePath.Settings(cfg.write().defaultTimeoutSeconds(), cfg.write().maxTimeoutSeconds());
-        switch (cfg.store()) {
-            case EMBEDDED -> {
-                store = new EmbeddedStore(new EmbeddedStore.Options(cfg.index().persist() ? dataDir.resolve("index") : null,
-                        cfg.index().shards(), cfg.index().fsync() == MetaSettings.Fsync.ALWAYS, cfg.index().syncInterval(),
-                        cfg.index().snapshotBytes()), loadProgress);
-                startup = configure(startup);
-                int searchCache = cfg.index().searchCache();
-                // the embedded store is itself in memory, so its search cache is off unless configured
-                registry = new Registry(store, startup, id -> searchCache > 0
-                        ? new CachedIndex(store.index(id), searchCache) : store.index(id));
-                ledger = QuotaLedger.inMemory();
-                leadership = Leadership.single(nodeId);
-            }
-            case REDIS -> {
-                var rc = cfg.redis();
-                io.vertx.redis.client.Redis redis = redisClient.get();
-                store = new RedisStore(redis, RedisStore.Options.defaults().withPrefix(rc.prefix())
-                        .withSessionGrace(rc.sessionGrace()).withPageSize(rc.pageSize())
-                        .withNativeFinishKeys(rc.nativeFinishKeys()));
-                var config = org.eclipse.microprofile.config.ConfigProvider.getConfig();
-                if (config.getOptionalValue("quarkus.redis.client-type", String.class).orElse("standalone")
-                        .equalsIgnoreCase("standalone")) {
-                    // the KVCM read path's Redis calls stay on the HTTP event loop that serves the request
-                    var perLoop = new io.vertx.redis.client.RedisOptions().setConnectionString(rc.url())
-                            .setMaxPoolSize(4).setMaxPoolWaiting(1024);
-                    config.getOptionalValue("quarkus.redis.password", String.class).ifPresent(perLoop::setPassword);
-                    var vx = vertx.get();
-                    ((RedisStore) store).loopClients(() -> io.vertx.redis.client.Redis.createClient(vx, perLoop));
-                    if (rc.mirror()) {
-                        ((RedisStore) store).startMirror(() -> io.vertx.redis.client.Redis.createClient(vx, perLoop),
-                                rc.mirrorMaxLag(), rc.mirrorIdleAfter());
-                        LOG.infof("index store: local copy of the served locations on (max lag %d ms)",
-                                rc.mirrorMaxLag().toMillis());
-                    }
-                } else if (rc.mirror()) {
-                    // a cluster: the copy reads each instance's stream from its node, one connection per node,
-                    // with the scheme and credentials of the configured hosts
-                    java.net.URI first = java.net.URI.create(rc.url().split(",")[0].trim());
-                    String scheme = first.getScheme() == null ? "redis" : first.getScheme();
-                    String user = first.getRawUserInfo() == null ? "" : first.getRawUserInfo() + "@";
-                    var password = config.getOptionalValue("quarkus.redis.password", String.class);
-                    var vx = vertx.get();
-                    ((RedisStore) store).startClusterMirror(node -> {
-                        var o = new io.vertx.redis.client.RedisOptions()
-                                .setConnectionString(scheme + "://" + user + node).setMaxPoolSize(1);
-                        password.ifPresent(o::setPassword);
-                        return io.vertx.redis.client.Redis.createClient(vx, o);
-                    }, rc.mirrorMaxLag(), rc.mirrorIdleAfter());
-                    LOG.infof("index store: local copy of the served locations on, read from each cluster node "
-                            + "(max lag %d ms)", rc.mirrorMaxLag().toMillis());
-                }
-                String p = rc.prefix() + ":";
-                redisLead = new RedisLeadership(redis, p, nodeId, rc.leaseTtl(), rc.timeout());
-                leadership = redisLead;
-                // no search cache (other replicas change the index under it); access times are recorded off the
-                // read path: a touch is a round trip and a script, and it is only eviction input
-                toucher = new DeferredTouchIndex.Toucher(rc.touchBuffer(), rc.touchInterval());
-                var t = toucher;
-                var shared = store;
-                startup = configure(startup);
-                registry = new Registry(store, startup, id -> new DeferredTouchIndex(shared.index(id), t));
-                registry.slotsFactory((id, st) -> new RedisSlots(redis, p, id, st.number, st.keyCountPerFile, rc.timeout()));
-                ledger = new RedisQuotaLedger(redis, p, rc.timeout());
-                LOG.infof("index store: Redis at %s (prefix %s)", rc.url(), rc.prefix());
-            }
-        }
         write = new WritePath(registry, ledger, ws);
         query = new QueryPath(registry);
         if (cfg.events().bootstrapServers().filter(b -> !b.isBlank()).isPresent()) {
@@ -242,9 +179,10 @@ public class MetaRuntime {
         events.bindTo(meters); // each component registers its own meters
         reclaimer = new Reclaimer(registry, ledger, write, leadership::isLeader, this::evicted,
                 new Reclaimer.Settings(cfg.reclaim().exactLimit(), cfg.reclaim().sampleSize(),
-                        // a Redis session outlives its deadline by the grace, then expires by itself: after that a
-                        // WRITING location nobody names is an orphan (embedded sessions are journaled: never)
-                        remoteStore() ? cfg.write().maxTimeoutSeconds() + cfg.redis().sessionGrace().toSeconds() + 60 : 0,
+                        // past the longest write and the backend's session lifetime a WRITING location nobody names is
+                        // an orphan (embedded sessions are journaled: never)
+                        backend.orphanWritingAfter() == null ? 0
+                                : cfg.write().maxTimeoutSeconds() + backend.orphanWritingAfter().toSeconds(),
                         cfg.reclaim().queueLimit(), cfg.reclaim().passPage()));
         reclaimer.sweepAfterLostReplicas(leadership);
         reclaimer.dutyCycle(cfg.reclaim().dutyCycle());
@@ -261,8 +199,8 @@ public class MetaRuntime {
                 new dev.kvpool.meta.reclaim.FileSweep.Settings(cfg.files().sweepInterval(), orphanAge));
         fileSweep.bindTo(meters);
         setUpAuth(); // before ready: a call must never pass unchecked
+        backend.bindTo(meters);
         registerGauges();
-        return redisLead;
     }
 
     /**
@@ -271,31 +209,29 @@ public class MetaRuntime {
      */
     private void openAndServe(long t0, Path dataDir) {
         try {
-            RedisLeadership lead = open(dataDir);
-            boolean rebuild = true;
-            RedisLeadership.Startup begun = null;
-            if (lead != null) {
+            open(dataDir);
+            Leadership lead = leadership;
+            boolean shared = store.shared();
+            if (shared) {
                 phase = Phase.WAITING_FOR_REBUILD;
-                // alone: a cold start of the whole cluster, so usage and slots are rebuilt from the index
-                begun = lead.begin();
-                rebuild = begun.rebuild();
+            }
+            // alone: a cold start of the whole cluster, so usage and slots are rebuilt from the index
+            Leadership.Startup begun = lead.begin();
+            boolean rebuild = begun.rebuild();
+            if (shared) {
                 LOG.info(rebuild ? "first replica: rebuilding usage and slots from the index" : "joining running replicas");
             }
             try {
                 if (rebuild) { // alone with the store; a replica that joins others reads no index
                     phase = Phase.REBUILDING;
                     indexLoaded.countDown();
-                    write.recover(cfg.index().recoveryThreads());
+                    write.recover(cfg.recoveryThreads());
                 } else {
                     phase = Phase.JOINING;
                 }
-                if (lead != null) {
-                    lead.start(); // listed as a member before the rebuild claim goes: later replicas join
-                }
+                lead.start(); // listed as a member before the rebuild claim goes: later replicas join
             } finally {
-                if (begun != null) {
-                    begun.close();
-                }
+                begun.close();
             }
             if (controlPlane != null) {
                 controlPlane.onStorageDeleted(this::dropStorageBlocks);
@@ -348,11 +284,11 @@ public class MetaRuntime {
                 expiryFailures.failed(e);
             }
         }, period, period, java.util.concurrent.TimeUnit.MILLISECONDS);
-        if (registry.sharedStore()) {
+        if (backend.reconcileEvery() != null) {
             // every replica, not only the leader: instances removed elsewhere, or lost with the store's data
             var reconcileFailures = new FailureLog(LOG, "instance reconciliation with the store",
                     java.time.Duration.ofSeconds(30), StoreException.class::isInstance);
-            long every = cfg.redis().reconcileInterval().toMillis();
+            long every = backend.reconcileEvery().toMillis();
             expiry.scheduleWithFixedDelay(() -> {
                 try {
                     registry.reconcile(null);
@@ -375,8 +311,9 @@ public class MetaRuntime {
         if (ph != Phase.READY) {
             m.put("start_elapsed_s", (System.currentTimeMillis() - startedAtMs) / 1000);
         }
-        if (ph == Phase.WAITING_FOR_REBUILD && leadership instanceof RedisLeadership rl && rl.awaitingRebuildBy() != null) {
-            m.put("rebuilt_by", rl.awaitingRebuildBy());
+        String rebuilder = leadership == null ? null : leadership.awaitingRebuildBy();
+        if (ph == Phase.WAITING_FOR_REBUILD && rebuilder != null) {
+            m.put("rebuilt_by", rebuilder);
         }
         if (ph == Phase.LOADING && loadProgress.total() > 0) {
             m.put("load_bytes_read", loadProgress.read());
@@ -567,9 +504,9 @@ public class MetaRuntime {
         events.close();
         // purges whose reader lease is running finish here rather than lapse with the process; any left are
         // reported before this replica leaves, so the leader sweeps for them
-        if (write != null && !write.finishDeletions(10_000) && leadership instanceof RedisLeadership rl) {
+        if (write != null && !write.finishDeletions(10_000) && leadership != null && store.shared()) {
             LOG.warn("stopping with deletions whose reader lease had not run out: the leader sweeps for them");
-            rl.reportUnfinished();
+            leadership.reportUnfinished();
         }
         if (leadership != null) {
             leadership.close();
@@ -577,11 +514,8 @@ public class MetaRuntime {
         if (write != null) {
             write.close();
         }
-        if (toucher != null) {
-            toucher.close();
-        }
-        if (store != null) {
-            store.close();
+        if (backend != null) {
+            backend.close();
         }
     }
 
@@ -621,64 +555,11 @@ public class MetaRuntime {
             Gauge.builder("kvpool.meta.leader", this, r -> r.leadership.isLeader() ? 1 : 0)
                     .tag("node", leadership.selfId())
                     .description("1 on the replica that runs background work (reclaimer, expiry)").register(meters);
-            Gauge.builder("kvpool.meta.touch.dropped", this, r -> r.toucher == null ? 0 : r.toucher.dropped.get())
-                    .description("access-time updates dropped because the store was too slow to take them").register(meters);
-            Gauge.builder("kvpool.meta.touch.pending", this, r -> r.toucher == null ? 0 : r.toucher.pending())
-                    .description("block keys waiting for their buffered access-time update").register(meters);
-            Gauge.builder("kvpool.meta.touch.batches", this, r -> r.toucher == null ? 0 : r.toucher.batches.get())
-                    .description("buffered access-time updates applied to the store (one call per instance and interval)")
-                    .register(meters);
             Gauge.builder("kvpool.meta.usage.drift", this, r -> r.ledger.drift().events())
                     .description("releases that would have taken a group's usage below zero (accounting drift; "
                             + "should stay 0)").register(meters);
             Gauge.builder("kvpool.meta.usage.drift.bytes", this, r -> r.ledger.drift().bytes())
                     .description("bytes those releases went below zero (clamped)").register(meters);
-            if (store instanceof RedisStore rs) {
-                // a finish reaching another replica than its start, or a busy taint counter, costs Redis a read
-                Gauge.builder("kvpool.meta.redis.finish.blind", rs, RedisStore::fastFinishes)
-                        .description("finishWrites that wrote what this replica's start remembered, reading no block")
-                        .register(meters);
-                Gauge.builder("kvpool.meta.redis.finish.native", rs, RedisStore::nativeFinishes)
-                        .description("blind finishes written with native commands under WATCH instead of a script")
-                        .register(meters);
-                Gauge.builder("kvpool.meta.redis.finish.blind.missed", rs, RedisStore::fastFinishMisses)
-                        .description("blind finishes refused because a block of the session changed; they then read")
-                        .register(meters);
-                Gauge.builder("kvpool.meta.redis.cas.conflicts", rs, RedisStore::conflicts)
-                        .description("compare-and-set attempts retried because a key changed since it was read")
-                        .register(meters);
-                // the local copy (kvpool.meta.redis.mirror): how often the query path avoided Redis, and why not
-                Gauge.builder("kvpool.meta.redis.copy.answered", rs, RedisStore::mirrorAnswered)
-                        .description("query-path reads answered from this replica's local copy of the index")
-                        .register(meters);
-                Gauge.builder("kvpool.meta.redis.copy.declined", rs, RedisStore::mirrorDeclined)
-                        .description("query-path reads the local copy could not answer (not in sync, behind this"
-                                + " replica's own writes, or older than its max lag): they went to Redis")
-                        .register(meters);
-                for (String reason : java.util.List.of("not-ready", "stale", "own")) {
-                    Gauge.builder("kvpool.meta.redis.copy.declined.by", rs, r -> r.mirrorDeclined(reason))
-                            .tag("reason", reason)
-                            .description("declined reads by reason: not-ready (a full read pending or running),"
-                                    + " stale (not proven recent within the max lag), own (a change of this replica"
-                                    + " the copy lacks, whose entry a script computed)")
-                            .register(meters);
-                }
-                Gauge.builder("kvpool.meta.redis.copy.answered.own", rs, RedisStore::mirrorAnsweredOwn)
-                        .description("reads answered from the copy patched with this replica's own writes that the"
-                                + " copy had not applied yet")
-                        .register(meters);
-                Gauge.builder("kvpool.meta.redis.copy.wakes", rs, RedisStore::mirrorWakes)
-                        .description("reads that found the copy dozing (no read and no change for"
-                                + " kvpool.meta.redis.mirror-idle-after) and woke it; such a read goes to Redis")
-                        .register(meters);
-                Gauge.builder("kvpool.meta.redis.copy.resyncs", rs, RedisStore::mirrorResyncs)
-                        .description("full reads of an instance into the local copy (start, trimmed stream, lost data)")
-                        .register(meters);
-                Gauge.builder("kvpool.meta.redis.copy.node.failures", rs, RedisStore::mirrorNodeFailures)
-                        .description("reads of the change streams that failed on a Redis node (lost, timed out, or"
-                                + " redirecting after a slot move or failover): its instances were read again")
-                        .register(meters);
-            }
             Gauge.builder("kvpool.meta.write.sessions.open", this,
                     r -> r.registry.instances().stream().mapToLong(i -> i.index.sessionCount()).sum())
                     .description("open two-phase write sessions").register(meters);
@@ -788,7 +669,7 @@ public class MetaRuntime {
 
     /** The index lives outside this process: calls block on the network. */
     public boolean remoteStore() {
-        return store != null && !"embedded".equals(store.kind());
+        return store != null && store.remote();
     }
 
     /**

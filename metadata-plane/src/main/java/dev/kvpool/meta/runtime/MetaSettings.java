@@ -60,8 +60,14 @@ public interface MetaSettings {
     @WithDefault("30s")
     Duration bodyTimeout();
 
-    @WithName("meta.index")
-    Index index();
+    /**
+     * Instances whose index the first replica of a cold start reads at once (usage, file slots, interrupted
+     * deletions); it serves once every one has been read. Together they hold at most half the heap (~24 bytes a
+     * block while read); a larger instance is read alone.
+     */
+    @WithName("meta.index.recovery-threads")
+    @WithDefault("4")
+    int recoveryThreads();
 
     /** TLS/SASL settings of every Kafka client: a directory with one file per property (KafkaClientConfig). */
     @WithName("kafka.client-config-dir")
@@ -104,122 +110,15 @@ public interface MetaSettings {
         Duration orphanAge();
     }
 
-    /** Where the index, usage ledger, file-slot allocators, write sessions and the leader lease live. */
+    /**
+     * Where the index, usage ledger, file-slot allocators, write sessions and the leader lease live: the kind of one
+     * of the backends on the class path, {@code embedded} (in this process: snapshot + journal under the data
+     * directory; one replica; kvpool.meta.index.*) or {@code redis} (in Redis/Valkey, shared by any number of
+     * replicas; kvpool.meta.redis.*). An unknown kind fails the start naming the known ones.
+     */
     @WithName("meta.store")
     @WithDefault("embedded")
-    StoreKind store();
-
-    /**
-     * The index store's kinds; written in lower case ({@code embedded}, {@code redis}): SmallRye Config's enum
-     * converter matches any case and hyphenated names.
-     */
-    enum StoreKind {
-        /** In this process: snapshot + journal under the data directory; one replica. */
-        EMBEDDED,
-        /** In Redis/Valkey, shared by any number of replicas. */
-        REDIS
-    }
-
-    @WithName("meta.redis")
-    RedisStore redis();
-
-    /** The Redis/Valkey store ({@code kvpool.meta.store=redis}; metadata-store-redis/README.md). */
-    interface RedisStore {
-        /**
-         * Connection string: {@code redis://host:port/db}, {@code rediss://} for TLS; for Redis Cluster
-         * {@code quarkus.redis.client-type=cluster} and several hosts separated by commas.
-         */
-        @WithDefault("redis://127.0.0.1:6379")
-        String url();
-
-        /** Key prefix: several deployments can share one Redis. */
-        @WithDefault("kvp")
-        String prefix();
-
-        /** Per Redis call of the leader lease, the slot allocators and the quota ledger. */
-        @WithDefault("5s")
-        Duration timeout();
-
-        /**
-         * The most keys one background command (HSCAN, HRANDFIELD of eviction passes, sampling, expiry and orphan
-         * sweeps; larger pages go as several round trips) asks for. Redis serves no other client while it runs one,
-         * at about a microsecond per key: this bounds that stall (with 65,536-key pages, a pass over a 1 M-block
-         * instance held every other client for up to ~80 ms per page; docs/benchmarks.md, "On 16 cores").
-         */
-        @WithDefault("1000")
-        int pageSize();
-
-        /** Leader lease: a killed leader is replaced after at most this long. */
-        @WithDefault("3s")
-        Duration leaseTtl();
-
-        /**
-         * How long an abandoned write session outlives its deadline in Redis (the leader's expiry normally closes it
-         * at its deadline). Long, so that a replica back after every replica was down still closes it properly
-         * (slots and quota returned); only an outage longer than this leaves its WRITING locations to the orphan
-         * sweep. Costs nothing while a replica runs.
-         */
-        @WithDefault("24h")
-        Duration sessionGrace();
-
-        /**
-         * A finishWriteCache on the replica that started the session, of at least this many keys, is written with
-         * native commands under WATCH (HSET/HDEL in MULTI/EXEC): a round trip more, ~1 µs of Redis' single thread
-         * less per key than the script (whose arguments all pass through Lua); where Redis is the bottleneck, that
-         * is write throughput. 0: always the script. {@code kvpool_meta_redis_finish_native} counts the native ones.
-         */
-        @WithDefault("128")
-        int nativeFinishKeys();
-
-        /**
-         * Read hits (access time, LFU counter) are buffered and applied this often, each key once with its count:
-         * eviction may see an access up to this late.
-         */
-        @WithDefault("100ms")
-        Duration touchInterval();
-
-        /**
-         * Block keys that may wait for their access-time update; beyond it hits are dropped and counted
-         * ({@code kvpool_meta_touch_dropped}).
-         */
-        @WithDefault("1000000")
-        long touchBuffer();
-
-        /**
-         * How often every replica checks its instances against Redis: removed by another replica (forgotten here),
-         * or lost with Redis' data (its registration written again with a new empty index). One HGETALL of the
-         * instance records.
-         */
-        @WithDefault("2s")
-        Duration reconcileInterval();
-
-        /**
-         * Keep a local copy of the served locations of every instance, fed by a change stream in Redis, so that
-         * getCacheLocation answers without a Redis round trip (standalone or cluster; on a cluster each instance is
-         * read from its slot's node). Costs heap (39–77 bytes per served block in every replica), one thread, and
-         * one stream entry per finish and delete batch in Redis (a written block cost about the same with and
-         * without it on 2 shared cores); a new block may be a miss on other replicas for up to
-         * {@link #mirrorMaxLag} (metadata-store-redis/README.md, "The local copy").
-         */
-        @WithDefault("false")
-        boolean mirror();
-
-        /**
-         * The copy answers only while it is provably at most this far behind Redis, and after this replica's own
-         * writes; deleters of every replica add it to the reader lease (the largest value any replica of the
-         * deployment uses, kept in Redis).
-         */
-        @WithDefault("50ms")
-        Duration mirrorMaxLag();
-
-        /**
-         * After this long without a read of the copy and without a change to apply, the copy polls Redis only every
-         * 250 ms (its max lag, if longer) instead of every quarter of its max lag, until the next read wakes it;
-         * that read goes to Redis (the copy answers again one round trip later). 0: never.
-         */
-        @WithDefault("1s")
-        Duration mirrorIdleAfter();
-    }
+    String store();
 
     @WithName("meta.events")
     Events events();
@@ -391,59 +290,6 @@ public interface MetaSettings {
         /** Events waiting for the producer; beyond this they are dropped and counted. */
         @WithDefault("65536")
         int queueCapacity();
-    }
-
-    /** When the embedded index's journal is forced to disk ({@code interval} or {@code always}). */
-    enum Fsync {
-        /**
-         * Each append reaches the OS before the call returns (a killed process loses nothing); fsync every
-         * sync-interval.
-         */
-        INTERVAL,
-        /** fsync before the call returns (also survives power loss). */
-        ALWAYS
-    }
-
-    /** The embedded index store ({@code kvpool.meta.store=embedded}). */
-    interface Index {
-        /** Keep the index in a snapshot + journal under the data directory (false: memory only). */
-        @WithDefault("true")
-        boolean persist();
-
-        /** Lock shards per instance index (a power of two). */
-        @WithDefault("16")
-        int shards();
-
-        /** When the journal is forced to disk. */
-        @WithDefault("interval")
-        Fsync fsync();
-
-        /** How often the journal is forced to disk with fsync {@code interval}. */
-        @WithDefault("1s")
-        Duration syncInterval();
-
-        /**
-         * The largest the journal grows before a new snapshot is written (sooner once it passes a quarter of the last
-         * snapshot, 16 MiB at least; also on a clean close).
-         */
-        @WithDefault("268435456")
-        long snapshotBytes();
-
-        /**
-         * Per-instance LRU search cache entries in front of the index (0 = off); KVCM's meta_cache_policy_config.
-         * Useful in front of remote stores, pure overhead for the embedded one; hit ratio in
-         * {@code kvpool_meta_search_cache_hit_ratio}.
-         */
-        @WithDefault("0")
-        int searchCache();
-
-        /**
-         * Instances whose index the first replica of a cold start reads at once (usage, file slots, interrupted
-         * deletions); it serves once every one has been read. Together they hold at most half the heap (~24 bytes a
-         * block while read); a larger instance is read alone.
-         */
-        @WithDefault("4")
-        int recoveryThreads();
     }
 
     /** Two-phase write sessions (startWriteCache / finishWriteCache). */

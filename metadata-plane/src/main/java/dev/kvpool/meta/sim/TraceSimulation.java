@@ -7,7 +7,7 @@ import dev.kvpool.api.proto.meta.ModelDeployment;
 import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
 import dev.kvpool.meta.config.StartupConfig;
 import dev.kvpool.meta.index.Loc;
-import dev.kvpool.meta.index.embedded.EmbeddedStore;
+import dev.kvpool.meta.store.embedded.EmbeddedStore;
 import dev.kvpool.meta.core.MetaException;
 import dev.kvpool.meta.core.Mask;
 import dev.kvpool.meta.quota.QuotaLedger;
@@ -206,7 +206,7 @@ public final class TraceSimulation implements AutoCloseable {
 
     /** File slots in use over every storage of the instance. */
     public long usedSlots(Instance inst) {
-        return inst.allocators().values().stream().mapToLong(dev.kvpool.meta.storage.Slots::usedSlots).sum();
+        return inst.allocators().values().stream().mapToLong(dev.kvpool.meta.slots.Slots::usedSlots).sum();
     }
 
     public Registry registry() {

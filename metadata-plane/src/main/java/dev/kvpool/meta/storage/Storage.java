@@ -2,6 +2,7 @@ package dev.kvpool.meta.storage;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvpool.meta.index.StorageKind;
 import java.nio.file.Path;
 
 /**

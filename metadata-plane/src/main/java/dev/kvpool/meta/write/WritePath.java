@@ -14,9 +14,9 @@ import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Locations;
 import dev.kvpool.meta.registry.Registry;
-import dev.kvpool.meta.storage.SlotAllocator;
+import dev.kvpool.meta.slots.SlotAllocator;
 import dev.kvpool.meta.storage.Storage;
-import dev.kvpool.meta.storage.StorageKind;
+import dev.kvpool.meta.index.StorageKind;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -789,7 +789,7 @@ public final class WritePath implements AutoCloseable {
     }
 
     private void freeSlots(Instance inst, Storage st, long[] addresses, boolean deleteFiles) {
-        dev.kvpool.meta.storage.Slots alloc = inst.allocatorIfAny(st.number);
+        dev.kvpool.meta.slots.Slots alloc = inst.allocatorIfAny(st.number);
         if (alloc == null || addresses.length == 0) {
             return;
         }

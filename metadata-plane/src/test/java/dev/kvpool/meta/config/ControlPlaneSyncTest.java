@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.kvpool.api.proto.meta.InstanceInfo;
 import dev.kvpool.meta.reclaim.ReclaimPolicy;
 import dev.kvpool.meta.registry.GroupConfig;
-import dev.kvpool.meta.storage.StorageKind;
+import dev.kvpool.meta.index.StorageKind;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;

@@ -14,7 +14,7 @@ import dev.kvpool.api.proto.meta.LocationSpecInfo;
 import dev.kvpool.api.proto.meta.ModelDeployment;
 import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
 import dev.kvpool.meta.auth.MetaAuth;
-import dev.kvpool.meta.index.embedded.EmbeddedStore;
+import dev.kvpool.meta.store.embedded.EmbeddedStore;
 import dev.kvpool.meta.kvcm.FreshGate;
 import dev.kvpool.meta.registry.Registry;
 import java.nio.file.Files;

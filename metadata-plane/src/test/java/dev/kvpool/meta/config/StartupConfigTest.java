@@ -9,7 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.kvpool.meta.registry.EventReportStorage;
 import dev.kvpool.meta.registry.GroupConfig;
-import dev.kvpool.meta.storage.StorageKind;
+import dev.kvpool.meta.index.StorageKind;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -195,7 +195,7 @@ class StartupConfigTest {
                 d.eventReportStorages);
         assertEquals(List.of("engine_events"), d.groups.get(0).eventReportStorageCandidates());
         assertEquals(List.of("nfs_01"), d.storages.stream().map(StartupConfig.StorageDef::name).toList());
-        var store = new dev.kvpool.meta.index.embedded.EmbeddedStore(dev.kvpool.meta.index.embedded.EmbeddedStore.Options.memory(4));
+        var store = new dev.kvpool.meta.store.embedded.EmbeddedStore(dev.kvpool.meta.store.embedded.EmbeddedStore.Options.memory(4));
         try {
             var reg = new dev.kvpool.meta.registry.Registry(store, d, store::index);
             assertEquals(d.eventReportStorages.get(0), reg.eventReportStorageFor("default", false));

@@ -22,7 +22,7 @@ import dev.kvpool.api.proto.meta.StartWriteCacheRequest;
 import dev.kvpool.api.proto.meta.StartWriteCacheResponse;
 import dev.kvpool.meta.config.StartupConfig;
 import dev.kvpool.meta.events.CacheEvents;
-import dev.kvpool.meta.index.embedded.EmbeddedStore;
+import dev.kvpool.meta.store.embedded.EmbeddedStore;
 import dev.kvpool.meta.query.QueryPath;
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.registry.Registry;

@@ -54,7 +54,7 @@ class QuotaTest extends KvcmTestBase {
 
     private long usedSlots(String instance) {
         return runtime.registry().instance(instance).allocators().values().stream()
-                .mapToLong(dev.kvpool.meta.storage.Slots::usedSlots).sum();
+                .mapToLong(dev.kvpool.meta.slots.Slots::usedSlots).sum();
     }
 
     /** The 7 and the nothing-allocated of a refused StartWriteCache. */
@@ -63,13 +63,13 @@ class QuotaTest extends KvcmTestBase {
         long slotsBefore = usedSlots(id);
         long usedBefore = used(group);
         long keysBefore = keys(id);
-        long typeBefore = runtime.ledger().usage(group).byType(dev.kvpool.meta.storage.StorageKind.FILE);
+        long typeBefore = runtime.ledger().usage(group).byType(dev.kvpool.meta.index.StorageKind.FILE);
         StartWriteCacheResponse r = a.start(startReq(id, newKeys).build());
         assertCode(ErrorCode.REACH_MAX_ENTITY_CAPACITY, r);
         assertEquals(0, r.getLocationsCount());
         assertEquals("", r.getWriteSessionId());
         assertEquals(usedBefore, used(group));
-        assertEquals(typeBefore, runtime.ledger().usage(group).byType(dev.kvpool.meta.storage.StorageKind.FILE));
+        assertEquals(typeBefore, runtime.ledger().usage(group).byType(dev.kvpool.meta.index.StorageKind.FILE));
         assertEquals(keysBefore, keys(id));
         runtime.write().drain(); // slots asked for alongside the refused reservation go back
         assertEquals(slotsBefore, usedSlots(id), "file slots of a refused start");
@@ -155,7 +155,7 @@ class QuotaTest extends KvcmTestBase {
         for (int i = 0; i < 5; i++) {
             write(a, id, rndKey());
         }
-        assertEquals(5000, runtime.ledger().usage("typed").byType(dev.kvpool.meta.storage.StorageKind.FILE));
+        assertEquals(5000, runtime.ledger().usage("typed").byType(dev.kvpool.meta.index.StorageKind.FILE));
         refused(a, id, "typed", rndKey());
         refused(api(Transport.HTTP), id, "typed", rndKey(), rndKey());
     }

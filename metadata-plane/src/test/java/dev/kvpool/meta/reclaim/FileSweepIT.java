@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.kvpool.meta.core.Mask;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Locations;
-import dev.kvpool.meta.shared.RedisSlots;
+import dev.kvpool.meta.store.redis.RedisSlots;
 import dev.kvpool.meta.storage.Storage;
 import dev.kvpool.meta.support.LocalRedis;
 import dev.kvpool.meta.support.RedisGroup;

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.registry.Instance;
-import dev.kvpool.meta.storage.Slots;
+import dev.kvpool.meta.slots.Slots;
 import dev.kvpool.meta.support.RedisGroup;
 import dev.kvpool.meta.write.WritePath;
 import java.nio.file.Path;

@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.api.proto.meta.StartWriteCacheResponse;
 import dev.kvpool.meta.registry.Instance;
-import dev.kvpool.meta.storage.SlotAllocator;
+import dev.kvpool.meta.slots.SlotAllocator;
 import dev.kvpool.meta.support.KvcmTestBase;
 import dev.kvpool.meta.support.MetaApi;
 import dev.kvpool.meta.support.ReclaimTestProfile;
@@ -30,7 +30,7 @@ class ReclaimApiTest extends KvcmTestBase {
 
     private long usedSlots(String id) {
         Instance inst = runtime.registry().instance(id);
-        return inst.allocators().values().stream().mapToLong(dev.kvpool.meta.storage.Slots::usedSlots).sum();
+        return inst.allocators().values().stream().mapToLong(dev.kvpool.meta.slots.Slots::usedSlots).sum();
     }
 
     @Test

@@ -9,7 +9,7 @@ import dev.kvpool.meta.core.Mask;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.sim.TraceSimulation;
-import dev.kvpool.meta.storage.Slots;
+import dev.kvpool.meta.slots.Slots;
 import dev.kvpool.meta.support.RedisGroup;
 import dev.kvpool.meta.write.WritePath;
 import java.nio.file.Path;

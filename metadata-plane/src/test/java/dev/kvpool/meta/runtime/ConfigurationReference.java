@@ -48,19 +48,35 @@ final class ConfigurationReference {
     record Section(String title, String intro, List<Setting> settings) {
     }
 
-    private final Path sources;
+    private final List<Path> sources;
     private final Map<String, String> docs = new HashMap<>();
     private final Map<String, String> properties;
 
-    ConfigurationReference(Path sources, Map<String, String> applicationProperties) {
+    /** {@code sources}: the source roots of the modules whose settings interfaces are documented. */
+    ConfigurationReference(List<Path> sources, Map<String, String> applicationProperties) {
         this.sources = sources;
         this.properties = applicationProperties;
     }
 
-    /** The @ConfigMapping interfaces under the package root, found in the compiled classes. */
+    /**
+     * The @ConfigMapping interfaces under the package root, found in compiled classes: a directory (this module, or
+     * a sibling module's target/classes in a reactor build) or a jar (a sibling module from the local repository).
+     */
     static List<Class<?>> mappings(Path classes, String packageRoot) throws IOException {
+        if (Files.isRegularFile(classes)) {
+            try (var jar = java.nio.file.FileSystems.newFileSystem(classes)) {
+                return mappingsUnder(jar.getPath("/"), packageRoot);
+            }
+        }
+        return mappingsUnder(classes, packageRoot);
+    }
+
+    private static List<Class<?>> mappingsUnder(Path classes, String packageRoot) throws IOException {
         List<Class<?>> out = new ArrayList<>();
         Path root = classes.resolve(packageRoot.replace('.', '/'));
+        if (!Files.isDirectory(root)) {
+            return out;
+        }
         try (Stream<Path> files = Files.walk(root)) {
             for (Path f : (Iterable<Path>) files.filter(p -> p.toString().endsWith(".class")).sorted()::iterator) {
                 String name = classes.relativize(f).toString().replace('/', '.').replaceAll("\\.class$", "");
@@ -216,9 +232,12 @@ final class ConfigurationReference {
             while (top.getEnclosingClass() != null) {
                 top = top.getEnclosingClass();
             }
-            Path f = sources.resolve(top.getName().replace('.', '/') + ".java");
-            if (Files.exists(f)) {
-                files.add(f);
+            for (Path root : sources) {
+                Path f = root.resolve(top.getName().replace('.', '/') + ".java");
+                if (Files.exists(f)) {
+                    files.add(f);
+                    break;
+                }
             }
         }
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();

@@ -3,6 +3,8 @@ package dev.kvpool.meta.runtime;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.kvpool.meta.store.embedded.EmbeddedSettings;
+import dev.kvpool.meta.store.redis.RedisSettings;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -21,11 +23,26 @@ class ConfigurationReferenceTest {
 
     static final Path DOC = Path.of("..", "docs", "configuration.md");
 
+    /** The plane's settings and those of each backend module (a backend brings its own, kvpool.meta.<kind>.*). */
+    static final List<Class<?>> MODULES = List.of(MetaSettings.class, EmbeddedSettings.class, RedisSettings.class);
+
     static List<ConfigurationReference.Section> sections() throws Exception {
-        Path classes = Path.of(MetaSettings.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-        var ref = new ConfigurationReference(Path.of("src", "main", "java"),
+        List<Class<?>> mappings = new ArrayList<>();
+        List<Path> sources = new ArrayList<>();
+        for (Class<?> m : MODULES) {
+            Path classes = Path.of(m.getProtectionDomain().getCodeSource().getLocation().toURI());
+            for (Class<?> c : ConfigurationReference.mappings(classes, "dev.kvpool.meta")) {
+                if (!mappings.contains(c)) {
+                    mappings.add(c);
+                }
+            }
+        }
+        sources.add(Path.of("src", "main", "java"));
+        sources.add(Path.of("..", "metadata-store-embedded", "src", "main", "java"));
+        sources.add(Path.of("..", "metadata-store-redis", "src", "main", "java"));
+        var ref = new ConfigurationReference(sources,
                 ConfigurationReference.plainProperties(Path.of("src", "main", "resources", "application.properties")));
-        return ref.sections(ConfigurationReference.mappings(classes, "dev.kvpool.meta"));
+        return ref.sections(mappings);
     }
 
     @Test

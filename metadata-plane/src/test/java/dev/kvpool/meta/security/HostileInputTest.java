@@ -10,7 +10,7 @@ import dev.kvpool.api.naming.Identifiers;
 import dev.kvpool.api.proto.meta.*;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.runtime.MetaRuntime;
-import dev.kvpool.meta.storage.StorageKind;
+import dev.kvpool.meta.index.StorageKind;
 import dev.kvpool.meta.support.MetaApi;
 import dev.kvpool.testing.hostile.HostileJson;
 import dev.kvpool.testing.hostile.RawHttp;

@@ -8,7 +8,7 @@ import dev.kvpool.meta.index.ForwardingIndex;
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
-import dev.kvpool.meta.storage.StorageKind;
+import dev.kvpool.meta.index.StorageKind;
 import dev.kvpool.meta.support.RedisGroup;
 import java.nio.file.Path;
 import java.util.List;

@@ -10,7 +10,7 @@ import dev.kvpool.meta.core.Mask;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.storage.Storage;
-import dev.kvpool.meta.storage.StorageKind;
+import dev.kvpool.meta.index.StorageKind;
 import dev.kvpool.meta.support.RedisGroup;
 import dev.kvpool.testing.Await;
 import java.nio.file.Path;

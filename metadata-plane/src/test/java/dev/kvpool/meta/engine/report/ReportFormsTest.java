@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.kvpool.meta.index.embedded.EmbeddedStore;
+import dev.kvpool.meta.store.embedded.EmbeddedStore;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;

@@ -634,6 +634,11 @@ public final class RedisStore implements IndexStore {
         return "redis";
     }
 
+    @Override
+    public boolean shared() {
+        return true;
+    }
+
     private void checkOpen() {
         if (closed) {
             throw new IllegalStateException("the Redis index store is closed");
