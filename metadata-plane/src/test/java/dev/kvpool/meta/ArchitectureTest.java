@@ -37,7 +37,6 @@ class ArchitectureTest {
      * ReclaimConfig) belong below both registry and config/reclaim.
      */
     private static final String[][] CYCLE_DEBTS = {
-            {"dev.kvpool.meta.registry.Registry", "dev.kvpool.meta.config.StartupConfig"},
             {"dev.kvpool.meta.registry.Registry", "dev.kvpool.meta.reclaim.ReclaimConfig"},
             {"dev.kvpool.meta.registry.GroupConfig", "dev.kvpool.meta.reclaim.ReclaimConfig"},
             {"dev.kvpool.meta.registry.GroupConfig", "dev.kvpool.meta.reclaim.ReclaimPolicy"},

@@ -36,7 +36,7 @@ final class ConfigViews {
     }
 
     /** A storage REST view ({name, type, enabled, spec}) as a KVCM-shaped storage definition. */
-    static StartupConfig.StorageDef storageDef(JsonNode s) {
+    static dev.kvpool.meta.storage.StorageDef storageDef(JsonNode s) {
         ObjectNode n = ControlPlaneClient.JSON.createObjectNode();
         n.put("global_unique_name", s.path("name").asText());
         n.put("type", s.path("type").asText());

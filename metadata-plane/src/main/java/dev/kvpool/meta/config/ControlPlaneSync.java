@@ -192,7 +192,7 @@ public final class ControlPlaneSync implements AutoCloseable {
     }
 
     private StartupConfig startupConfig() {
-        List<StartupConfig.StorageDef> defs = new ArrayList<>();
+        List<dev.kvpool.meta.storage.StorageDef> defs = new ArrayList<>();
         List<EventReportStorage> reports = new ArrayList<>();
         Set<String> disabled = new LinkedHashSet<>();
         synchronized (this) {

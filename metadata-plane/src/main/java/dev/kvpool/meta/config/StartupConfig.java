@@ -9,6 +9,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvpool.meta.reclaim.ReclaimConfig;
 import dev.kvpool.meta.registry.EventReportStorage;
+import dev.kvpool.meta.registry.Registry;
+import dev.kvpool.meta.storage.StorageDef;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.storage.Storage;
 import dev.kvpool.meta.index.StorageKind;
@@ -27,15 +29,8 @@ import java.util.Map;
  * as an int, quota types as strings) so existing deployments reuse their files, with lists under "storages" and
  * "instance_groups" (a single "storage" / "instance_group" object works too).
  */
-public final class StartupConfig {
+public final class StartupConfig implements Registry.Initial {
     private static final ObjectMapper JSON = new ObjectMapper();
-
-    /** A storage before it receives its persisted number. */
-    public record StorageDef(String name, StorageKind kind, String basePath, int keyCountPerFile, ObjectNode spec) {
-        public Storage toStorage(int number) {
-            return new Storage(name, kind, number, basePath, keyCountPerFile, spec, true);
-        }
-    }
 
     public final List<StorageDef> storages;
     /** Event-report storages (no bytes; kvcm-engine-events.md §6.1): never in {@link #storages}. */
@@ -382,7 +377,18 @@ public final class StartupConfig {
         throw new IllegalArgumentException("unknown cache prefer strategy '" + n + "'");
     }
 
+    @Override
+    public List<EventReportStorage> eventReportStorages() {
+        return eventReportStorages;
+    }
+
+    @Override
+    public List<GroupConfig> groups() {
+        return groups;
+    }
+
     /** Storages by name in file order; duplicates are an error. */
+    @Override
     public Map<String, StorageDef> storagesByName() {
         Map<String, StorageDef> m = new LinkedHashMap<>();
         for (StorageDef s : storages) {

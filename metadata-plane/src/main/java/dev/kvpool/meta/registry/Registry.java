@@ -11,12 +11,12 @@ import dev.kvpool.api.proto.meta.LocationSpecGroup;
 import dev.kvpool.api.proto.meta.LocationSpecInfo;
 import dev.kvpool.api.proto.meta.ModelDeployment;
 import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
-import dev.kvpool.meta.config.StartupConfig;
 import dev.kvpool.meta.index.IndexStore;
 import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.core.MetaException;
 import dev.kvpool.meta.reclaim.ReclaimConfig;
 import dev.kvpool.meta.storage.Storage;
+import dev.kvpool.meta.storage.StorageDef;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -59,15 +59,25 @@ public final class Registry {
         return store.readerStalenessMs();
     }
 
-    public Registry(IndexStore store, StartupConfig config,
+    /** What a registry starts from: the storages, event-report storages and groups of a startup configuration. */
+    public interface Initial {
+        /** By name, in configuration order. */
+        Map<String, StorageDef> storagesByName();
+
+        List<EventReportStorage> eventReportStorages();
+
+        List<GroupConfig> groups();
+    }
+
+    public Registry(IndexStore store, Initial config,
                     Function<String, dev.kvpool.meta.index.InstanceIndex> indexFactory) {
         this.store = store;
         this.indexFactory = indexFactory;
-        for (StartupConfig.StorageDef def : config.storagesByName().values()) {
+        for (StorageDef def : config.storagesByName().values()) {
             install(def.toStorage(numberOf(def.name())));
         }
-        config.eventReportStorages.forEach(this::putEventReportStorage);
-        for (GroupConfig g : config.groups) {
+        config.eventReportStorages().forEach(this::putEventReportStorage);
+        for (GroupConfig g : config.groups()) {
             if (groups.put(g.name(), g) != null) {
                 throw new IllegalArgumentException("instance group '" + g.name() + "' is defined twice");
             }
@@ -116,7 +126,7 @@ public final class Registry {
      * Adds or replaces a storage; {@code enabled = false} keeps it known (existing locations still resolve) but it
      * is neither chosen for writes nor served.
      */
-    public synchronized void putStorage(StartupConfig.StorageDef def, boolean enabled) {
+    public synchronized void putStorage(StorageDef def, boolean enabled) {
         Storage have = storages.get(def.name());
         if (have != null && have.kind == def.kind() && have.basePath.equals(def.basePath())
                 && have.keyCountPerFile == Math.max(1, def.keyCountPerFile()) && have.spec().equals(def.spec())) {

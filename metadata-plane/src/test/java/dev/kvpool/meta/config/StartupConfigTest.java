@@ -41,7 +41,7 @@ class StartupConfigTest {
     void repositoryDefaultIsKvcmsBuiltInDefault() {
         StartupConfig c = StartupConfig.load(Path.of("../config/kvcm-default-startup.json"));
         assertEquals(1, c.storages.size());
-        StartupConfig.StorageDef s = c.storages.get(0);
+        dev.kvpool.meta.storage.StorageDef s = c.storages.get(0);
         assertEquals("nfs_01", s.name());
         assertEquals(StorageKind.FILE, s.kind());
         assertEquals("/tmp/nfs/", s.basePath());
@@ -81,7 +81,7 @@ class StartupConfigTest {
                 + "{\"storage_config\":{\"type\":\"vcns_hf3fs\",\"global_unique_name\":\"v\",\"storage_spec\":{\"mountpoint\":\"/m\","
                 + "\"root_dir\":\"/r\",\"remote_port\":9}}}],"
                 + "\"instance_groups\":[]}");
-        Map<String, StartupConfig.StorageDef> s = c.storagesByName();
+        Map<String, dev.kvpool.meta.storage.StorageDef> s = c.storagesByName();
         assertEquals("/a/", s.get("f").basePath());
         assertEquals(1, s.get("f").keyCountPerFile());
         assertEquals("/mnt/3fs/kv", s.get("h").basePath());
@@ -172,7 +172,7 @@ class StartupConfigTest {
                 + "{\"type\":\"st_event_report\",\"global_unique_name\":\"ev3\"}],"
                 + "\"instance_groups\":[{\"name\":\"g\",\"storage_candidates\":[\"nfs_01\"],"
                 + "\"event_reporting_storage_candidates\":[\"ev2\",\"ev1\"],\"quota\":{\"capacity\":1000}}]}");
-        assertEquals(List.of("nfs_01"), c.storages.stream().map(StartupConfig.StorageDef::name).toList());
+        assertEquals(List.of("nfs_01"), c.storages.stream().map(dev.kvpool.meta.storage.StorageDef::name).toList());
         assertEquals(List.of(EventReportStorage.withDefaults("ev1", false),
                 new EventReportStorage("ev2", true, 1000, 0, 5000, 30_000, 0),
                 EventReportStorage.withDefaults("ev3", false)), c.eventReportStorages);
@@ -194,7 +194,7 @@ class StartupConfigTest {
         assertEquals(List.of(EventReportStorage.withDefaults(StartupConfig.DEFAULT_EVENT_REPORT_STORAGE, false)),
                 d.eventReportStorages);
         assertEquals(List.of("engine_events"), d.groups.get(0).eventReportStorageCandidates());
-        assertEquals(List.of("nfs_01"), d.storages.stream().map(StartupConfig.StorageDef::name).toList());
+        assertEquals(List.of("nfs_01"), d.storages.stream().map(dev.kvpool.meta.storage.StorageDef::name).toList());
         var store = new dev.kvpool.meta.store.embedded.EmbeddedStore(dev.kvpool.meta.store.embedded.EmbeddedStore.Options.memory(4));
         try {
             var reg = new dev.kvpool.meta.registry.Registry(store, d, store::index);
