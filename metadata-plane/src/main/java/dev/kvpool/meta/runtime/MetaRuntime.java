@@ -24,6 +24,8 @@ import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.query.QueryPath;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
+import dev.kvpool.meta.write.Deletions;
+import dev.kvpool.meta.write.Recovery;
 import dev.kvpool.meta.write.WritePath;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -64,7 +66,9 @@ public class MetaRuntime {
     private IndexStore store;
     private Registry registry;
     private QuotaLedger ledger;
+    private Deletions deletions;
     private WritePath write;
+    private Recovery recovery;
     private QueryPath query;
     /** Per-instance counts reported to the control plane (the console's time series): the KVCM calls and the reclaimer count. */
     private final dev.kvpool.meta.stats.StatsCounters stats = new dev.kvpool.meta.stats.StatsCounters();
@@ -232,7 +236,11 @@ public class MetaRuntime {
                 LOG.infof("index store: Redis at %s (prefix %s)", rc.url(), rc.prefix());
             }
         }
-        write = new WritePath(registry, ledger, ws);
+        deletions = new Deletions(registry, ledger);
+        write = new WritePath(registry, ledger, deletions, ws);
+        recovery = new Recovery(registry, ledger, deletions);
+        deletions.bindTo(meters);
+        write.bindTo(meters);
         query = new QueryPath(registry);
         if (cfg.events().bootstrapServers().filter(b -> !b.isBlank()).isPresent()) {
             events = new CacheEvents(cfg.events().bootstrapServers().get(), nodeId, cfg.events().queueCapacity(),
@@ -240,7 +248,7 @@ public class MetaRuntime {
             LOG.infof("publishing operations to Kafka topic kvpool.cache at %s", cfg.events().bootstrapServers().get());
         }
         events.bindTo(meters); // each component registers its own meters
-        reclaimer = new Reclaimer(registry, ledger, write, leadership::isLeader, this::evicted,
+        reclaimer = new Reclaimer(registry, ledger, deletions, recovery, leadership::isLeader, this::evicted,
                 new Reclaimer.Settings(cfg.reclaim().exactLimit(), cfg.reclaim().sampleSize(),
                         // a Redis session outlives its deadline by the grace, then expires by itself: after that a
                         // WRITING location nobody names is an orphan (embedded sessions are journaled: never)
@@ -285,7 +293,7 @@ public class MetaRuntime {
                 if (rebuild) { // alone with the store; a replica that joins others reads no index
                     phase = Phase.REBUILDING;
                     indexLoaded.countDown();
-                    write.recover(cfg.index().recoveryThreads());
+                    recovery.recover(cfg.index().recoveryThreads());
                 } else {
                     phase = Phase.JOINING;
                 }
@@ -383,7 +391,7 @@ public class MetaRuntime {
             m.put("load_bytes_total", loadProgress.total());
             m.put("load_percent", Math.min(100, loadProgress.read() * 100 / loadProgress.total()));
         }
-        var pr = write == null ? null : write.recoveryProgress();
+        var pr = recovery == null ? null : recovery.recoveryProgress();
         if (pr != null && ph == Phase.REBUILDING) {
             m.put("rebuild_keys_read", pr.keys());
             m.put("rebuild_keys_total", pr.totalKeys());
@@ -423,7 +431,7 @@ public class MetaRuntime {
     private void dropStorageBlocks(String name) {
         dev.kvpool.meta.storage.Storage st = registry.storage(name);
         if (st != null && (!registry.sharedStore() || leadership.isLeader())) {
-            write.removeBlocksOn(st);
+            deletions.removeBlocksOn(st);
         }
     }
 
@@ -433,8 +441,8 @@ public class MetaRuntime {
             return false;
         }
         try {
-            write.removeEverything(inst);
-            write.drain();
+            deletions.removeEverything(inst);
+            deletions.drain();
         } catch (RuntimeException e) {
             LOG.warnf("instance %s: freeing its blocks failed (%s); forgetting it anyway", id, e.toString());
         }
@@ -567,15 +575,15 @@ public class MetaRuntime {
         events.close();
         // purges whose reader lease is running finish here rather than lapse with the process; any left are
         // reported before this replica leaves, so the leader sweeps for them
-        if (write != null && !write.finishDeletions(10_000) && leadership instanceof RedisLeadership rl) {
+        if (deletions != null && !deletions.finishDeletions(10_000) && leadership instanceof RedisLeadership rl) {
             LOG.warn("stopping with deletions whose reader lease had not run out: the leader sweeps for them");
             rl.reportUnfinished();
         }
         if (leadership != null) {
             leadership.close();
         }
-        if (write != null) {
-            write.close();
+        if (deletions != null) {
+            deletions.close();
         }
         if (toucher != null) {
             toucher.close();
@@ -679,13 +687,6 @@ public class MetaRuntime {
                                 + " redirecting after a slot move or failover): its instances were read again")
                         .register(meters);
             }
-            Gauge.builder("kvpool.meta.write.sessions.open", this,
-                    r -> r.registry.instances().stream().mapToLong(i -> i.index.sessionCount()).sum())
-                    .description("open two-phase write sessions").register(meters);
-            Gauge.builder("kvpool.meta.write.sessions.expired", write, w -> w.sessionsExpired.get())
-                    .description("write sessions failed by timeout since start").register(meters);
-            Gauge.builder("kvpool.meta.locations.deleted", write, w -> w.locationsDeleted.get()).register(meters);
-            Gauge.builder("kvpool.meta.files.deleted", write, w -> w.filesDeleted.get()).register(meters);
         }
         for (var g : registry.groups()) {
             if (gauged.add("g:" + g.name())) {
@@ -831,6 +832,14 @@ public class MetaRuntime {
 
     public WritePath write() {
         return write;
+    }
+
+    public Deletions deletions() {
+        return deletions;
+    }
+
+    public Recovery recovery() {
+        return recovery;
     }
 
     public QuotaLedger ledger() {
