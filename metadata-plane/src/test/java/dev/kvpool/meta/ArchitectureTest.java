@@ -40,7 +40,7 @@ class ArchitectureTest {
             {"dev.kvpool.meta.registry.Registry", "dev.kvpool.meta.reclaim.ReclaimConfig"},
             {"dev.kvpool.meta.registry.GroupConfig", "dev.kvpool.meta.reclaim.ReclaimConfig"},
             {"dev.kvpool.meta.registry.GroupConfig", "dev.kvpool.meta.reclaim.ReclaimPolicy"},
-            {"dev.kvpool.meta.write.WritePath", "dev.kvpool.meta.reclaim.ReclaimConfig"},
+            {"dev.kvpool.meta.write.Deletions", "dev.kvpool.meta.reclaim.ReclaimConfig"},
     };
 
     /**

@@ -17,6 +17,7 @@ import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.JsonLocations;
 import dev.kvpool.meta.registry.LocationSink;
 import dev.kvpool.meta.registry.Registry;
+import dev.kvpool.meta.write.Deletions;
 import dev.kvpool.meta.write.WritePath;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -45,6 +46,7 @@ public final class KvcmMeta {
     private final Registry registry;
     private final QueryPath query;
     private final WritePath write;
+    private final Deletions deletions;
     private final WritePath.IndexStoreOwner sessions;
     private final BooleanSupplier leader;
     private final BooleanSupplier lookups;
@@ -55,13 +57,14 @@ public final class KvcmMeta {
     private final Map<String, Timer> timers = new ConcurrentHashMap<>();
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
 
-    public KvcmMeta(Registry registry, QueryPath query, WritePath write, WritePath.IndexStoreOwner sessions,
-                    BooleanSupplier leader, BooleanSupplier lookups, Node node, MeterRegistry meters,
-                    Supplier<CacheEvents> events, dev.kvpool.meta.stats.StatsCounters stats) {
+    public KvcmMeta(Registry registry, QueryPath query, WritePath write, Deletions deletions,
+                    WritePath.IndexStoreOwner sessions, BooleanSupplier leader, BooleanSupplier lookups, Node node,
+                    MeterRegistry meters, Supplier<CacheEvents> events, dev.kvpool.meta.stats.StatsCounters stats) {
         this.registry = registry;
         this.lookups = lookups;
         this.query = query;
         this.write = write;
+        this.deletions = deletions;
         this.sessions = sessions;
         this.leader = leader;
         this.node = node;
@@ -588,7 +591,7 @@ public final class KvcmMeta {
         return call("RemoveCache", r.getTraceId(), Gate.ALL, () -> {
             Instance inst = instance(r.getInstanceId());
             long[] keys = keys(inst, r.getBlockKeysList(), r.getTokenIdsList());
-            write.remove(inst, keys, KvcmMasks.of(r.hasBlockMask() ? r.getBlockMask() : null));
+            deletions.remove(inst, keys, KvcmMasks.of(r.hasBlockMask() ? r.getBlockMask() : null));
             CacheEvents ev = events.get();
             if (ev.enabled()) {
                 ev.offer(new CacheEvent(CacheEvent.REMOVE, inst.id, CacheEvents.nowMicros(), null, keys,
@@ -604,7 +607,7 @@ public final class KvcmMeta {
             if (r.getStrategy() == TrimStrategy.TS_UNSPECIFIED || r.getStrategy() == TrimStrategy.UNRECOGNIZED) {
                 throw MetaException.invalid("strategy is required: TS_REMOVE_ALL_CACHE, TS_REMOVE_ALL_META or TS_TIMESTAMP");
             }
-            write.trim(inst, trim(r.getStrategy()), r.getBeginTimestamp(), r.getEndTimestamp());
+            deletions.trim(inst, trim(r.getStrategy()), r.getBeginTimestamp(), r.getEndTimestamp());
             return CommonResponse.newBuilder().setHeader(ok(r.getTraceId(), "Cache trimmed successfully")).build();
         }, h -> CommonResponse.newBuilder().setHeader(h).build());
     }

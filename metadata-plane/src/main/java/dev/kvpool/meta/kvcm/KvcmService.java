@@ -30,7 +30,8 @@ public class KvcmService {
                 var r = runtime;
                 // every KVCM call answers SERVER_NOT_LEADER until recovery ends (a KVCM leader does the same, §1.8),
                 // except lookups, which need only the loaded index
-                meta = new KvcmMeta(r.registry(), r.query(), r.write(), r.store()::sessionOwner, r::ready, r::lookupsOpen,
+                meta = new KvcmMeta(r.registry(), r.query(), r.write(), r.deletions(), r.store()::sessionOwner,
+                        r::ready, r::lookupsOpen,
                         new KvcmMeta.Node(r.nodeId(), r.advertisedHost(), r.grpcPort(), r.httpPort()), meters,
                         r::events, r.stats());
             }

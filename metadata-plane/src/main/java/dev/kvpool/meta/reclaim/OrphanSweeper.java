@@ -6,7 +6,8 @@ import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.index.LocList;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
-import dev.kvpool.meta.write.WritePath;
+import dev.kvpool.meta.write.Deletions;
+import dev.kvpool.meta.write.Recovery;
 import java.util.ArrayDeque;
 import java.util.Collection;
 import java.util.HashMap;
@@ -34,7 +35,8 @@ final class OrphanSweeper {
     static final long FULL_SWEEP_PERIOD_MS = 86_400_000;
 
     private final Registry registry;
-    private final WritePath write;
+    private final Deletions deletions;
+    private final Recovery recovery;
     private final long orphanAfterSec;
     /** scanBlocks page per round (0: 65,536). */
     private final int page;
@@ -55,9 +57,10 @@ final class OrphanSweeper {
     /** Counts replicas lost without finishing their deletions; null: none to watch (a single process). */
     private volatile LostReplicas lostReplicas;
 
-    OrphanSweeper(Registry registry, WritePath write, long orphanAfterSec, int passPage) {
+    OrphanSweeper(Registry registry, Deletions deletions, Recovery recovery, long orphanAfterSec, int passPage) {
         this.registry = registry;
-        this.write = write;
+        this.deletions = deletions;
+        this.recovery = recovery;
         this.orphanAfterSec = orphanAfterSec;
         this.page = passPage > 0 ? passPage : 1 << 16;
     }
@@ -215,14 +218,14 @@ final class OrphanSweeper {
                 }
             });
             if (leftovers.size() > 0) {
-                write.resumeDeleting(inst, leftovers);
+                recovery.resumeDeleting(inst, leftovers);
                 leftoversResumed.addAndGet(leftovers.size());
                 resumed += leftovers.size();
             }
             long[] keys = orphans.toArray();
             for (int off = 0; off < keys.length; off += 1024) {
                 LocList moved = inst.index.markDeleting(keys, off, Math.min(1024, keys.length - off), null);
-                write.submitDelete(inst, moved, 0);
+                deletions.submitDelete(inst, moved, 0);
                 removed += moved.size();
                 orphansRemoved.addAndGet(moved.size());
             }

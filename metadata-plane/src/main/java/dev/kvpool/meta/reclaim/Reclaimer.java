@@ -15,7 +15,8 @@ import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.retry.Backoff;
 import dev.kvpool.meta.index.StorageKind;
-import dev.kvpool.meta.write.WritePath;
+import dev.kvpool.meta.write.Deletions;
+import dev.kvpool.meta.write.Recovery;
 import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
@@ -32,7 +33,7 @@ import org.jboss.logging.Logger;
  * it under the level by 1 % of the level), shared among its instances in proportion to their usage, each instance's
  * share chosen by the group's policy. Eviction is SERVING → DELETING at once (readers stop seeing the block), then
  * after the reader lease the bytes and slots are freed and the metadata removed if still DELETING
- * ({@link WritePath#submitDelete}). WRITING locations are never evicted.
+ * ({@link Deletions#submitDelete}). WRITING locations are never evicted.
  *
  * <p>One job per class: this one is the trigger loop (water levels, TTL expiry, pacing); {@link VictimSelector}
  * chooses the blocks, {@link OrphanSweeper} sweeps orphans and leftovers, {@link UsageAudit} checks the ledger.
@@ -68,7 +69,7 @@ public final class Reclaimer implements AutoCloseable, MeterBinder {
 
     private final Registry registry;
     private final QuotaLedger ledger;
-    private final WritePath write;
+    private final Deletions deletions;
     private final BooleanSupplier leader;
     private final Listener listener;
     private final Settings settings;
@@ -104,17 +105,18 @@ public final class Reclaimer implements AutoCloseable, MeterBinder {
         audit.every(d);
     }
 
-    public Reclaimer(Registry registry, QuotaLedger ledger, WritePath write, BooleanSupplier leader,
-                     Listener listener, Settings settings) {
+    public Reclaimer(Registry registry, QuotaLedger ledger, Deletions deletions, Recovery recovery,
+                     BooleanSupplier leader, Listener listener, Settings settings) {
         this.registry = registry;
         this.ledger = ledger;
-        this.write = write;
+        this.deletions = deletions;
         this.leader = leader;
         this.listener = listener;
         this.settings = settings;
         this.selector = new VictimSelector(registry, settings, scans);
-        this.orphans = new OrphanSweeper(registry, write, settings.orphanAfterSec(), settings.passPage());
-        this.audit = new UsageAudit(registry, write);
+        this.orphans = new OrphanSweeper(registry, deletions, recovery, settings.orphanAfterSec(),
+                settings.passPage());
+        this.audit = new UsageAudit(registry, recovery);
         this.orphansRemoved = orphans.orphansRemoved;
         this.leftoversResumed = orphans.leftoversResumed;
         this.auditDrifts = audit.drifts;
@@ -142,7 +144,7 @@ public final class Reclaimer implements AutoCloseable, MeterBinder {
      */
     boolean nearHardLimit(GroupConfig g) {
         QuotaLedger.Usage u = ledger.usage(g.name());
-        QuotaLedger.Usage out = write.leaving(g.name());
+        QuotaLedger.Usage out = deletions.leaving(g.name());
         if (g.capacity() > 0 && u.total() - out.total() >= URGENT_SHARE * g.capacity()) {
             return true;
         }
@@ -300,7 +302,7 @@ public final class Reclaimer implements AutoCloseable, MeterBinder {
         ReclaimConfig r = g.reclaim();
         double p = r.usedPercentage();
         QuotaLedger.Usage u = ledger.usage(g.name());
-        QuotaLedger.Usage out = write.leaving(g.name()); // evicted, bytes not yet deleted: already reclaimed
+        QuotaLedger.Usage out = deletions.leaving(g.name()); // evicted, bytes not yet deleted: already reclaimed
         long total = Math.max(0, u.total() - out.total());
         EnumSet<StorageKind> types = EnumSet.noneOf(StorageKind.class);
         long typeExcess = 0;
@@ -514,7 +516,7 @@ public final class Reclaimer implements AutoCloseable, MeterBinder {
                     prev = moved.key(i);
                 }
             }
-            write.submitDelete(inst, moved, r.delayBeforeDeleteMs());
+            deletions.submitDelete(inst, moved, r.delayBeforeDeleteMs());
             done += blocks;
             countEviction(inst.group, r.policy(), reason, blocks, bytes);
             listener.evicted(inst, r.policy(), reason, Arrays.copyOfRange(keys, off, off + len), blocks, bytes);

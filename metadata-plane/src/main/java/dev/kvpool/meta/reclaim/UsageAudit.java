@@ -2,7 +2,7 @@ package dev.kvpool.meta.reclaim;
 
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.registry.Registry;
-import dev.kvpool.meta.write.WritePath;
+import dev.kvpool.meta.write.Recovery;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -21,7 +21,7 @@ final class UsageAudit implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(Reclaimer.class); // the reclaimer's log, as before the split
 
     private final Registry registry;
-    private final WritePath write;
+    private final Recovery recovery;
     /** How often (0: never). */
     private volatile long everyMs;
     private long nextMs;
@@ -33,9 +33,9 @@ final class UsageAudit implements AutoCloseable {
             r -> Thread.ofPlatform().daemon().name("kvpool-usage-audit").unstarted(r));
     private final AtomicBoolean auditing = new AtomicBoolean();
 
-    UsageAudit(Registry registry, WritePath write) {
+    UsageAudit(Registry registry, Recovery recovery) {
         this.registry = registry;
-        this.write = write;
+        this.recovery = recovery;
     }
 
     void every(Duration d) {
@@ -65,7 +65,7 @@ final class UsageAudit implements AutoCloseable {
      */
     void run() {
         for (GroupConfig g : registry.groups()) {
-            WritePath.Audit a = write.auditUsage(g.name());
+            Recovery.Audit a = recovery.auditUsage(g.name());
             if (a.totalDifference() == null) {
                 continue; // busy: compared nothing
             }

@@ -22,6 +22,8 @@ import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.query.QueryPath;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
+import dev.kvpool.meta.write.Deletions;
+import dev.kvpool.meta.write.Recovery;
 import dev.kvpool.meta.write.WritePath;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -61,7 +63,9 @@ public class MetaRuntime {
     private IndexStore store;
     private Registry registry;
     private QuotaLedger ledger;
+    private Deletions deletions;
     private WritePath write;
+    private Recovery recovery;
     private QueryPath query;
     /** Per-instance counts reported to the control plane (the console's time series): the KVCM calls and the reclaimer count. */
     private final dev.kvpool.meta.stats.StatsCounters stats = new dev.kvpool.meta.stats.StatsCounters();
@@ -169,7 +173,11 @@ public class MetaRuntime {
         registry.slotsFactory((id, st) -> kind.slots(id, st.number, st.keyCountPerFile));
         LOG.infof("index store: %s", provider.describe());
         WritePath.Settings ws = new WritePath.Settings(cfg.write().defaultTimeoutSeconds(), cfg.write().maxTimeoutSeconds());
-        write = new WritePath(registry, ledger, ws);
+        deletions = new Deletions(registry, ledger);
+        write = new WritePath(registry, ledger, deletions, ws);
+        recovery = new Recovery(registry, ledger, deletions);
+        deletions.bindTo(meters);
+        write.bindTo(meters);
         query = new QueryPath(registry);
         if (cfg.events().bootstrapServers().filter(b -> !b.isBlank()).isPresent()) {
             events = new CacheEvents(cfg.events().bootstrapServers().get(), nodeId, cfg.events().queueCapacity(),
@@ -177,7 +185,7 @@ public class MetaRuntime {
             LOG.infof("publishing operations to Kafka topic kvpool.cache at %s", cfg.events().bootstrapServers().get());
         }
         events.bindTo(meters); // each component registers its own meters
-        reclaimer = new Reclaimer(registry, ledger, write, leadership::isLeader, this::evicted,
+        reclaimer = new Reclaimer(registry, ledger, deletions, recovery, leadership::isLeader, this::evicted,
                 new Reclaimer.Settings(cfg.reclaim().exactLimit(), cfg.reclaim().sampleSize(),
                         // past the longest write and the backend's session lifetime a WRITING location nobody names is
                         // an orphan (embedded sessions are journaled: never)
@@ -225,7 +233,7 @@ public class MetaRuntime {
                 if (rebuild) { // alone with the store; a replica that joins others reads no index
                     phase = Phase.REBUILDING;
                     indexLoaded.countDown();
-                    write.recover(cfg.recoveryThreads());
+                    recovery.recover(cfg.recoveryThreads());
                 } else {
                     phase = Phase.JOINING;
                 }
@@ -320,7 +328,7 @@ public class MetaRuntime {
             m.put("load_bytes_total", loadProgress.total());
             m.put("load_percent", Math.min(100, loadProgress.read() * 100 / loadProgress.total()));
         }
-        var pr = write == null ? null : write.recoveryProgress();
+        var pr = recovery == null ? null : recovery.recoveryProgress();
         if (pr != null && ph == Phase.REBUILDING) {
             m.put("rebuild_keys_read", pr.keys());
             m.put("rebuild_keys_total", pr.totalKeys());
@@ -360,7 +368,7 @@ public class MetaRuntime {
     private void dropStorageBlocks(String name) {
         dev.kvpool.meta.storage.Storage st = registry.storage(name);
         if (st != null && (!registry.sharedStore() || leadership.isLeader())) {
-            write.removeBlocksOn(st);
+            deletions.removeBlocksOn(st);
         }
     }
 
@@ -370,8 +378,8 @@ public class MetaRuntime {
             return false;
         }
         try {
-            write.removeEverything(inst);
-            write.drain();
+            deletions.removeEverything(inst);
+            deletions.drain();
         } catch (RuntimeException e) {
             LOG.warnf("instance %s: freeing its blocks failed (%s); forgetting it anyway", id, e.toString());
         }
@@ -504,15 +512,15 @@ public class MetaRuntime {
         events.close();
         // purges whose reader lease is running finish here rather than lapse with the process; any left are
         // reported before this replica leaves, so the leader sweeps for them
-        if (write != null && !write.finishDeletions(10_000) && leadership != null && store.shared()) {
+        if (deletions != null && !deletions.finishDeletions(10_000) && leadership != null && store.shared()) {
             LOG.warn("stopping with deletions whose reader lease had not run out: the leader sweeps for them");
             leadership.reportUnfinished();
         }
         if (leadership != null) {
             leadership.close();
         }
-        if (write != null) {
-            write.close();
+        if (deletions != null) {
+            deletions.close();
         }
         if (backend != null) {
             backend.close();
@@ -560,13 +568,6 @@ public class MetaRuntime {
                             + "should stay 0)").register(meters);
             Gauge.builder("kvpool.meta.usage.drift.bytes", this, r -> r.ledger.drift().bytes())
                     .description("bytes those releases went below zero (clamped)").register(meters);
-            Gauge.builder("kvpool.meta.write.sessions.open", this,
-                    r -> r.registry.instances().stream().mapToLong(i -> i.index.sessionCount()).sum())
-                    .description("open two-phase write sessions").register(meters);
-            Gauge.builder("kvpool.meta.write.sessions.expired", write, w -> w.sessionsExpired.get())
-                    .description("write sessions failed by timeout since start").register(meters);
-            Gauge.builder("kvpool.meta.locations.deleted", write, w -> w.locationsDeleted.get()).register(meters);
-            Gauge.builder("kvpool.meta.files.deleted", write, w -> w.filesDeleted.get()).register(meters);
         }
         for (var g : registry.groups()) {
             if (gauged.add("g:" + g.name())) {
@@ -712,6 +713,14 @@ public class MetaRuntime {
 
     public WritePath write() {
         return write;
+    }
+
+    public Deletions deletions() {
+        return deletions;
+    }
+
+    public Recovery recovery() {
+        return recovery;
     }
 
     public QuotaLedger ledger() {

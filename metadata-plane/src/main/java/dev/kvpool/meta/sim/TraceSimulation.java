@@ -19,6 +19,8 @@ import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.LocationSink;
 import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.storage.Storage;
+import dev.kvpool.meta.write.Deletions;
+import dev.kvpool.meta.write.Recovery;
 import dev.kvpool.meta.write.WritePath;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -65,6 +67,7 @@ public final class TraceSimulation implements AutoCloseable {
     private final EmbeddedStore store;
     private final Registry registry;
     private final QuotaLedger ledger = QuotaLedger.inMemory();
+    private final Deletions deletions;
     private final WritePath write;
     private final QueryPath query;
     private final Reclaimer reclaimer;
@@ -99,9 +102,10 @@ public final class TraceSimulation implements AutoCloseable {
         }
         store = new EmbeddedStore(EmbeddedStore.Options.memory(16));
         registry = new Registry(store, StartupConfig.load(cfg), store::index);
-        write = new WritePath(registry, ledger, new WritePath.Settings(30, 3600), clock);
+        deletions = new Deletions(registry, ledger, clock);
+        write = new WritePath(registry, ledger, deletions, new WritePath.Settings(30, 3600), clock);
         query = new QueryPath(registry, clock);
-        reclaimer = new Reclaimer(registry, ledger, write, () -> true,
+        reclaimer = new Reclaimer(registry, ledger, deletions, new Recovery(registry, ledger, deletions), () -> true,
                 (i, p, r, keys, blocks, bytes) -> evictedBlocks += blocks, Reclaimer.Settings.DEFAULT);
         this.blockSize = blockSize;
         inst = addInstance(INSTANCE);
@@ -176,7 +180,7 @@ public final class TraceSimulation implements AutoCloseable {
     private void reclaim(long tsMs) {
         GroupConfig g = registry.group(GROUP);
         for (int round = 0; round < 64 && reclaimer.runGroup(g, tsMs) > 0; round++) {
-            write.drain();
+            deletions.drain();
         }
     }
 
@@ -190,7 +194,7 @@ public final class TraceSimulation implements AutoCloseable {
     }
 
     public Set<Long> cached(Instance inst) {
-        write.drain();
+        deletions.drain();
         Set<Long> out = new HashSet<>();
         inst.index.forEach(b -> {
             if (b.first(Loc.SERVING) >= 0) {
@@ -231,7 +235,7 @@ public final class TraceSimulation implements AutoCloseable {
 
     @Override
     public void close() {
-        write.close();
+        deletions.close();
         store.close();
         try (var s = Files.walk(dir)) {
             s.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());

@@ -162,7 +162,7 @@ class WriteTest extends KvcmTestBase {
                     live.put(k[i], s.getLocations(i));
                 }
             }
-            runtime.write().drain();
+            runtime.deletions().drain();
         }
         // 63: no two live blocks share (path, blkid) for the same spec; and reads return what writes handed out
         Set<String> slots = new HashSet<>();

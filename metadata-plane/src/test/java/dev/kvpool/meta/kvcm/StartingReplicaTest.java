@@ -27,6 +27,7 @@ import dev.kvpool.meta.query.QueryPath;
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.stats.StatsCounters;
+import dev.kvpool.meta.write.Deletions;
 import dev.kvpool.meta.write.WritePath;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
@@ -44,8 +45,10 @@ class StartingReplicaTest {
     void lookupsAreAnsweredWhileUsageIsRebuiltAndWritesWait(@TempDir Path dir) {
         EmbeddedStore store = new EmbeddedStore(EmbeddedStore.Options.memory(4));
         Registry registry = new Registry(store, StartupConfig.defaults(dir), store::index);
+        QuotaLedger ledger = QuotaLedger.inMemory();
+        Deletions deletions = new Deletions(registry, ledger);
         KvcmMeta meta = new KvcmMeta(registry, new QueryPath(registry),
-                new WritePath(registry, QuotaLedger.inMemory(), new WritePath.Settings(30, 3600)),
+                new WritePath(registry, ledger, deletions, new WritePath.Settings(30, 3600)), deletions,
                 store::sessionOwner, () -> ready, () -> lookups, new KvcmMeta.Node("n1", "localhost", 6381, 6382),
                 new SimpleMeterRegistry(), () -> CacheEvents.OFF, new StatsCounters());
         RegisterInstanceRequest reg = RegisterInstanceRequest.newBuilder().setTraceId("t").setInstanceGroup("default")

@@ -90,23 +90,24 @@ class QuotaLimitsTest extends KvcmTestBase {
                 .addBlockKeys(rndKey()).addBlockKeys(rndKey()).setWriteTimeoutSeconds(30).build());
         a.finish(FinishWriteCacheRequest.newBuilder().setTraceId(trace()).setInstanceId(id)
                 .setWriteSessionId(w.getWriteSessionId()).setSuccessBlocks(BlockMask.newBuilder().setOffset(2)).build());
-        assertEquals(0L, runtime.write().auditUsage("wide").totalDifference(), "the books balance");
+        assertEquals(0L, runtime.recovery().auditUsage("wide").totalDifference(), "the books balance");
         runtime.ledger().add("wide", 1234, null, 0); // usage no block accounts for
         try {
-            assertEquals(1234L, runtime.write().auditUsage("wide").totalDifference());
+            assertEquals(1234L, runtime.recovery().auditUsage("wide").totalDifference());
         } finally {
             runtime.ledger().add("wide", -1234, null, 0);
         }
         StartWriteCacheResponse open = a.start(StartWriteCacheRequest.newBuilder().setTraceId(trace()).setInstanceId(id)
                 .addBlockKeys(rndKey()).setWriteTimeoutSeconds(30).build());
-        assertEquals(null, runtime.write().auditUsage("wide").totalDifference(), "a write in flight: nothing compared");
+        assertEquals(null, runtime.recovery().auditUsage("wide").totalDifference(),
+                "a write in flight: nothing compared");
         a.finish(FinishWriteCacheRequest.newBuilder().setTraceId(trace()).setInstanceId(id)
                 .setWriteSessionId(open.getWriteSessionId()).setSuccessBlocks(BlockMask.newBuilder().setOffset(0)).build());
         // the group is shared with QuotaTest, which counts its usage from zero: leave none behind
         a.trim(TrimCacheRequest.newBuilder().setTraceId(trace()).setInstanceId(id)
                 .setStrategy(TrimStrategy.TS_REMOVE_ALL_CACHE).build());
-        runtime.write().drain();
-        assertEquals(0L, runtime.write().auditUsage("wide").totalDifference());
+        runtime.deletions().drain();
+        assertEquals(0L, runtime.recovery().auditUsage("wide").totalDifference());
     }
 
     @ParameterizedTest

@@ -59,7 +59,7 @@ class QuotaTest extends KvcmTestBase {
 
     /** The 7 and the nothing-allocated of a refused StartWriteCache. */
     private void refused(MetaApi a, String id, String group, long... newKeys) {
-        runtime.write().drain();
+        runtime.deletions().drain();
         long slotsBefore = usedSlots(id);
         long usedBefore = used(group);
         long keysBefore = keys(id);
@@ -71,7 +71,7 @@ class QuotaTest extends KvcmTestBase {
         assertEquals(usedBefore, used(group));
         assertEquals(typeBefore, runtime.ledger().usage(group).byType(dev.kvpool.meta.index.StorageKind.FILE));
         assertEquals(keysBefore, keys(id));
-        runtime.write().drain(); // slots asked for alongside the refused reservation go back
+        runtime.deletions().drain(); // slots asked for alongside the refused reservation go back
         assertEquals(slotsBefore, usedSlots(id), "file slots of a refused start");
         for (String s : statuses(a, id, newKeys)) {
             assertEquals("CLS_NOT_FOUND", s);
@@ -121,7 +121,7 @@ class QuotaTest extends KvcmTestBase {
         assertEquals(8, prefix(a, id, k).size());
         // removing one block gives its bytes back: exactly one write fits again
         assertOk(a.remove(RemoveCacheRequest.newBuilder().setInstanceId(id).addBlockKeys(k[0]).build()));
-        runtime.write().drain();
+        runtime.deletions().drain();
         await("removed block released", Duration.ofSeconds(10), () -> used("exact") == 7000);
         write(a, id, rndKey());
         refused(a, id, "exact", rndKey());
@@ -300,7 +300,7 @@ class QuotaTest extends KvcmTestBase {
             stop.set(true);
             monitor.join(5_000);
         }
-        runtime.write().drain();
+        runtime.deletions().drain();
         assertEquals(List.of(), problems);
         assertTrue(maxSeen.get() <= capacity, "max used " + maxSeen.get());
         assertTrue(refusals.get() > 0, "the quota was never reached: the test exercised nothing");

@@ -11,6 +11,7 @@ import dev.kvpool.meta.store.redis.RedisSlots;
 import dev.kvpool.meta.storage.Storage;
 import dev.kvpool.meta.support.LocalRedis;
 import dev.kvpool.meta.support.RedisGroup;
+import dev.kvpool.meta.write.Deletions;
 import dev.kvpool.meta.write.WritePath;
 import dev.kvpool.testing.Await;
 import java.nio.file.Files;
@@ -87,13 +88,15 @@ class FileSweepIT {
             Instance inst = rg.inst;
             Storage st = rg.registry.storages().iterator().next();
             Path d = Locations.fileDirs(inst, st).getFirst();
-            try (WritePath w = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+            try (Deletions deletions = new Deletions(rg.registry, rg.ledger)) {
+                WritePath w = new WritePath(rg.registry, rg.ledger, deletions, new WritePath.Settings(30, 3600));
                 rg.save(w, inst, 0, 12, 12); // files 0, 1, 2 (4 keys each)
                 for (long f = 0; f < 3; f++) {
                     written(d, f, OLD); // age alone never makes a file holding blocks go
                 }
-                w.remove(inst, LongStream.range(8, 12).toArray(), Mask.EMPTY); // empties file 2: the plane deletes it
-                w.drain();
+                // empties file 2: the plane deletes it
+                deletions.remove(inst, LongStream.range(8, 12).toArray(), Mask.EMPTY);
+                deletions.drain();
                 // the slab, then its records, on the deleter thread
                 Await.within(Duration.ofSeconds(10), () -> !Files.exists(file(d, 2, false))
                         && !Files.exists(file(d, 2, true)));
@@ -161,7 +164,9 @@ class FileSweepIT {
         try (RedisGroup before = group(dir, alloc)) {
             Storage st = before.registry.storages().iterator().next();
             d = Locations.fileDirs(before.inst, st).getFirst();
-            try (WritePath w = new WritePath(before.registry, before.ledger, new WritePath.Settings(30, 3600))) {
+            try (Deletions deletions = new Deletions(before.registry, before.ledger)) {
+                WritePath w = new WritePath(before.registry, before.ledger, deletions,
+                        new WritePath.Settings(30, 3600));
                 before.save(w, before.inst, 0, 20, 10); // files 0 to 4
             }
         }
@@ -178,7 +183,9 @@ class FileSweepIT {
             try (var left = Files.list(d)) {
                 assertEquals(0, left.count());
             }
-            try (WritePath w = new WritePath(after.registry, after.ledger, new WritePath.Settings(30, 3600))) {
+            try (Deletions deletions = new Deletions(after.registry, after.ledger)) {
+                WritePath w = new WritePath(after.registry, after.ledger, deletions,
+                        new WritePath.Settings(30, 3600));
                 var o = w.start(after.inst, LongStream.range(0, 3).toArray(), List.of(), 30, 1);
                 long[] used = o.locations().stream().mapToLong(l -> {
                     String u = l.getLocationSpecs(0).getUri();

@@ -8,6 +8,8 @@ import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.slots.Slots;
 import dev.kvpool.meta.support.RedisGroup;
+import dev.kvpool.meta.write.Deletions;
+import dev.kvpool.meta.write.Recovery;
 import dev.kvpool.meta.write.WritePath;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -27,7 +29,8 @@ class OrphanSweepIT {
     void writingLocationsOfAnExpiredUnclosedSessionAreRemoved() throws Exception {
         // grace 0: Redis drops the session at its deadline, as it would after the grace with every replica down
         try (RedisGroup rg = new RedisGroup(dir, 1_000_000_000L, null, o -> o.withSessionGrace(Duration.ZERO));
-             WritePath write = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+             Deletions deletions = new Deletions(rg.registry, rg.ledger)) {
+            WritePath write = new WritePath(rg.registry, rg.ledger, deletions, new WritePath.Settings(30, 3600));
             Instance inst = rg.inst;
             var served = write.start(inst, new long[]{1, 2}, List.of(), 30, 1);
             write.finish(inst, served.sessionId(), dev.kvpool.meta.core.Mask.prefix(2), rg.store::sessionOwner);
@@ -37,11 +40,12 @@ class OrphanSweepIT {
             assertEquals(Loc.WRITING, Loc.status(inst.index.get(3).a(0)));
             assertEquals(5000, rg.ledger.usage("g").total());
 
-            Reclaimer r = new Reclaimer(rg.registry, rg.ledger, write, () -> true, (i, p, re, k, b, y) -> { },
+            Reclaimer r = new Reclaimer(rg.registry, rg.ledger, deletions,
+                    new Recovery(rg.registry, rg.ledger, deletions), () -> true, (i, p, re, k, b, y) -> { },
                     new Reclaimer.Settings(262_144, 4096, 10));
             assertEquals(0, r.sweepOrphans(System.currentTimeMillis()), "too young to be an orphan yet");
             assertEquals(3, r.sweepOrphans(System.currentTimeMillis() + 15_000));
-            write.drain();
+            deletions.drain();
             assertNull(inst.index.get(3));
             assertNull(inst.index.get(5));
             assertEquals(Loc.SERVING, Loc.status(inst.index.get(1).a(0)), "served blocks untouched");
@@ -60,11 +64,11 @@ class OrphanSweepIT {
             r.tick(t0);
             assertEquals(2, r.unclosedPending());
             r.tick(t0 + 9_000); // not an orphan age since first seen
-            write.drain();
+            deletions.drain();
             assertEquals(before, r.orphansRemoved.get());
             assertEquals(Loc.WRITING, Loc.status(inst.index.get(6).a(0)));
             r.tick(t0 + 10_000);
-            write.drain();
+            deletions.drain();
             assertEquals(before + 2, r.orphansRemoved.get());
             assertNull(inst.index.get(6));
             assertEquals(2000, rg.ledger.usage("g").total());
@@ -78,10 +82,10 @@ class OrphanSweepIT {
             write.expire(System.currentTimeMillis());
             inst.index.forgetExpiredUnclosed(inst.index.expiredUnclosed());
             r.tick(t0 + 600_000);
-            write.drain();
+            deletions.drain();
             assertEquals(Loc.WRITING, Loc.status(inst.index.get(8).a(0)), "no sweep without a listed session");
             r.tick(t0 + OrphanSweeper.FIRST_FULL_SWEEP_MS);
-            write.drain();
+            deletions.drain();
             assertNull(inst.index.get(8));
             assertEquals(2000, rg.ledger.usage("g").total());
         }

@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 class ReclaimerMetersTest {
     @Test
     void theReclaimerBindsItsGaugesWithTheirFormerNames() {
-        Reclaimer r = new Reclaimer(null, null, null, () -> false, (i, p, re, k, b, y) -> { },
+        Reclaimer r = new Reclaimer(null, null, null, null, () -> false, (i, p, re, k, b, y) -> { },
                 new Reclaimer.Settings(262_144, 4096, 10));
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         r.bindTo(meters);

@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.support.RedisGroup;
+import dev.kvpool.meta.write.Deletions;
+import dev.kvpool.meta.write.Recovery;
 import dev.kvpool.meta.write.WritePath;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -37,8 +39,10 @@ class ReclaimerPacingIT {
     @Test
     void aGroupAt95PercentOfItsQuotaIsUrgent(@TempDir Path dir) throws Exception {
         try (RedisGroup rg = new RedisGroup(dir, 10_000, null, o -> o);
-             WritePath write = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
-            Reclaimer r = new Reclaimer(rg.registry, rg.ledger, write, () -> true, (i, p, re, k, b, y) -> { },
+             Deletions deletions = new Deletions(rg.registry, rg.ledger)) {
+            WritePath write = new WritePath(rg.registry, rg.ledger, deletions, new WritePath.Settings(30, 3600));
+            Reclaimer r = new Reclaimer(rg.registry, rg.ledger, deletions,
+                    new Recovery(rg.registry, rg.ledger, deletions), () -> true, (i, p, re, k, b, y) -> { },
                     new Reclaimer.Settings(262_144, 4096, 10));
             GroupConfig g = rg.registry.group("g");
             rg.save(write, rg.inst, 1, 10, 9); // 9 blocks of 1,000 bytes: 90 % of the quota
@@ -51,7 +55,7 @@ class ReclaimerPacingIT {
 
     @Test
     void aShareOutsideZeroToOneIsRefusedByName() {
-        Reclaimer r = new Reclaimer(null, null, null, () -> false, (i, p, re, k, b, y) -> { },
+        Reclaimer r = new Reclaimer(null, null, null, null, () -> false, (i, p, re, k, b, y) -> { },
                 new Reclaimer.Settings(262_144, 4096, 10));
         for (double bad : new double[] {0, -0.5, 1.5, Double.NaN}) {
             var e = assertThrows(IllegalArgumentException.class, () -> r.dutyCycle(bad));

@@ -11,6 +11,8 @@ import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.sim.TraceSimulation;
 import dev.kvpool.meta.slots.Slots;
 import dev.kvpool.meta.support.RedisGroup;
+import dev.kvpool.meta.write.Deletions;
+import dev.kvpool.meta.write.Recovery;
 import dev.kvpool.meta.write.WritePath;
 import java.nio.file.Path;
 import java.util.List;
@@ -33,9 +35,10 @@ class RedisReclaimIT {
     void roundsAfterTheFirstPassComeFromTheQueueAndSpareTouchedChains() throws Exception {
         try (Chains ch = new Chains(dir, 100, 30, PREFIX_LRU)) {
             RedisGroup rg = ch.rg;
-            WritePath write = ch.write;
+            Deletions deletions = ch.deletions;
             Instance inst = rg.inst;
-            Reclaimer r = new Reclaimer(rg.registry, rg.ledger, write, () -> true, (i, p, re, k, b, y) -> { },
+            Reclaimer r = new Reclaimer(rg.registry, rg.ledger, deletions, ch.recovery, () -> true,
+                    (i, p, re, k, b, y) -> { },
                     Reclaimer.Settings.DEFAULT);
             GroupConfig g = rg.registry.group("g");
             long now = T0 + 100_000;
@@ -46,9 +49,9 @@ class RedisReclaimIT {
             int rounds = 0;
             while (r.runGroup(g, now + 2000) > 0) {
                 rounds++;
-                write.drain();
+                deletions.drain();
             }
-            write.drain();
+            deletions.drain();
             assertEquals(1, r.scans.get(), "every later round was served by the access queue");
             // a step takes no more than brings the group under its level (50 blocks) by 1 % of it, and PREFIX_LRU a
             // whole second (one chain, 2 blocks) at least: at 52, 3 must go (a second chain would make 4); at 50, 1
@@ -75,10 +78,11 @@ class RedisReclaimIT {
         // whatever COUNT says)
         try (Chains ch = new Chains(dir, 1200, 300, PREFIX_LRU)) {
             RedisGroup rg = ch.rg;
-            WritePath write = ch.write;
+            Deletions deletions = ch.deletions;
             Instance inst = rg.inst;
             // pages of about 8 keys: the pass takes many rounds, during which nothing of this index is evicted
-            Reclaimer r = new Reclaimer(rg.registry, rg.ledger, write, () -> true, (i, p, re, k, b, y) -> { },
+            Reclaimer r = new Reclaimer(rg.registry, rg.ledger, deletions, ch.recovery, () -> true,
+                    (i, p, re, k, b, y) -> { },
                     new Reclaimer.Settings(262_144, 4096, 0, 1 << 20, 8));
             GroupConfig g = rg.registry.group("g");
             long now = T0 + 400_000;
@@ -96,12 +100,12 @@ class RedisReclaimIT {
                 assertTrue(call < 1000, "the pass never finished");
             }
             assertTrue(idle >= 5, "read a page per round: " + idle + " rounds before the first eviction");
-            write.drain();
+            deletions.drain();
             assertEquals(1, r.scans.get(), "one pass");
             assertEquals(4, evicted, "chains 1 and 2: 604 → 600, still at 50 %");
             // 1 block must go, and the margin (1 % of the level: 6 blocks): the step's 5, as two whole seconds
             assertEquals(4, r.runGroup(g, now + 60_000), "chains 3 and 4: from the queue");
-            write.drain();
+            deletions.drain();
             assertEquals(0, r.runGroup(g, now + 61_000), "596 blocks: below the level");
             assertEquals(1, r.scans.get(), "the second round came from the queue");
             for (int c = 0; c <= 301; c++) {
@@ -123,7 +127,8 @@ class RedisReclaimIT {
         var ttl = new ReclaimConfig(ReclaimPolicy.TTL, 0, 0, 0, 0, 0, 0, 100, 60);
         try (Chains ch = new Chains(dir, 1200, 300, ttl)) {
             Instance inst = ch.rg.inst;
-            Reclaimer r = new Reclaimer(ch.rg.registry, ch.rg.ledger, ch.write, () -> true, (i, p, re, k, b, y) -> { },
+            Reclaimer r = new Reclaimer(ch.rg.registry, ch.rg.ledger, ch.deletions, ch.recovery, () -> true,
+                    (i, p, re, k, b, y) -> { },
                     new Reclaimer.Settings(262_144, 4096, 0, 1 << 20, 8));
             GroupConfig g = ch.rg.registry.group("g");
             long now = T0 + 250_000; // chains 0-149 were written more than 100 s ago
@@ -135,7 +140,7 @@ class RedisReclaimIT {
                 if (rounds++ == 3) {
                     ch.save(300, now); // written during the pass: fresh
                 }
-                ch.write.drain();
+                ch.deletions.drain();
                 assertTrue(rounds < 1000, "the expiry pass never finished");
             } while (r.scans.get() == 0);
             assertEquals(300, evicted, "every block older than the TTL, once");
@@ -171,7 +176,8 @@ class RedisReclaimIT {
                 ch.clock.set(T0 + i);
                 rg.save(ch.write, inst, 0, 10, 10);
             }
-            Reclaimer r = new Reclaimer(rg.registry, rg.ledger, ch.write, () -> true, (i, p, re, k, b, y) -> { },
+            Reclaimer r = new Reclaimer(rg.registry, rg.ledger, ch.deletions, ch.recovery, () -> true,
+                    (i, p, re, k, b, y) -> { },
                     Reclaimer.Settings.DEFAULT);
             long before = rg.store.roundTrips();
             assertNull(r.trigger(g), "122 keys: under the level");
@@ -204,11 +210,15 @@ class RedisReclaimIT {
     private static final class Chains implements AutoCloseable {
         final TraceSimulation.TraceClock clock = new TraceSimulation.TraceClock();
         final RedisGroup rg;
+        final Deletions deletions;
         final WritePath write;
+        final Recovery recovery;
 
         Chains(Path dir, int capacityBlocks, int chains, ReclaimConfig reclaim) throws Exception {
             rg = new RedisGroup(dir, capacityBlocks * 1000L, reclaim, o -> o);
-            write = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600), clock);
+            deletions = new Deletions(rg.registry, rg.ledger, clock);
+            write = new WritePath(rg.registry, rg.ledger, deletions, new WritePath.Settings(30, 3600), clock);
+            recovery = new Recovery(rg.registry, rg.ledger, deletions);
             for (int c = 0; c < chains; c++) {
                 save(c, T0 + c * 1000L);
             }
@@ -225,7 +235,7 @@ class RedisReclaimIT {
         @Override
         public void close() throws Exception {
             try {
-                write.close();
+                deletions.close();
             } finally {
                 rg.close();
             }

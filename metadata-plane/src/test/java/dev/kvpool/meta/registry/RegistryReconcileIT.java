@@ -17,6 +17,7 @@ import dev.kvpool.meta.index.IndexDroppedException;
 import dev.kvpool.meta.core.Mask;
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.store.redis.RedisStore;
+import dev.kvpool.meta.write.Deletions;
 import dev.kvpool.meta.write.WritePath;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -37,6 +38,7 @@ class RegistryReconcileIT {
     private final String prefix = "kvp-reconcile-" + UUID.randomUUID().toString().substring(0, 8);
     private RedisStore storeA, storeB;
     private Registry a, b;
+    private Deletions deletionsA, deletionsB;
     private WritePath writeA, writeB;
 
     @BeforeEach
@@ -56,15 +58,17 @@ class RegistryReconcileIT {
         a.register(request("i"));
         b = new Registry(storeB, startup, storeB::index);
         QuotaLedger ledger = QuotaLedger.inMemory();
-        writeA = new WritePath(a, ledger, new WritePath.Settings(30, 3600));
-        writeB = new WritePath(b, ledger, new WritePath.Settings(30, 3600));
+        deletionsA = new Deletions(a, ledger);
+        deletionsB = new Deletions(b, ledger);
+        writeA = new WritePath(a, ledger, deletionsA, new WritePath.Settings(30, 3600));
+        writeB = new WritePath(b, ledger, deletionsB, new WritePath.Settings(30, 3600));
     }
 
     @AfterEach
     void close() throws Exception {
         try {
-            writeA.close();
-            writeB.close();
+            deletionsA.close();
+            deletionsB.close();
             storeA.close();
             storeB.close();
         } finally {

@@ -277,7 +277,7 @@ class TenantIsolationTest {
                     .setInstanceId(a).addAllBlockKeys(keys()).build(), CommonResponse.newBuilder())).getCode());
             assertEquals(ErrorCode.OK, status(call(via, A, "trimCache", TrimCacheRequest.newBuilder().setTraceId("t")
                     .setInstanceId(a).setStrategy(TrimStrategy.TS_REMOVE_ALL_CACHE).build(), CommonResponse.newBuilder())).getCode());
-            runtime.write().drain();
+            runtime.deletions().drain();
             assertEquals(0, served(via, A, a));
             assertEquals(KEYS.length, served(via, B, b), "B's blocks still served");
             for (int i = 0; i < bUris.size(); i++) {

@@ -28,7 +28,8 @@ class ColdStartIT {
         int blocks = 10_000, deleting = 500;
         try (RedisGroup rg = new RedisGroup(dir, 100_000_000_000L, null, o -> o)) {
             List<Instance> before = List.of(rg.inst, RedisGroup.register(rg.registry, "i2"));
-            try (WritePath w = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+            try (Deletions d = new Deletions(rg.registry, rg.ledger)) {
+                WritePath w = new WritePath(rg.registry, rg.ledger, d, new WritePath.Settings(30, 3600));
                 for (Instance inst : before) {
                     rg.save(w, inst, 0, blocks, 500);
                     // the cluster dies while evicting some of them: DELETING in the index, their purge never ran
@@ -69,9 +70,9 @@ class ColdStartIT {
                     return mem.drift();
                 }
             };
-            try (WritePath w = new WritePath(reg, counting, new WritePath.Settings(30, 3600))) {
-                w.recover(2);
-                w.drain(); // the resumed purges release the usage and slots of what was being evicted
+            try (Deletions d = new Deletions(reg, counting)) {
+                new Recovery(reg, counting, d).recover(2);
+                d.drain(); // the resumed purges release the usage and slots of what was being evicted
             }
             // an instance's deletions resume while the next one is scanned: its usage must be in by then, or the
             // purge subtracts from nothing (usage never goes below zero) and the later add over-counts for good
@@ -97,7 +98,8 @@ class ColdStartIT {
         try (RedisGroup rg = new RedisGroup(dir, 100_000_000_000L, null, o -> o)) {
             List<Instance> insts = List.of(rg.inst, RedisGroup.register(rg.registry, "i2"),
                     RedisGroup.register(rg.registry, "i3"), RedisGroup.register(rg.registry, "i4"));
-            try (WritePath w = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+            try (Deletions d = new Deletions(rg.registry, rg.ledger)) {
+                WritePath w = new WritePath(rg.registry, rg.ledger, d, new WritePath.Settings(30, 3600));
                 for (Instance inst : insts) {
                     rg.save(w, inst, 0, blocks, blocks);
                 }
@@ -117,7 +119,9 @@ class ColdStartIT {
                     }
                 }
             });
-            try (WritePath w = new WritePath(reg, QuotaLedger.inMemory(), new WritePath.Settings(30, 3600))) {
+            QuotaLedger fresh = QuotaLedger.inMemory();
+            try (Deletions d = new Deletions(reg, fresh)) {
+                Recovery w = new Recovery(reg, fresh, d);
                 assertEquals(null, w.recoveryProgress(), "no progress before a rebuild began");
                 w.recover(4, 1L << 30);
                 assertEquals(4, most.get(), "four instances read at once");

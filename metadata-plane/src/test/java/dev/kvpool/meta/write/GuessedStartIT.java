@@ -33,7 +33,8 @@ class GuessedStartIT {
         AtomicLong now = new AtomicLong(1_800_000_000_000L);
         InstantSource clock = () -> Instant.ofEpochMilli(now.get());
         try (RedisGroup rg = new RedisGroup(dir, 100_000_000_000L, null, o -> o);
-             WritePath w = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600), clock)) {
+             Deletions d = new Deletions(rg.registry, rg.ledger, clock)) {
+            WritePath w = new WritePath(rg.registry, rg.ledger, d, new WritePath.Settings(30, 3600), clock);
             Instance inst = rg.inst;
             Storage st = rg.registry.storage("nfs_r");
             assertTrue(inst.index.remoteReads());
@@ -78,7 +79,8 @@ class GuessedStartIT {
     void aGuessTheQuotaRefusesIsRetriedWithTheLookUp() throws Exception {
         // room for exactly 120 keys: 100 cached + 20 new fits, the guess's 120 more does not
         try (RedisGroup rg = new RedisGroup(dir, 120 * PER_KEY, null, o -> o);
-             WritePath w = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+             Deletions d = new Deletions(rg.registry, rg.ledger)) {
+            WritePath w = new WritePath(rg.registry, rg.ledger, d, new WritePath.Settings(30, 3600));
             Instance inst = rg.inst;
             Storage st = rg.registry.storage("nfs_r");
             rg.save(w, inst, 0, 100, 50);

@@ -58,18 +58,21 @@ class LostReplicaIT {
     @Test
     void whatALostReplicaLeftDeletingIsPurgedByTheLeadersSweepAfterTheReaderLease() throws Exception {
         try (RedisGroup rg = group(dir);
-             WritePath a = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+             Deletions da = new Deletions(rg.registry, rg.ledger)) {
+            WritePath a = new WritePath(rg.registry, rg.ledger, da, new WritePath.Settings(30, 3600));
             Instance inst = rg.inst;
             rg.save(a, inst, 0, 2_000, 500);
             // replica A, alive, evicts keys 0..99: readers may hold them until its lease ends
-            a.submitDelete(inst, inst.index.markDeleting(LongStream.range(0, 100).toArray(), 0, 100, null), LEASE_MS);
+            da.submitDelete(inst, inst.index.markDeleting(LongStream.range(0, 100).toArray(), 0, 100, null),
+                    LEASE_MS);
             // a replica that died had marked keys 100..199; its purges died with it
             inst.index.markDeleting(LongStream.range(100, 200).toArray(), 0, 100, null);
 
             Registry reg = rg.restarted();
             Lost lost = new Lost();
-            try (WritePath b = new WritePath(reg, rg.ledger, new WritePath.Settings(30, 3600))) {
-                Reclaimer leader = new Reclaimer(reg, rg.ledger, b, () -> true, (i, p, re, k, by, y) -> { },
+            try (Deletions db = new Deletions(reg, rg.ledger)) {
+                Reclaimer leader = new Reclaimer(reg, rg.ledger, db, new Recovery(reg, rg.ledger, db), () -> true,
+                        (i, p, re, k, by, y) -> { },
                         new Reclaimer.Settings(262_144, 4096, 3600));
                 leader.sweepAfterLostReplicas(lost);
                 for (int round = 0; round < 10 && lost.swept < lost.lost; round++) {
@@ -83,8 +86,8 @@ class LostReplicaIT {
                     assertNotNull(bl, "key " + k + " was purged before its reader lease ended");
                     assertEquals(Loc.DELETING, Loc.status(bl.a(0)));
                 }
-                b.drain();
-                a.drain();
+                db.drain();
+                da.drain();
                 for (long k = 0; k < 200; k++) {
                     assertNull(seen.index.get(k), "key " + k + " is still in the index after the lease");
                 }
@@ -100,16 +103,17 @@ class LostReplicaIT {
     @Test
     void aCleanStopFinishesThePurgesWhoseReaderLeaseIsRunning() throws Exception {
         try (RedisGroup rg = group(dir);
-             WritePath a = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+             Deletions da = new Deletions(rg.registry, rg.ledger)) {
+            WritePath a = new WritePath(rg.registry, rg.ledger, da, new WritePath.Settings(30, 3600));
             Instance inst = rg.inst;
             rg.save(a, inst, 0, 1_000, 500);
-            a.submitDelete(inst, inst.index.markDeleting(LongStream.range(0, 100).toArray(), 0, 100, null), 300);
-            assertTrue(a.finishDeletions(10_000));
+            da.submitDelete(inst, inst.index.markDeleting(LongStream.range(0, 100).toArray(), 0, 100, null), 300);
+            assertTrue(da.finishDeletions(10_000));
             assertNull(inst.index.get(0), "purged before the stop returned");
             assertEquals(900, inst.index.keyCount());
-            try (WritePath c = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
-                c.submitDelete(inst, inst.index.markDeleting(new long[] {500}, 0, 1, null), 60_000);
-                assertFalse(c.finishDeletions(200), "a lease longer than the stop may wait is reported");
+            try (Deletions dc = new Deletions(rg.registry, rg.ledger)) {
+                dc.submitDelete(inst, inst.index.markDeleting(new long[] {500}, 0, 1, null), 60_000);
+                assertFalse(dc.finishDeletions(200), "a lease longer than the stop may wait is reported");
             }
         }
     }

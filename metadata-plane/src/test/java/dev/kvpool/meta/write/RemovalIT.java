@@ -52,15 +52,16 @@ class RemovalIT {
                 }
             });
             Instance a = reg.lookup("i"), b = RedisGroup.register(reg, "i2");
-            try (WritePath w = new WritePath(reg, rg.ledger, new WritePath.Settings(30, 3600))) {
+            try (Deletions d = new Deletions(reg, rg.ledger)) {
+                WritePath w = new WritePath(reg, rg.ledger, d, new WritePath.Settings(30, 3600));
                 for (Instance inst : List.of(a, b)) {
                     int n = inst == a ? 1_500 : 700;
                     rg.save(w, inst, 0, n, n);
                 }
                 assertEquals(2_200 * 1000L, rg.ledger.usage("g").total());
 
-                w.trim(a, Trim.REMOVE_ALL_META, 0, 0);
-                w.drain();
+                d.trim(a, Trim.REMOVE_ALL_META, 0, 0);
+                d.drain();
                 assertEquals(0, a.index.keyCount());
                 assertEquals(700 * 1000L, rg.ledger.usage("g").total(), "the other instance's usage stays");
                 assertEquals(700 * 1000L, rg.ledger.usage("g").byType(StorageKind.FILE));
@@ -80,13 +81,14 @@ class RemovalIT {
         try (RedisGroup rg = new RedisGroup(dir, 100_000_000_000L, null, o -> o)) {
             Instance a = rg.inst;
             Storage st = rg.registry.storages().iterator().next();
-            try (WritePath w = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+            try (Deletions d = new Deletions(rg.registry, rg.ledger)) {
+                WritePath w = new WritePath(rg.registry, rg.ledger, d, new WritePath.Settings(30, 3600));
                 rg.save(w, a, 0, 100, 100);
                 var inFlight = w.start(a, LongStream.range(1_000, 1_010).toArray(), List.of(), 30, 1);
                 Set<String> writing = uris(inFlight);
 
-                w.trim(a, Trim.REMOVE_ALL_META, 0, 0);
-                w.drain();
+                d.trim(a, Trim.REMOVE_ALL_META, 0, 0);
+                d.drain();
                 assertEquals(10, a.index.keyCount(), "only the blocks being written are left");
                 assertEquals(10, a.allocator(st).usedSlots(), "their slots are still theirs");
                 assertEquals(10 * 1000L, rg.ledger.usage("g").total(), "the usage their session reserved");
@@ -106,7 +108,8 @@ class RemovalIT {
         try (RedisGroup rg = new RedisGroup(dir, 100_000_000_000L, null, o -> o)) {
             Instance a = rg.inst;
             Storage st = rg.registry.storages().iterator().next();
-            try (WritePath w = new WritePath(rg.registry, rg.ledger, new WritePath.Settings(30, 3600))) {
+            try (Deletions d = new Deletions(rg.registry, rg.ledger)) {
+                WritePath w = new WritePath(rg.registry, rg.ledger, d, new WritePath.Settings(30, 3600));
                 long[] served = LongStream.range(0, 4).toArray();
                 rg.save(w, a, 0, 4, 4);
                 long[] keys = LongStream.range(100, 104).toArray();
@@ -114,7 +117,7 @@ class RemovalIT {
                 Set<String> writing = uris(inFlight);
                 long deadline = System.currentTimeMillis() + 2_000;
 
-                w.remove(a, LongStream.concat(LongStream.of(served), LongStream.of(keys)).toArray(), Mask.EMPTY);
+                d.remove(a, LongStream.concat(LongStream.of(served), LongStream.of(keys)).toArray(), Mask.EMPTY);
                 for (long k : keys) {
                     assertEquals(Loc.DELETING, Loc.status(a.index.get(k).a(0)), "out of service at once");
                 }
@@ -133,7 +136,7 @@ class RemovalIT {
                 Await.until("purged", Duration.ofMillis(deadline + 10_000 - System.currentTimeMillis()),
                         () -> a.index.get(keys[0]) == null);
                 assertTrue(System.currentTimeMillis() >= deadline, "purged before the writer's deadline");
-                w.drain();
+                d.drain();
                 assertEquals(8, a.allocator(st).usedSlots(), "only the next write's slots are taken");
             }
         }
