@@ -1,6 +1,6 @@
 package dev.kvpool.bench;
 
-import dev.kvpool.meta.reclaim.ReclaimPolicy;
+import dev.kvpool.meta.registry.ReclaimPolicy;
 import dev.kvpool.meta.sim.CacheEventTrace;
 import dev.kvpool.meta.sim.MooncakeTrace;
 import dev.kvpool.meta.sim.PolicySweep;

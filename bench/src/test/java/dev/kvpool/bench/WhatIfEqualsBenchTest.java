@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.kvpool.meta.reclaim.ReclaimPolicy;
+import dev.kvpool.meta.registry.ReclaimPolicy;
 import dev.kvpool.meta.sim.MooncakeTrace;
 import dev.kvpool.meta.sim.PolicySweep;
 import dev.kvpool.meta.whatif.WhatIfJobs;

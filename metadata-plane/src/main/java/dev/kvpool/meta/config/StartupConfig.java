@@ -7,7 +7,7 @@ import dev.kvpool.api.naming.Text;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.kvpool.meta.reclaim.ReclaimConfig;
+import dev.kvpool.meta.registry.ReclaimConfig;
 import dev.kvpool.meta.registry.EventReportStorage;
 import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.storage.StorageDef;

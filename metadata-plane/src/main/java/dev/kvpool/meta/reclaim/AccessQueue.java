@@ -1,5 +1,6 @@
 package dev.kvpool.meta.reclaim;
 
+import dev.kvpool.meta.registry.ReclaimPolicy;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.InstanceIndex;
 import java.util.function.Predicate;

@@ -1,5 +1,7 @@
 package dev.kvpool.meta.reclaim;
 
+import dev.kvpool.meta.registry.ReclaimPolicy;
+import dev.kvpool.meta.registry.ReclaimConfig;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;

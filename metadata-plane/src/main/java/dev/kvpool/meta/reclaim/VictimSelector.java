@@ -1,5 +1,7 @@
 package dev.kvpool.meta.reclaim;
 
+import dev.kvpool.meta.registry.ReclaimPolicy;
+import dev.kvpool.meta.registry.ReclaimConfig;
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.InstanceIndex;
 import dev.kvpool.meta.index.Loc;

@@ -1,6 +1,5 @@
 package dev.kvpool.meta.registry;
 
-import dev.kvpool.meta.reclaim.ReclaimConfig;
 import dev.kvpool.meta.index.StorageKind;
 import java.util.List;
 import java.util.Map;

@@ -14,7 +14,6 @@ import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
 import dev.kvpool.meta.index.IndexStore;
 import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.core.MetaException;
-import dev.kvpool.meta.reclaim.ReclaimConfig;
 import dev.kvpool.meta.storage.Storage;
 import dev.kvpool.meta.storage.StorageDef;
 import java.nio.charset.StandardCharsets;

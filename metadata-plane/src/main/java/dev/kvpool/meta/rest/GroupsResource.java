@@ -3,7 +3,7 @@ package dev.kvpool.meta.rest;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvpool.meta.quota.QuotaLedger;
-import dev.kvpool.meta.reclaim.ReclaimConfig;
+import dev.kvpool.meta.registry.ReclaimConfig;
 import dev.kvpool.meta.reclaim.Reclaimer;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.registry.Instance;

@@ -10,7 +10,7 @@ import dev.kvpool.meta.config.ControlPlaneSync;
 import dev.kvpool.meta.config.StartupConfig;
 import dev.kvpool.meta.events.CacheEvents;
 import dev.kvpool.meta.ha.Leadership;
-import dev.kvpool.meta.reclaim.ReclaimPolicy;
+import dev.kvpool.meta.registry.ReclaimPolicy;
 import dev.kvpool.meta.reclaim.Reclaimer;
 import dev.kvpool.meta.backend.BackendContext;
 import dev.kvpool.meta.backend.BackendProvider;

@@ -1,7 +1,7 @@
 package dev.kvpool.meta.sim;
 
-import dev.kvpool.meta.reclaim.ReclaimConfig;
-import dev.kvpool.meta.reclaim.ReclaimPolicy;
+import dev.kvpool.meta.registry.ReclaimConfig;
+import dev.kvpool.meta.registry.ReclaimPolicy;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.HashSet;

@@ -12,7 +12,7 @@ import dev.kvpool.meta.core.MetaException;
 import dev.kvpool.meta.core.Mask;
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.query.QueryPath;
-import dev.kvpool.meta.reclaim.ReclaimConfig;
+import dev.kvpool.meta.registry.ReclaimConfig;
 import dev.kvpool.meta.reclaim.Reclaimer;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.registry.Instance;

@@ -1,6 +1,6 @@
 package dev.kvpool.meta.whatif;
 
-import dev.kvpool.meta.reclaim.ReclaimPolicy;
+import dev.kvpool.meta.registry.ReclaimPolicy;
 import dev.kvpool.meta.sim.PolicySweep;
 import java.time.Instant;
 import java.util.ArrayList;

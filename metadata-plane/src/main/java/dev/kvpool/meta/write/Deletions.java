@@ -365,7 +365,7 @@ public final class Deletions implements AutoCloseable {
     /** The group's reader lease: how long a location that left service may still be read. */
     long readerLeaseMs(Instance inst) {
         GroupConfig g = registry.group(inst.group);
-        return (g == null ? dev.kvpool.meta.reclaim.ReclaimConfig.DEFAULT : g.reclaim()).delayBeforeDeleteMs();
+        return (g == null ? dev.kvpool.meta.registry.ReclaimConfig.DEFAULT : g.reclaim()).delayBeforeDeleteMs();
     }
 
     /** Waits for queued deletions, delayed ones included (tests, shutdown). */

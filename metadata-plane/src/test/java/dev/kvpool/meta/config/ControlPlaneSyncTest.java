@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.kvpool.api.proto.meta.InstanceInfo;
-import dev.kvpool.meta.reclaim.ReclaimPolicy;
+import dev.kvpool.meta.registry.ReclaimPolicy;
 import dev.kvpool.meta.registry.GroupConfig;
 import dev.kvpool.meta.index.StorageKind;
 import java.util.List;

@@ -1,5 +1,7 @@
 package dev.kvpool.meta.reclaim;
 
+import dev.kvpool.meta.registry.ReclaimPolicy;
+import dev.kvpool.meta.registry.ReclaimConfig;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

@@ -122,7 +122,7 @@ class RegistryReconcileIT {
         Instance onA = a.instance("i");
         Instance onB = b.lookup("i");
         save(writeA, onA, 1, 2, 3);
-        var lfu = dev.kvpool.meta.reclaim.ReclaimConfig.fromJson(new com.fasterxml.jackson.databind.ObjectMapper()
+        var lfu = dev.kvpool.meta.registry.ReclaimConfig.fromJson(new com.fasterxml.jackson.databind.ObjectMapper()
                 .readTree("{\"reclaim_policy\":\"POLICY_LFU\",\"trigger_strategy\":{\"used_percentage\":0.5}}"));
         a.updateReclaim("g", lfu, 0); // a runtime change: version 2
         assertEquals(3, onB.index.keyCount());

@@ -5,7 +5,7 @@ import dev.kvpool.api.proto.meta.ModelDeployment;
 import dev.kvpool.api.proto.meta.RegisterInstanceRequest;
 import dev.kvpool.meta.config.StartupConfig;
 import dev.kvpool.meta.quota.QuotaLedger;
-import dev.kvpool.meta.reclaim.ReclaimConfig;
+import dev.kvpool.meta.registry.ReclaimConfig;
 import dev.kvpool.meta.registry.Instance;
 import dev.kvpool.meta.registry.Registry;
 import dev.kvpool.meta.store.redis.RedisStore;

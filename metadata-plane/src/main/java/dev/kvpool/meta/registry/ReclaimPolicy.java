@@ -1,4 +1,4 @@
-package dev.kvpool.meta.reclaim;
+package dev.kvpool.meta.registry;
 
 import dev.kvpool.meta.index.Block;
 import dev.kvpool.meta.index.Loc;

@@ -1,4 +1,4 @@
-package dev.kvpool.meta.reclaim;
+package dev.kvpool.meta.registry;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
