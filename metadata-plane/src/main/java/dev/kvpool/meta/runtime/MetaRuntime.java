@@ -16,7 +16,6 @@ import dev.kvpool.meta.backend.BackendContext;
 import dev.kvpool.meta.backend.BackendProvider;
 import dev.kvpool.meta.backend.LoadProgress;
 import dev.kvpool.meta.backend.MetaBackend;
-import dev.kvpool.meta.index.CachedIndex;
 import dev.kvpool.meta.index.IndexStore;
 import dev.kvpool.meta.quota.QuotaLedger;
 import dev.kvpool.meta.query.QueryPath;
@@ -37,8 +36,6 @@ import java.net.InetAddress;
 import java.net.NetworkInterface;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.HashSet;
-import java.util.Set;
 import java.util.UUID;
 import org.jboss.logging.Logger;
 
@@ -76,7 +73,7 @@ public class MetaRuntime {
     private volatile ControlPlaneSync controlPlane;
     private volatile dev.kvpool.meta.stats.StatsReporter statsReporter;
     private volatile MetaAuth auth;
-    private final Set<String> gauged = new HashSet<>();
+    private dev.kvpool.meta.registry.RegistryMeters registryMeters;
 
     void start(@Observes StartupEvent ev) {
         long t0 = System.nanoTime();
@@ -558,42 +555,15 @@ public class MetaRuntime {
         }
     }
 
+    /** The runtime's own meters once (leader); the registry's for groups and instances that appeared since. */
     private synchronized void registerGauges() {
-        if (gauged.add("*")) {
+        if (registryMeters == null) {
             Gauge.builder("kvpool.meta.leader", this, r -> r.leadership.isLeader() ? 1 : 0)
                     .tag("node", leadership.selfId())
                     .description("1 on the replica that runs background work (reclaimer, expiry)").register(meters);
-            Gauge.builder("kvpool.meta.usage.drift", this, r -> r.ledger.drift().events())
-                    .description("releases that would have taken a group's usage below zero (accounting drift; "
-                            + "should stay 0)").register(meters);
-            Gauge.builder("kvpool.meta.usage.drift.bytes", this, r -> r.ledger.drift().bytes())
-                    .description("bytes those releases went below zero (clamped)").register(meters);
-        }
-        for (var g : registry.groups()) {
-            if (gauged.add("g:" + g.name())) {
-                Gauge.builder("kvpool.meta.group.used.bytes", ledger, l -> l.usage(g.name()).total())
-                        .tag("group", g.name()).register(meters);
-                String name = g.name();
-                Gauge.builder("kvpool.meta.group.quota.bytes", registry, r -> {
-                    var now = r.group(name); // the control plane may change or remove it at runtime
-                    return now == null ? 0 : now.capacity();
-                }).tag("group", name).register(meters);
-            }
-        }
-        for (Instance inst : registry.instances()) {
-            if (gauged.add("i:" + inst.id)) {
-                String id = inst.id;
-                Gauge.builder("kvpool.meta.index.keys", registry, r -> {
-                    Instance i = r.instance(id);
-                    return i == null ? 0 : i.index.keyCount();
-                }).tag("instance", id).description("block keys in the instance index").register(meters);
-                if (inst.index instanceof CachedIndex c) {
-                    Gauge.builder("kvpool.meta.search.cache.hit.ratio", c, x -> {
-                        long h = x.hits(), m = x.misses();
-                        return h + m == 0 ? 0 : (double) h / (h + m);
-                    }).tag("instance", id).description("search cache hits / lookups").register(meters);
-                }
-            }
+            registryMeters = new dev.kvpool.meta.registry.RegistryMeters(registry, ledger, meters);
+        } else {
+            registryMeters.refresh();
         }
     }
 
