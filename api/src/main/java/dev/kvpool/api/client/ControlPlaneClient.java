@@ -15,6 +15,11 @@ import org.jboss.logging.Logger;
 /**
  * The control plane's REST API as the metadata plane and the data agent use it: a bearer token obtained with operator
  * credentials ({@code POST /api/v1/tokens}) and renewed before it expires, then JSON calls.
+ *
+ * <p>On java.net.http rather than the Quarkus REST client (issue 35 asked for it where a library does the job): the
+ * Maven mirror here serves quarkus-rest-client only from 3.33.2, not for the 3.30.6 this build is pinned to
+ * (env/packages/maven-partial.tsv, checked 2026-11-28); and the callers build this client from settings at start-up,
+ * outside CDI. Revisit with the next Quarkus upgrade.
  */
 public final class ControlPlaneClient {
     private static final Logger LOG = Logger.getLogger(ControlPlaneClient.class);
