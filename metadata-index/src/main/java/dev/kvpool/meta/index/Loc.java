@@ -8,8 +8,9 @@ package dev.kvpool.meta.index;
  * Word B: the storage address, opaque to the index (for slot files: file number << 24 | slot).
  */
 public final class Loc {
-    public static final int NEW = 1, WRITING = 2, SERVING = 3, DELETING = 4;
-    private static final String[] STATUS_NAMES = {"CLS_NOT_FOUND", "CLS_NEW", "CLS_WRITING", "CLS_SERVING", "CLS_DELETING"};
+    /** {@link BlockState}'s codes, for code that compares packed words; statuses change only by {@link Transition}. */
+    public static final int NEW = BlockState.NEW.code(), WRITING = BlockState.WRITING.code(),
+            SERVING = BlockState.SERVING.code(), DELETING = BlockState.DELETING.code();
 
     public static final long ID_MASK = (1L << 42) - 1;
     public static final int MAX_STORAGE = (1 << 11) - 1;
@@ -48,7 +49,7 @@ public final class Loc {
     }
 
     public static String statusName(int status) {
-        return status >= 0 && status < STATUS_NAMES.length ? STATUS_NAMES[status] : "CLS_UNKNOWN";
+        return BlockState.wireName(status);
     }
 
     /** The 8-character [a-z0-9] id KVCM prints for a location. */

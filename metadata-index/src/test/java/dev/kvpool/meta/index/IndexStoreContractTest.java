@@ -32,7 +32,9 @@ import java.util.function.IntPredicate;
 import java.util.function.IntUnaryOperator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.Timeout;
 
 /**
@@ -735,6 +737,170 @@ public abstract class IndexStoreContractTest {
         assertEquals(0, idx.purgeAll(deleting).size(), "purging again finds nothing");
         assertEquals(0, idx.purgeAll(new LocList()).size());
         restartAndCompare();
+    }
+
+    // ---- the block state machine: every row of Transition's table ------------------------------------------
+
+    /** A location put into a status through this API, and the open session that names it (null: none asked). */
+    private record Placed(long key, long id, String session) {
+    }
+
+    private long nextStateKey = 7_000_000_000L;
+
+    /**
+     * Puts a fresh key's location into {@code s} the way a store's life gets it there. With {@code withSession} an
+     * open session names it, so that a finish can be tried on it. NEW is never held (null).
+     */
+    private Placed place(BlockState s, boolean withSession) {
+        long key = nextStateKey++;
+        String session = sid();
+        switch (s) {
+            case NOT_FOUND -> {
+                // its session still open: the location was deleted and purged while it was being written
+                long id = write(idx, session, 2, ANY_STORAGE, 0, 1, key).session().locIds()[0];
+                LocList moved = idx.markDeleting(new long[] {key}, 0, 1, null);
+                assertEquals(1, idx.purge(key, Loc.id(moved.a(0))).size());
+                assertNull(idx.get(key));
+                return new Placed(key, id, session);
+            }
+            case WRITING -> {
+                // minReplicas 2: the Redis store then finishes through its general script, which checks statuses
+                return new Placed(key, write(idx, session, 2, ANY_STORAGE, 0, 1, key).session().locIds()[0], session);
+            }
+            case DELETING -> {
+                long id = write(idx, session, 2, ANY_STORAGE, 0, 1, key).session().locIds()[0];
+                assertEquals(1, idx.markDeleting(new long[] {key}, 0, 1, null).size());
+                return new Placed(key, id, session);
+            }
+            case SERVING -> {
+                long id = write(idx, session, 2, ANY_STORAGE, 0, 1, key).session().locIds()[0];
+                assertEquals(1, idx.finishWrite(session, new boolean[] {true}, NOW).served());
+                if (!withSession) {
+                    return new Placed(key, id, null);
+                }
+                // the only way an open session names a SERVING location: a later start reusing its id (added after
+                // it), so a finish that looked at the id alone would take the SERVING one
+                String again = sid();
+                StartResult r = idx.startWrite(new long[] {key}, new long[] {Loc.a(id, Loc.NEW, 1, 0)},
+                        new long[] {addr(id)}, 2, st -> false, 0, again, NOW + 3_600_000L, NOW);
+                assertTrue(r.inserted()[0]);
+                return new Placed(key, id, again);
+            }
+            default -> {
+                return null;
+            }
+        }
+    }
+
+    /** The first replica of the block with this location id, or -1 (also when the key is absent). */
+    private static int replicaOf(Block b, long id) {
+        for (int i = 0; b != null && i < b.size(); i++) {
+            if (Loc.id(b.a(i)) == id) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private static List<Long> words(Block b) {
+        List<Long> out = new ArrayList<>();
+        for (int i = 0; b != null && i < b.size(); i++) {
+            out.add(b.a(i));
+            out.add(b.b(i));
+        }
+        return out;
+    }
+
+    /**
+     * Every transition tried on a location in every status a store can hold: where the table allows it, the
+     * location ends in the table's status (or is gone) and the operation hands it back as the store promises;
+     * everywhere else the block is left exactly as it was.
+     */
+    @TestFactory
+    List<DynamicTest> everyTransitionFromEveryStatusFollowsTheTable() {
+        List<DynamicTest> out = new ArrayList<>();
+        for (Transition t : Transition.values()) {
+            for (BlockState s : BlockState.values()) {
+                if (s == BlockState.NEW) {
+                    continue; // never held: see aStartNeverStoresNew below
+                }
+                String name = t + " from " + s.wireName() + (t.allows(s) ? " -> " + t.to().wireName() : ": refused");
+                out.add(DynamicTest.dynamicTest(name, () -> tryTransition(t, s)));
+            }
+        }
+        out.add(DynamicTest.dynamicTest("aStartNeverStoresNew", () -> {
+            long key = nextStateKey++;
+            write(sid(), key); // the helper's words carry NEW
+            assertEquals(BlockState.WRITING.code(), Loc.status(onlyA(idx.get(key))));
+        }));
+        out.add(DynamicTest.dynamicTest("every status survives a restart", this::restartAndCompare));
+        return out;
+    }
+
+    private void tryTransition(Transition t, BlockState s) {
+        String row = t + " from " + s.wireName() + ": "; // surefire names dynamic tests by number only
+        boolean finish = t == Transition.FINISH_OK || t == Transition.FINISH_FAILED;
+        Placed p = place(s, finish);
+        Block before = idx.get(p.key());
+        int at = replicaOf(before, p.id());
+        assertEquals(s == BlockState.NOT_FOUND, at < 0, row + "placed");
+        if (at >= 0) {
+            assertEquals(s.code(), Loc.status(before.a(at)), row + "placed");
+        }
+        boolean allowed = t.allows(s);
+        long subject = p.id(); // the location the transition is about
+        switch (t) {
+            case START_WRITE -> {
+                StartResult r = write(idx, sid(), 1, ANY_STORAGE, 0, 1, p.key());
+                assertEquals(allowed, r.inserted()[0], row + "inserted");
+                if (allowed) {
+                    subject = r.session().locIds()[0];
+                }
+            }
+            case FINISH_OK, FINISH_FAILED -> {
+                FinishResult f = idx.finishWrite(p.session(), new boolean[] {t == Transition.FINISH_OK}, NOW + 1);
+                assertNotNull(f, row + "the session is open");
+                assertEquals(allowed && !t.removes() ? 1 : 0, f.served(), row + "served");
+                assertEquals(allowed && t.removes() ? 1 : 0, f.failed().size(), row + "failed");
+                if (allowed && t.removes()) {
+                    assertEquals(before.a(at), f.failed().a(0), row + "handed back as it was held");
+                    assertEquals(before.b(at), f.failed().b(0));
+                }
+            }
+            case MARK_DELETING, MARK_DELETING_SETTLED -> {
+                LocList moved = idx.markDeleting(new long[] {p.key()}, 0, 1, null, t == Transition.MARK_DELETING);
+                assertEquals(allowed ? 1 : 0, moved.size(), row + "moved");
+                if (allowed) {
+                    assertEquals(t.apply(before.a(at)), moved.a(0), row + "handed back as it is now");
+                    assertEquals(s == BlockState.WRITING, moved.wasWriting(0));
+                }
+            }
+            case PURGE -> {
+                LocList gone = idx.purge(p.key(), p.id());
+                assertEquals(allowed ? 1 : 0, gone.size(), row + "purged");
+                if (allowed) {
+                    assertEquals(before.a(at), gone.a(0), row + "handed back as it was held");
+                }
+            }
+        }
+        Block after = idx.get(p.key());
+        if (!allowed) {
+            assertEquals(words(before), words(after), row + "refused: the block is as it was");
+            return;
+        }
+        int now = replicaOf(after, subject);
+        if (t.removes()) {
+            assertEquals(-1, now, row + "removed");
+            assertEquals(before.size() - 1, after == null ? 0 : after.size());
+            return;
+        }
+        assertTrue(now >= 0, row + "still there");
+        assertEquals(t.to().code(), Loc.status(after.a(now)), row + "status");
+        if (at >= 0) {
+            // only the status changes: id, storage, spec group and address stay
+            assertEquals(Loc.withStatus(before.a(at), 0), Loc.withStatus(after.a(now), 0));
+            assertEquals(before.b(at), after.b(now));
+        }
     }
 
     // ---- clear, scan, sample, forEach ----------------------------------------------------------------------

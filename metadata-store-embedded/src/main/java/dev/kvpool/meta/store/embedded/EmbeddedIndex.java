@@ -1,11 +1,13 @@
 package dev.kvpool.meta.store.embedded;
 
 import dev.kvpool.meta.index.Block;
+import dev.kvpool.meta.index.BlockState;
 import dev.kvpool.meta.index.InstanceIndex;
 import dev.kvpool.meta.index.KeyHash;
 import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.index.LocArrays;
 import dev.kvpool.meta.index.LocList;
+import dev.kvpool.meta.index.Transition;
 import dev.kvpool.meta.index.WriteSession;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -306,8 +308,7 @@ final class EmbeddedIndex implements InstanceIndex {
                     long[] locs = t.locs(slot);
                     int usable = 0;
                     for (int j = 0; j < locs.length; j += 2) {
-                        int st = Loc.status(locs[j]);
-                        if ((st == Loc.WRITING || st == Loc.SERVING)
+                        if (BlockState.countsAsReplica(Loc.status(locs[j]))
                                 && (storageUsable == null || storageUsable.test(Loc.storage(locs[j])))) {
                             usable++;
                         }
@@ -342,7 +343,7 @@ final class EmbeddedIndex implements InstanceIndex {
                     if (!inserted[i]) {
                         continue;
                     }
-                    long wa = Loc.withStatus(a[i], Loc.WRITING);
+                    long wa = Transition.START_WRITE.apply(a[i]);
                     long meta = before[i] == null ? Loc.meta(nowSec, nowSec) : metaBefore[i];
                     f.block(keys[i], before[i] == null ? new long[] {wa, b[i]} : LocArrays.with(before[i], wa, b[i]), meta);
                     sk[j] = keys[i];
@@ -402,13 +403,14 @@ final class EmbeddedIndex implements InstanceIndex {
                 }
                 long[] locs = t.locs(slot);
                 int idx = LocArrays.indexOfId(locs, s.locIds()[i]);
+                boolean ok = success != null && i < success.length && success[i];
+                Transition op = ok ? Transition.FINISH_OK : Transition.FINISH_FAILED;
                 // only a location still WRITING belongs to this session; a DELETING one belongs to its deleter
-                if (idx < 0 || Loc.status(locs[idx * 2]) != Loc.WRITING) {
+                if (idx < 0 || !op.allows(Loc.status(locs[idx * 2]))) {
                     continue;
                 }
-                boolean ok = success != null && i < success.length && success[i];
                 if (ok) {
-                    locs[idx * 2] = Loc.withStatus(locs[idx * 2], Loc.SERVING);
+                    locs[idx * 2] = Transition.FINISH_OK.apply(locs[idx * 2]);
                     f.block(key, locs, Loc.rewritten(t.meta(slot), nowSec));
                     served++;
                 } else {
@@ -438,6 +440,7 @@ final class EmbeddedIndex implements InstanceIndex {
     @Override
     public LocList markDeleting(long[] keys, int off, int len, IntPredicate skipPosition, boolean writing) {
         LocList moved = new LocList();
+        Transition mark = Transition.markDeleting(writing);
         long[] set = shardSet(keys, off, len);
         lock(set, true);
         try {
@@ -457,9 +460,9 @@ final class EmbeddedIndex implements InstanceIndex {
                 boolean changed = false;
                 for (int j = 0; j < locs.length; j += 2) {
                     int was = Loc.status(locs[j]);
-                    if (was != Loc.DELETING && (writing || was != Loc.WRITING)) {
-                        locs[j] = Loc.withStatus(locs[j], Loc.DELETING);
-                        moved.add(key, locs[j], locs[j + 1], false, was == Loc.WRITING);
+                    if (mark.allows(was)) {
+                        locs[j] = mark.apply(locs[j]);
+                        moved.add(key, locs[j], locs[j + 1], false, was == BlockState.WRITING.code());
                         changed = true;
                     }
                 }
@@ -489,7 +492,7 @@ final class EmbeddedIndex implements InstanceIndex {
             }
             long[] locs = t.locs(slot);
             int idx = LocArrays.indexOfId(locs, locId);
-            if (idx < 0 || Loc.status(locs[idx * 2]) != Loc.DELETING) {
+            if (idx < 0 || !Transition.PURGE.allows(Loc.status(locs[idx * 2]))) {
                 return out;
             }
             long[] rest = LocArrays.without(locs, idx);

@@ -1,5 +1,7 @@
 package dev.kvpool.meta.store.redis;
 
+import dev.kvpool.meta.index.BlockState;
+import dev.kvpool.meta.index.Transition;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -27,6 +29,37 @@ public final class Lua {
             } catch (NoSuchAlgorithmException e) {
                 throw new IllegalStateException(e);
             }
+        }
+    }
+
+    /**
+     * Fills the script's status checks in from {@link Transition}'s table, so that the scripts and the Java stores
+     * cannot disagree: {@code $FINISH_OK_FROM} and {@code $FINISH_FAILED_FROM} become conditions on the Lua number
+     * {@code st} (the location's status), {@code $FINISH_OK_TO} the code it moves to.
+     */
+    static String statuses(String body) {
+        String out = body.replace("$FINISH_OK_FROM", condition(Transition.FINISH_OK, "st"))
+                .replace("$FINISH_FAILED_FROM", condition(Transition.FINISH_FAILED, "st"))
+                .replace("$FINISH_OK_TO", Integer.toString(Transition.FINISH_OK.to().code()));
+        if (out.contains("$FINISH_")) {
+            throw new IllegalStateException("a status placeholder left in a script");
+        }
+        return out;
+    }
+
+    /** A Lua condition true when the number in {@code var} is a status the transition applies to. */
+    static String condition(Transition t, String var) {
+        StringBuilder sb = new StringBuilder("(");
+        for (BlockState s : t.from()) {
+            sb.append(sb.length() > 1 ? " or " : "").append(var).append(" == ").append(s.code());
+        }
+        return sb.append(')').toString();
+    }
+
+    static {
+        // the finish script serves in place and removes on failure: the table must keep those shapes
+        if (Transition.FINISH_OK.removes() || !Transition.FINISH_FAILED.removes()) {
+            throw new IllegalStateException("the finish script assumes FINISH_OK serves and FINISH_FAILED removes");
         }
     }
 
@@ -235,11 +268,11 @@ public final class Lua {
      * finishWrite in one step: reads the session, decides every location itself, writes and closes. KEYS: blocks,
      * session set, session key, change stream, its counter (see {@link #MIRROR}). ARGV: session id, wrel, how the mask must fit ('1' exactly the session's
      * length, '0' at most, '2' any), the mask as '1'/'0' per location (missing ones fail). A location is this session's when it still has the
-     * session's id and is WRITING (a DELETING one belongs to its deleter); success makes it SERVING with write
-     * time wrel, failure removes it. Returns nil (no such session) or {session blob, served, fits 1|0, change number (0: none),
+     * session's id and a status {@link Transition#FINISH_OK} / {@link Transition#FINISH_FAILED} applies to (WRITING:
+     * a DELETING one belongs to its deleter); success makes it SERVING with write time wrel, failure removes it. Returns nil (no such session) or {session blob, served, fits 1|0, change number (0: none),
      * then per failed location: field .. word A .. word B .. '1' when the key went, else '0'}.
      */
-    static final Script FINISH = Script.of("finish", COMMON + """
+    static final Script FINISH = Script.of("finish", statuses(COMMON + """
             local s = redis.call('GET', KEYS[3])
             if not s then return false end
             local n = (#s - 16) / 16
@@ -269,23 +302,25 @@ public final class Lua {
                 for p = 9, #v, 16 do
                   local b3, b4, b5, b6, b7, b8 = string.byte(v, p + 2, p + 7)
                   if b8 == i8 and b7 == i7 and b6 == i6 and b5 == i5 and b4 == i4 and b3 % 4 == i3 then
-                    if math.floor(b3 / 4) % 8 == 2 then
-                      if fits and string.byte(mask, i) == 49 then
-                        -- status WRITING (2) -> SERVING (3) is +4 in byte 3; write time in bits 2-31 of the meta's high half
+                    -- the status: bits 2-4 of byte 3 (bits 42-44 of word A); the checks come from Transition's table
+                    local st = math.floor(b3 / 4) % 8
+                    if fits and string.byte(mask, i) == 49 then
+                      if $FINISH_OK_FROM then
+                        -- the new status is (to - st) * 4 more in byte 3; write time in bits 2-31 of the meta's high half
                         sets[#sets + 1] = fields[i]
                         sets[#sets + 1] = hiw[string.byte(v, 4) % 4] .. string.sub(v, 5, p + 1)
-                                          .. string.char(b3 + 4) .. string.sub(v, p + 3)
+                                          .. string.char(b3 + ($FINISH_OK_TO - st) * 4) .. string.sub(v, p + 3)
                         served = served + 1
-                      else
-                        local rest = string.sub(v, 9, p - 1) .. string.sub(v, p + 16)
-                        if rest == '' then
-                          dels[#dels + 1] = fields[i]
-                        else
-                          sets[#sets + 1] = fields[i]
-                          sets[#sets + 1] = string.sub(v, 1, 8) .. rest
-                        end
-                        out[#out + 1] = fields[i] .. string.sub(v, p, p + 15) .. (rest == '' and '1' or '0')
                       end
+                    elseif $FINISH_FAILED_FROM then
+                      local rest = string.sub(v, 9, p - 1) .. string.sub(v, p + 16)
+                      if rest == '' then
+                        dels[#dels + 1] = fields[i]
+                      else
+                        sets[#sets + 1] = fields[i]
+                        sets[#sets + 1] = string.sub(v, 1, 8) .. rest
+                      end
+                      out[#out + 1] = fields[i] .. string.sub(v, p, p + 15) .. (rest == '' and '1' or '0')
                     end
                     break
                   end
@@ -299,7 +334,7 @@ public final class Lua {
             out[2] = served
             out[4] = mirror(KEYS[4], KEYS[5], sets, dels)
             return out
-            """);
+            """));
 
     /**
      * markDeleting, purge. KEYS: blocks, taint counter, change stream, its counter. ARGV: '1' when a field written

@@ -1,10 +1,12 @@
 package dev.kvpool.meta.store.redis;
 
 import dev.kvpool.meta.index.Block;
+import dev.kvpool.meta.index.BlockState;
 import dev.kvpool.meta.index.InstanceIndex;
 import dev.kvpool.meta.index.Loc;
 import dev.kvpool.meta.index.LocArrays;
 import dev.kvpool.meta.index.LocList;
+import dev.kvpool.meta.index.Transition;
 import dev.kvpool.meta.index.WriteSession;
 import io.vertx.redis.client.Command;
 import io.vertx.redis.client.Request;
@@ -381,7 +383,7 @@ final class RedisIndex implements InstanceIndex {
                     long meta = Loc.meta(nowSec, nowSec);
                     for (int d = 0; d < distinct; d++) {
                         int i = first[d];
-                        long wa = Loc.withStatus(a[i], Loc.WRITING);
+                        long wa = Transition.START_WRITE.apply(a[i]);
                         Codec.put(blob, Codec.SESSION_HEADER + d * 16, keys[i]);
                         Codec.put(blob, Codec.SESSION_HEADER + d * 16 + 8, Loc.id(wa));
                     }
@@ -389,7 +391,7 @@ final class RedisIndex implements InstanceIndex {
                     for (int d = 0; d < distinct; d++) {
                         int i = first[d];
                         args.add(Codec.field(keys[i]));
-                        args.add(Codec.value(Loc.withStatus(a[i], Loc.WRITING), b[i], meta));
+                        args.add(Codec.value(Transition.START_WRITE.apply(a[i]), b[i], meta));
                     }
                 } else {
                     args.add(header);
@@ -400,7 +402,7 @@ final class RedisIndex implements InstanceIndex {
                     byte[][] cur = read(distinctKeys, 0, distinct, "startWrite read " + instanceId);
                     for (int d = 0; d < distinct; d++) {
                         int i = first[d];
-                        long wa = Loc.withStatus(a[i], Loc.WRITING);
+                        long wa = Transition.START_WRITE.apply(a[i]);
                         args.add(Codec.field(keys[i]));
                         if (cur[d] == null) {
                             created[i] = true;
@@ -410,8 +412,7 @@ final class RedisIndex implements InstanceIndex {
                             long[] locs = Codec.locs(cur[d]);
                             int usable = 0;
                             for (int j = 0; j < locs.length; j += 2) {
-                                int st = Loc.status(locs[j]);
-                                if ((st == Loc.WRITING || st == Loc.SERVING)
+                                if (BlockState.countsAsReplica(Loc.status(locs[j]))
                                         && (storageUsable == null || storageUsable.test(Loc.storage(locs[j])))) {
                                     usable++;
                                 }
@@ -636,10 +637,11 @@ final class RedisIndex implements InstanceIndex {
             long key = s.keys()[i];
             if (fits && i < ok.length && ok[i]) {
                 pairs.add(Codec.field(key));
-                pairs.add(Codec.value(Loc.withStatus(p.a()[i], Loc.SERVING), p.b()[i], meta));
+                pairs.add(Codec.value(Transition.FINISH_OK.apply(p.a()[i]), p.b()[i], meta));
             } else {
                 dels.add(Codec.field(key));
-                failed.add(key, Loc.withStatus(p.a()[i], Loc.WRITING), p.b()[i], true); // its only location
+                // FINISH_FAILED hands back the word as the start stored it; its only location
+                failed.add(key, Transition.START_WRITE.apply(p.a()[i]), p.b()[i], true);
             }
         }
         int served = pairs.size() / 2;
@@ -792,6 +794,7 @@ final class RedisIndex implements InstanceIndex {
         if (m == 0) {
             return new LocList();
         }
+        Transition mark = Transition.markDeleting(writing);
         for (int attempt = 1; ; attempt++) {
             byte[][] cur = read(picked, 0, m, "markDeleting read " + instanceId);
             LocList moved = new LocList();
@@ -807,9 +810,9 @@ final class RedisIndex implements InstanceIndex {
                 boolean heldWriting = holdsWriting(locs);
                 for (int j = 0; j < locs.length; j += 2) {
                     int was = Loc.status(locs[j]);
-                    if (was != Loc.DELETING && (writing || was != Loc.WRITING)) {
-                        locs[j] = Loc.withStatus(locs[j], Loc.DELETING);
-                        moved.add(picked[i], locs[j], locs[j + 1], false, was == Loc.WRITING);
+                    if (mark.allows(was)) {
+                        locs[j] = mark.apply(locs[j]);
+                        moved.add(picked[i], locs[j], locs[j + 1], false, was == BlockState.WRITING.code());
                         changed = true;
                     }
                 }
@@ -842,7 +845,7 @@ final class RedisIndex implements InstanceIndex {
 
     private static boolean holdsWriting(long[] locs) {
         for (int j = 0; j < locs.length; j += 2) {
-            if (Loc.status(locs[j]) == Loc.WRITING) {
+            if (Loc.status(locs[j]) == BlockState.WRITING.code()) {
                 return true;
             }
         }
@@ -863,7 +866,7 @@ final class RedisIndex implements InstanceIndex {
                 locs[i * 2 + 1] = b.b(i);
             }
             int idx = LocArrays.indexOfId(locs, locId);
-            if (idx < 0 || Loc.status(locs[idx * 2]) != Loc.DELETING) {
+            if (idx < 0 || !Transition.PURGE.allows(Loc.status(locs[idx * 2]))) {
                 return out;
             }
             long[] rest = LocArrays.without(locs, idx);
@@ -910,7 +913,7 @@ final class RedisIndex implements InstanceIndex {
                     int before = gone.size();
                     for (long id : ids.get(key)) {
                         int idx = LocArrays.indexOfId(rest, id);
-                        if (idx >= 0 && Loc.status(rest[idx * 2]) == Loc.DELETING) {
+                        if (idx >= 0 && Transition.PURGE.allows(Loc.status(rest[idx * 2]))) {
                             gone.add(key, rest[idx * 2], rest[idx * 2 + 1], false);
                             rest = LocArrays.without(rest, idx);
                         }

@@ -1,6 +1,7 @@
 package dev.kvpool.meta.store.redis;
 
 import dev.kvpool.meta.index.Block;
+import dev.kvpool.meta.index.BlockState;
 import dev.kvpool.meta.index.Loc;
 import io.vertx.redis.client.Command;
 import io.vertx.redis.client.Redis;
@@ -961,7 +962,7 @@ final class RedisMirror implements AutoCloseable {
         }
         int n = 0;
         for (int j = 0; j < locs.length; j += 2) {
-            if (Loc.status(locs[j]) == Loc.SERVING) {
+            if (BlockState.served(Loc.status(locs[j]))) {
                 n++;
             }
         }
@@ -971,7 +972,7 @@ final class RedisMirror implements AutoCloseable {
         if (n * 2 != locs.length) {
             long[] kept = new long[n * 2];
             for (int j = 0, k = 0; j < locs.length; j += 2) {
-                if (Loc.status(locs[j]) == Loc.SERVING) {
+                if (BlockState.served(Loc.status(locs[j]))) {
                     kept[k++] = locs[j];
                     kept[k++] = locs[j + 1];
                 }
