@@ -97,6 +97,18 @@ public interface InstanceIndex {
     StartResult startWrite(long[] keys, long[] a, long[] b, int minReplicas, IntPredicate storageUsable,
                            long maxKeys, String sessionId, long deadlineMs, int nowSec);
 
+    /** What every store refuses before a start touches anything: words missing for a key, no session id. */
+    static void checkStart(long[] keys, long[] a, long[] b, String sessionId) {
+        int n = keys.length;
+        if (a.length < n || b.length < n) {
+            throw new IllegalArgumentException("startWrite: " + n + " keys but " + a.length + " A words and "
+                    + b.length + " B words");
+        }
+        if (sessionId == null) {
+            throw new IllegalArgumentException("startWrite: session id is null");
+        }
+    }
+
     /**
      * Closes a session: location i becomes SERVING when {@code success[i]} and it is still WRITING; otherwise it
      * is removed (if still WRITING) and returned for release. Null when the session is unknown.

@@ -277,14 +277,8 @@ final class EmbeddedIndex implements InstanceIndex {
     @Override
     public StartResult startWrite(long[] keys, long[] a, long[] b, int minReplicas, IntPredicate storageUsable,
                                   long maxKeys, String sessionId, long deadlineMs, int nowSec) {
+        InstanceIndex.checkStart(keys, a, b, sessionId);
         int n = keys.length;
-        if (a.length < n || b.length < n) {
-            throw new IllegalArgumentException("startWrite: " + n + " keys but " + a.length + " A words and "
-                    + b.length + " B words");
-        }
-        if (sessionId == null) {
-            throw new IllegalArgumentException("startWrite: session id is null");
-        }
         boolean[] inserted = new boolean[n], created = new boolean[n];
         long[] set = writeSet(keys, 0, n);
         lock(set, true);

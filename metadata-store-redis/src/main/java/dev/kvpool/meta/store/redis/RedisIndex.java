@@ -341,14 +341,8 @@ final class RedisIndex implements InstanceIndex {
     @Override
     public StartResult startWrite(long[] keys, long[] a, long[] b, int minReplicas, IntPredicate storageUsable,
                                   long maxKeys, String sessionId, long deadlineMs, int nowSec) {
+        InstanceIndex.checkStart(keys, a, b, sessionId);
         int n = keys.length;
-        if (a.length < n || b.length < n) {
-            throw new IllegalArgumentException("startWrite: " + n + " keys but " + a.length + " A words and "
-                    + b.length + " B words");
-        }
-        if (sessionId == null) {
-            throw new IllegalArgumentException("startWrite: session id is null");
-        }
         // a repeated key inside one request counts as existing: only its first position is considered
         int[] first = new int[n];
         int distinct = 0;
