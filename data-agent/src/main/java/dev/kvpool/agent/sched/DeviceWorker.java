@@ -398,7 +398,7 @@ public final class DeviceWorker implements AutoCloseable {
     /** Completes finished streamed requests: counters, observer, idle estimate, then their futures. */
     private void complete(List<Active> finished, boolean deviceEmpty) {
         long t1 = System.nanoTime();
-        progressAt = Monotonic.nanos(clock);
+        progressAt = liveness(t1);
         Observer o = observer;
         lock.lock();
         try {
@@ -498,7 +498,7 @@ public final class DeviceWorker implements AutoCloseable {
             active.decrementAndGet();
         }
         long t1 = System.nanoTime();
-        progressAt = Monotonic.nanos(clock);
+        progressAt = liveness(t1);
         Observer o = observer;
         if (o != null) {
             o.executing(write, n, t0, t1);
@@ -543,6 +543,11 @@ public final class DeviceWorker implements AutoCloseable {
     /** The worker's state for health checks: whether it runs, and how long due work has gone without progress. */
     public record Health(boolean alive, Throwable died, long stalledNanos, int queuedReads, int queuedWrites,
                          int onDevice) {
+    }
+
+    /** The liveness clock's now, given the nanoTime just read: in production that one, not a second read. */
+    private long liveness(long nanoTime) {
+        return clock == Monotonic.SOURCE ? nanoTime : Monotonic.nanos(clock);
     }
 
     public Health health() {
