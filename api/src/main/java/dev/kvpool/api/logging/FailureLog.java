@@ -1,5 +1,7 @@
 package dev.kvpool.api.logging;
 
+import dev.kvpool.api.time.Monotonic;
+import java.time.InstantSource;
 import org.jboss.logging.Logger;
 
 /**
@@ -13,6 +15,8 @@ public final class FailureLog {
     private final String task;
     private final long intervalNanos;
     private final java.util.function.Predicate<Throwable> expected;
+    /** Where intervals are read: {@link Monotonic#SOURCE} in the services, a clock the test moves in tests. */
+    private final InstantSource clock;
     private long failingSince, lastLogged, failures, unlogged;
     private String lastError;
     /** Read without the lock: {@link #ok()} is cheap enough for a request path while nothing fails. */
@@ -27,15 +31,22 @@ public final class FailureLog {
      */
     public FailureLog(Logger log, String task, java.time.Duration interval,
                       java.util.function.Predicate<Throwable> expected) {
+        this(log, task, interval, expected, Monotonic.SOURCE);
+    }
+
+    /** @param clock what the intervals and streak lengths are measured on (tests: a clock they move) */
+    public FailureLog(Logger log, String task, java.time.Duration interval,
+                      java.util.function.Predicate<Throwable> expected, InstantSource clock) {
         this.log = log;
         this.task = task;
         this.intervalNanos = interval.toNanos();
         this.expected = expected;
+        this.clock = clock;
     }
 
     /** Records a failure, logged when it starts a streak or a report interval has passed. */
     public synchronized void failed(Throwable e) {
-        long now = System.nanoTime();
+        long now = Monotonic.nanos(clock);
         failures++;
         failing = true;
         lastError = describe(e);
@@ -71,7 +82,7 @@ public final class FailureLog {
         if (failures > 0) {
             failing = false;
             log.infof("%s: working again after %d s and %d failures", task,
-                    (System.nanoTime() - failingSince) / 1_000_000_000L, failures);
+                    (Monotonic.nanos(clock) - failingSince) / 1_000_000_000L, failures);
             failures = 0;
             unlogged = 0;
         }
@@ -79,7 +90,7 @@ public final class FailureLog {
 
     /** The last failure's message while the task has failed for at least {@code atLeast}; else null. */
     public synchronized String failingFor(java.time.Duration atLeast) {
-        return failures > 0 && System.nanoTime() - failingSince >= atLeast.toNanos() ? lastError : null;
+        return failures > 0 && Monotonic.nanos(clock) - failingSince >= atLeast.toNanos() ? lastError : null;
     }
 
 

@@ -5,8 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.kvpool.testing.MutableClock;
 import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import org.jboss.logging.Logger;
@@ -42,9 +44,11 @@ class FailureLogTest {
     }
 
     @Test
-    void aStreakIsOneLineThenOnePerIntervalThenOneWhenItEnds() throws Exception {
+    void aStreakIsOneLineThenOnePerIntervalThenOneWhenItEnds() {
         Recording log = new Recording();
-        FailureLog f = new FailureLog(log, "pool", Duration.ofMillis(200), UncheckedIOException.class::isInstance);
+        MutableClock clock = new MutableClock(Instant.parse("2026-11-28T06:00:00Z"));
+        FailureLog f = new FailureLog(log, "pool", Duration.ofMillis(200), UncheckedIOException.class::isInstance,
+                clock);
         f.ok();
         assertEquals(0, log.lines.size(), "nothing to say while it works");
         for (int i = 0; i < 50; i++) {
@@ -54,17 +58,21 @@ class FailureLogTest {
         assertEquals("pool: failing: connection refused", log.lines.getFirst().text());
         assertNull(log.lines.getFirst().thrown(), "an expected failure says it all without a trace");
         assertNull(f.failingFor(Duration.ofSeconds(60)));
-        Thread.sleep(250); // the 200 ms interval passes: FailureLog reads System.nanoTime (no Clock to move)
+        clock.advance(199);
+        f.failed(new UncheckedIOException("connection refused", new java.io.IOException()));
+        assertEquals(1, log.lines.size(), "within the interval: still one line");
+        clock.advance(1); // the 200 ms interval has passed
         f.failed(new UncheckedIOException("connection refused", new java.io.IOException()));
         assertEquals(2, log.lines.size());
-        assertTrue(log.lines.get(1).text().contains("still failing") && log.lines.get(1).text().contains("50 more"),
+        assertEquals("pool: still failing after 0 s (51 more failures since the last report): connection refused",
                 log.lines.get(1).text());
-        assertNotNull(f.failingFor(Duration.ZERO));
+        assertNull(f.failingFor(Duration.ofSeconds(60)));
+        clock.advance(Duration.ofSeconds(60));
+        assertEquals("connection refused", f.failingFor(Duration.ofSeconds(60)), "failing for 60.2 s");
         f.ok();
         f.ok();
         assertEquals(3, log.lines.size());
-        assertTrue(log.lines.get(2).text().startsWith("pool: working again after 0 s and 51 failures"),
-                log.lines.get(2).text());
+        assertEquals("pool: working again after 60 s and 52 failures", log.lines.get(2).text());
         assertNull(f.failingFor(Duration.ZERO));
         f.failed(new IllegalStateException("bug"));
         assertEquals(4, log.lines.size(), "a new streak starts with a line");

@@ -79,12 +79,22 @@ public class OidcIssuer {
     @ConfigProperty(name = "kvpool.control.oidc.jwks-refresh", defaultValue = "5m")
     Duration refresh;
 
+    /**
+     * What the key cache's ages are read on (refresh, refetch rate limit, unknown-kid retry); tests move it instead
+     * of waiting. Token times (exp, nbf, iat) stay on the wall clock: the JWT parser checks them on its own.
+     */
+    private volatile java.time.InstantSource clock = java.time.InstantSource.system();
     private volatile Map<String, PublicKey> keys = Map.of();
     private volatile long fetchedAt = Long.MIN_VALUE / 2;
     private volatile long lastAttempt = Long.MIN_VALUE / 2;
     private volatile String lastFailure;
     private final Map<String, Long> missedKids = new ConcurrentHashMap<>();
     private volatile HttpClient http;
+
+    /** Tests: the clock the key cache's ages are read on (a method: the bean is reached through its proxy). */
+    void clock(java.time.InstantSource c) {
+        clock = c;
+    }
 
     public boolean enabled() {
         return issuer.filter(s -> !s.isBlank()).isPresent();
@@ -217,7 +227,7 @@ public class OidcIssuer {
 
     /** The key of a kid: from the cache, or after a (rate-limited) refetch of the issuer's JWKS. */
     PublicKey key(String kid) throws BearerToken.InvalidTokenException {
-        long now = System.currentTimeMillis();
+        long now = clock.millis();
         PublicKey k = keys.get(kid);
         if (k != null) {
             if (now - fetchedAt < refresh.toMillis()) {
@@ -250,7 +260,7 @@ public class OidcIssuer {
         if (missedKids.size() > 10_000) {
             missedKids.clear();
         }
-        missedKids.put(kid, System.currentTimeMillis());
+        missedKids.put(kid, clock.millis());
         throw new BearerToken.InvalidTokenException("unknown OIDC signing key '" + printable(kid) + "'");
     }
 
@@ -261,7 +271,7 @@ public class OidcIssuer {
      * looked up) and no-wait callers are told "skipped".
      */
     private synchronized String refetch(boolean wait) {
-        long since = System.currentTimeMillis() - lastAttempt;
+        long since = clock.millis() - lastAttempt;
         if (since < MIN_REFETCH_MS) {
             if (lastFailure != null) {
                 return lastFailure;
@@ -276,7 +286,7 @@ public class OidcIssuer {
                 return "interrupted";
             }
         }
-        lastAttempt = System.currentTimeMillis();
+        lastAttempt = clock.millis();
         lastFailure = fetch();
         return lastFailure;
     }
@@ -302,7 +312,7 @@ public class OidcIssuer {
                 }
             }
             keys = Map.copyOf(found);
-            fetchedAt = System.currentTimeMillis();
+            fetchedAt = clock.millis();
             LOG.debugf("OIDC JWKS fetched: %d keys", found.size());
             return null;
         } catch (IOException e) {

@@ -6,18 +6,21 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
 import dev.kvpool.control.testing.Api;
+import dev.kvpool.testing.MutableClock;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.test.junit.QuarkusTestProfile;
 import io.quarkus.test.junit.TestProfile;
 import io.restassured.response.ValidatableResponse;
 import io.smallrye.jwt.algorithm.SignatureAlgorithm;
 import io.smallrye.jwt.build.Jwt;
+import jakarta.inject.Inject;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.security.KeyPair;
 import java.security.KeyPairGenerator;
 import java.security.spec.ECGenParameterSpec;
 import java.time.Instant;
+import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
@@ -28,6 +31,7 @@ import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 import org.jose4j.jwk.PublicJsonWebKey;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -69,6 +73,8 @@ class OidcTokensIT {
     static final AtomicInteger JWKS_FETCHES = new AtomicInteger();
     static volatile long stallMs;
     static KeyPair rsa, ec;
+    @Inject
+    OidcIssuer issuer;
 
     static KeyPair gen(String alg) throws Exception {
         KeyPairGenerator g = KeyPairGenerator.getInstance(alg);
@@ -132,6 +138,11 @@ class OidcTokensIT {
         Api.nfsStorage("oidc_nfs");
         Api.group("oidc-mine", "oidc_nfs");
         Api.group("oidc-theirs", "oidc_nfs");
+    }
+
+    @AfterEach
+    void wallClock() {
+        issuer.clock(InstantSource.system());
     }
 
     @AfterAll
@@ -259,6 +270,9 @@ class OidcTokensIT {
 
     @Test
     void rotatedKeyIsPickedUpAndIssuerDownIsA401WithinTheTimeout() throws Exception {
+        // the issuer's key cache ages on a clock this test moves past the refresh instead of waiting for it
+        MutableClock clock = new MutableClock(Instant.now());
+        issuer.clock(clock);
         String before = rs256("rsa-1", rsa, claims("rita", List.of("kv-operator"), List.of()));
         get(before, "/api/v1/storages").statusCode(200);
         // the IdP rotates: a new kid is published, the old one stays
@@ -271,7 +285,7 @@ class OidcTokensIT {
         get(before, "/api/v1/storages").statusCode(200);
         // the IdP retires the old key: after the periodic refresh (2 s here) its tokens are refused
         JWKS.set(jwks(Map.of("ec-1", ec, "rsa-2", rsa2)));
-        Thread.sleep(2_200);
+        clock.advance(2_200);
         refused(before, "no longer published");
         JWKS.set(jwks(Map.of("rsa-1", rsa, "ec-1", ec, "rsa-2", rsa2)));
         get(before, "/api/v1/storages").statusCode(200);
@@ -292,7 +306,7 @@ class OidcTokensIT {
         server.stop(0);
         server = null;
         try {
-            Thread.sleep(2_200);
+            clock.advance(2_200);
             get(before, "/api/v1/storages").statusCode(200);
             t0 = System.nanoTime();
             refused(rs256("rsa-4", gen("RSA"), claims("x", List.of("kv-admin"), List.of())), "could not be fetched");

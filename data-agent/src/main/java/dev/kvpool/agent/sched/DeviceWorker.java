@@ -1,7 +1,9 @@
 package dev.kvpool.agent.sched;
 
 import dev.kvpool.agent.pool.Device;
+import dev.kvpool.api.time.Monotonic;
 import java.lang.foreign.MemorySegment;
+import java.time.InstantSource;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -64,10 +66,15 @@ public final class DeviceWorker implements AutoCloseable {
             writeBytes = new AtomicLong(), forcedDrains = new AtomicLong();
     private int deferredOps;
     /**
-     * When work last completed on this device, or became due on an idle one (nanoTime): due work that sees no
-     * progress for long is a wedged worker (liveness), however busy the rest of the agent is.
+     * What liveness is measured on ({@link Monotonic#SOURCE}; tests: a clock they move). Scheduling (the idle
+     * window, chunk timings, the observer) stays on System.nanoTime: the worker waits through it for real.
      */
-    private volatile long progressAt = System.nanoTime();
+    private final InstantSource clock;
+    /**
+     * When work last completed on this device, or became due on an idle one (nanos of {@link #clock}): due work
+     * that sees no progress for long is a wedged worker (liveness), however busy the rest of the agent is.
+     */
+    private volatile long progressAt;
     /** What ended the worker thread while it was meant to run (null while it runs, or after a close). */
     private volatile Throwable died;
 
@@ -93,7 +100,15 @@ public final class DeviceWorker implements AutoCloseable {
      * @param highWater deferred ops after which writes drain even inside read bursts
      */
     public DeviceWorker(Device device, int chunkOps, int highWater, long guardNanos, int maxBatchOps) {
+        this(device, chunkOps, highWater, guardNanos, maxBatchOps, Monotonic.SOURCE);
+    }
+
+    /** @param clock what {@link #health()}'s stall is measured on (tests: a clock they move) */
+    public DeviceWorker(Device device, int chunkOps, int highWater, long guardNanos, int maxBatchOps,
+                        InstantSource clock) {
         this.device = device;
+        this.clock = clock;
+        this.progressAt = Monotonic.nanos(clock);
         this.chunkOps = Math.max(1, chunkOps);
         this.highWater = Math.max(this.chunkOps, highWater);
         this.maxBatchOps = Math.max(1, maxBatchOps);
@@ -152,7 +167,7 @@ public final class DeviceWorker implements AutoCloseable {
                 deferredOps += r.slots.length;
             }
             if (!wasDue && due()) {
-                progressAt = System.nanoTime(); // an idle device: the wait for progress starts now
+                progressAt = Monotonic.nanos(clock); // an idle device: the wait for progress starts now
             }
             work.signal();
         } finally {
@@ -320,7 +335,7 @@ public final class DeviceWorker implements AutoCloseable {
                     free = freeBox[0];
                     inFlight -= n;
                     if (n > 0) {
-                        progressAt = System.nanoTime();
+                        progressAt = Monotonic.nanos(clock);
                     }
                 }
             } catch (Throwable t) {
@@ -383,7 +398,7 @@ public final class DeviceWorker implements AutoCloseable {
     /** Completes finished streamed requests: counters, observer, idle estimate, then their futures. */
     private void complete(List<Active> finished, boolean deviceEmpty) {
         long t1 = System.nanoTime();
-        progressAt = t1;
+        progressAt = liveness(t1);
         Observer o = observer;
         lock.lock();
         try {
@@ -483,7 +498,7 @@ public final class DeviceWorker implements AutoCloseable {
             active.decrementAndGet();
         }
         long t1 = System.nanoTime();
-        progressAt = t1;
+        progressAt = liveness(t1);
         Observer o = observer;
         if (o != null) {
             o.executing(write, n, t0, t1);
@@ -530,8 +545,13 @@ public final class DeviceWorker implements AutoCloseable {
                          int onDevice) {
     }
 
+    /** The liveness clock's now, given the nanoTime just read: in production that one, not a second read. */
+    private long liveness(long nanoTime) {
+        return clock == Monotonic.SOURCE ? nanoTime : Monotonic.nanos(clock);
+    }
+
     public Health health() {
-        long now = System.nanoTime();
+        long now = Monotonic.nanos(clock);
         lock.lock();
         try {
             boolean due = due();

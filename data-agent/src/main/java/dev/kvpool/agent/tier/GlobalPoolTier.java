@@ -3,6 +3,7 @@ package dev.kvpool.agent.tier;
 import dev.kvpool.api.client.KvcmHttpClient;
 import dev.kvpool.api.client.KvcmHttpException;
 import dev.kvpool.api.logging.FailureLog;
+import dev.kvpool.api.time.Monotonic;
 import dev.kvpool.api.events.BlockBatch;
 import dev.kvpool.api.proto.meta.BlockMask;
 import dev.kvpool.api.proto.meta.BoolMasksType;
@@ -171,6 +172,7 @@ public final class GlobalPoolTier implements Tier {
     private final List<Path> storageRoots;
     private final ExecutorService io;
     private volatile FaultInjector faults = k -> false;
+    private final java.time.InstantSource clock;
     private final AtomicLong checksumFailures = new AtomicLong(), writeFailures = new AtomicLong(),
             lateSkips = new AtomicLong(), refusedLocations = new AtomicLong();
 
@@ -182,6 +184,17 @@ public final class GlobalPoolTier implements Tier {
     public GlobalPoolTier(KvcmHttpClient meta, String instanceId, String instanceGroup, int blockTokens,
                           int blockBytes, String spec, int writeTimeoutSeconds, boolean requireChecksum, int threads,
                           List<Path> storageRoots) {
+        this(meta, instanceId, instanceGroup, blockTokens, blockBytes, spec, writeTimeoutSeconds, requireChecksum,
+                threads, storageRoots, Monotonic.SOURCE);
+    }
+
+    /**
+     * @param clock what the agent's side of a write session's deadline and its log intervals are measured on
+     *              (tests: a clock they move; the plane keeps its own deadline on its own clock)
+     */
+    public GlobalPoolTier(KvcmHttpClient meta, String instanceId, String instanceGroup, int blockTokens,
+                          int blockBytes, String spec, int writeTimeoutSeconds, boolean requireChecksum, int threads,
+                          List<Path> storageRoots, java.time.InstantSource clock) {
         // this tier builds paths and requests from these: checked here too, whoever constructs it
         Identifiers.require(Identifiers.Kind.INSTANCE, "instance id", instanceId);
         Identifiers.require(Identifiers.Kind.GROUP, "instance group", instanceGroup);
@@ -198,9 +211,10 @@ public final class GlobalPoolTier implements Tier {
         this.spec = spec;
         this.writeTimeoutSeconds = writeTimeoutSeconds;
         this.requireChecksum = requireChecksum;
+        this.clock = clock;
         this.reach = new FailureLog(org.jboss.logging.Logger.getLogger(GlobalPoolTier.class),
                 "global pool: metadata plane " + meta.baseUri(), java.time.Duration.ofSeconds(30),
-                GlobalPoolTier::outOfReach);
+                GlobalPoolTier::outOfReach, clock);
         this.io = Executors.newFixedThreadPool(Math.max(1, threads), r -> {
             Thread t = new Thread(r, "kvpool-pool-io");
             t.setDaemon(true);
@@ -395,7 +409,7 @@ public final class GlobalPoolTier implements Tier {
         // shorter session) kept in hand for the writes in progress and the forces. A timeout ≤ 0 gets the plane's
         // default, KVCM's 30 s unless configured otherwise
         long budgetNs = TimeUnit.SECONDS.toNanos(writeTimeoutSeconds > 0 ? writeTimeoutSeconds : 30);
-        long stopWritingAt = System.nanoTime() + budgetNs
+        long stopWritingAt = Monotonic.nanos(clock) + budgetNs
                 - Math.max(budgetNs / 10, Math.min(TimeUnit.SECONDS.toNanos(1), budgetNs / 2));
         StartWriteCacheRequest.Builder sb = StartWriteCacheRequest.newBuilder().setTraceId("agent-put")
                 .setInstanceId(instanceId).setWriteTimeoutSeconds(writeTimeoutSeconds);
@@ -447,7 +461,7 @@ public final class GlobalPoolTier implements Tier {
                 if (fl == null) {
                     continue; // refused: reported failed, counted and logged
                 }
-                if (System.nanoTime() - stopWritingAt > 0) {
+                if (Monotonic.nanos(clock) - stopWritingAt > 0) {
                     lateSkips.incrementAndGet();
                     late[i] = true;
                     continue;
@@ -666,7 +680,7 @@ public final class GlobalPoolTier implements Tier {
     /** One line for the first refusal, then at most one per 30 s with the count since: a hostile plane cannot flood the log. */
     private void refused(String uri, String why) {
         refusedLocations.incrementAndGet();
-        long now = System.nanoTime();
+        long now = Monotonic.nanos(clock);
         synchronized (refusalLog) {
             if (refusalLoggedAt != 0 && now - refusalLoggedAt < TimeUnit.SECONDS.toNanos(30)) {
                 refusalsUnlogged++;

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.kvpool.api.client.ControlPlaneClient;
+import dev.kvpool.testing.Await;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.time.Duration;
@@ -139,12 +140,18 @@ class HeartbeatReporterTest {
         } finally {
             r.close();
         }
+        Thread timer;
         synchronized (threads) {
-            assertEquals("kvpool-agent-heartbeat", threads.getFirst().getName());
-            assertTrue(threads.getFirst().isDaemon());
+            timer = threads.getFirst();
+            assertEquals("kvpool-agent-heartbeat", timer.getName());
+            assertTrue(timer.isDaemon());
         }
         int n = cp.bodies.size();
-        Thread.sleep(1500); // real time: longer than the interval, in which a leftover timer would have sent
+        // the timer's thread ends: no later heartbeat can be sent (a leftover timer would keep it waiting)
+        Await.until("the heartbeat thread ends on close", Duration.ofSeconds(10), () -> !timer.isAlive());
         assertEquals(n, cp.bodies.size(), "no heartbeat after close");
+        synchronized (threads) {
+            assertTrue(threads.stream().allMatch(t -> t == timer), "one thread posted: " + threads);
+        }
     }
 }

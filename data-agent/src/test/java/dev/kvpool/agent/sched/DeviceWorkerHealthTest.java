@@ -5,11 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.testing.Await;
+import dev.kvpool.testing.MutableClock;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
-import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -34,20 +36,25 @@ class DeviceWorkerHealthTest {
         }
     }
 
+    static MutableClock clock() {
+        return new MutableClock(Instant.parse("2026-11-28T06:00:00Z"));
+    }
+
     @Test
     void dueWorkWithoutProgressCountsUpAndProgressResetsIt() throws Exception {
         StuckDevice dev = new StuckDevice();
-        try (Arena a = Arena.ofShared(); DeviceWorker w = new DeviceWorker(dev, 4, 4096, 0, 64)) {
+        MutableClock clock = clock();
+        try (Arena a = Arena.ofShared(); DeviceWorker w = new DeviceWorker(dev, 4, 4096, 0, 64, clock)) {
             MemorySegment buf = a.allocate(4096, 4096);
-            Thread.sleep(300); // idle for a while: an idle worker is never stalled, however long
+            clock.advance(Duration.ofMinutes(5)); // idle for a while: an idle worker is never stalled, however long
             assertEquals(0, w.health().stalledNanos());
             CompletableFuture<boolean[]> r1 = w.read(new long[] {1}, new MemorySegment[] {buf});
-            Thread.sleep(100); // r1 on the device, r2 queued behind it
-            CompletableFuture<boolean[]> r2 = w.read(new long[] {2}, new MemorySegment[] {buf});
-            Thread.sleep(300); // real time: DeviceWorker measures stalls on System.nanoTime (no Clock to move)
+            Await.until("r1 on the device", Duration.ofSeconds(10), () -> w.health().onDevice() == 1);
+            CompletableFuture<boolean[]> r2 = w.read(new long[] {2}, new MemorySegment[] {buf}); // queued behind r1
+            clock.advance(300);
             DeviceWorker.Health h = w.health();
             // the wait counts from when the work arrived, not from the last progress before the idle time
-            assertTrue(h.stalledNanos() >= 300_000_000L && h.stalledNanos() < 2_000_000_000L, h.toString());
+            assertEquals(300_000_000L, h.stalledNanos(), h.toString());
             assertTrue(h.alive());
             assertEquals(1, h.onDevice(), h.toString());
             assertEquals(1, h.queuedReads(), h.toString()); // r2 waits behind the stuck batch
@@ -55,18 +62,22 @@ class DeviceWorkerHealthTest {
             r1.join();
             r2.join();
             assertEquals(0, w.health().stalledNanos());
+            clock.advance(Duration.ofHours(1));
+            assertEquals(0, w.health().stalledNanos(), "idle again: not stalled, however long");
         }
     }
 
     @Test
     void deferredWritesWaitingForAnIdleWindowAreNotAStall() throws Exception {
         DeviceWorkerTest.SlowDevice dev = new DeviceWorkerTest.SlowDevice(0);
-        // a guard of 10 s: a deferred write waits for its idle window that long after a read, by design
-        try (Arena a = Arena.ofShared(); DeviceWorker w = new DeviceWorker(dev, 4, 4096, 10_000_000_000L, 64)) {
+        // a guard of 10 s (real time): a deferred write waits for its idle window that long after a read, by design
+        MutableClock clock = clock();
+        try (Arena a = Arena.ofShared();
+             DeviceWorker w = new DeviceWorker(dev, 4, 4096, 10_000_000_000L, 64, clock)) {
             MemorySegment buf = a.allocate(4096, 4096);
             w.read(new long[] {1}, new MemorySegment[] {buf}).join();
             w.writeDeferred(new long[] {2}, new MemorySegment[] {buf});
-            Thread.sleep(300); // real time: the deferred write keeps waiting for its idle window, and must
+            clock.advance(Duration.ofMinutes(5)); // the deferred write keeps waiting for its idle window, and must
             assertEquals(1, w.pendingDeferredOps());
             assertEquals(0, w.health().stalledNanos());
         }

@@ -4,8 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvpool.agent.pool.Device;
+import dev.kvpool.testing.Await;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -149,7 +151,7 @@ class DeviceWorkerTest {
             for (int i = 0; i < 50; i++) {
                 writes.add(w.writeDeferred(new long[] {1000 + i}, new MemorySegment[] {buf}));
             }
-            Thread.sleep(5); // the worker is now inside some write chunk
+            Await.until("the worker is inside some write chunk", Duration.ofSeconds(10), () -> !dev.log.isEmpty());
             long t0 = System.nanoTime();
             int loggedBefore = dev.log.size();
             CompletableFuture<boolean[]> read = w.read(new long[] {1, 2, 3}, new MemorySegment[] {buf, buf, buf});

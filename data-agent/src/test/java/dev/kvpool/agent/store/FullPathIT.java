@@ -14,6 +14,7 @@ import dev.kvpool.api.client.KvcmHttpClient;
 import dev.kvpool.api.events.BlockBatch.BlockEvent;
 import dev.kvpool.api.proto.meta.GetCacheLocationRequest;
 import dev.kvpool.api.proto.meta.QueryType;
+import dev.kvpool.testing.MutableClock;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
@@ -26,6 +27,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -436,17 +438,15 @@ class FullPathIT {
      */
     @Test
     void blocksNotYetWrittenWhenTheSessionNearsItsDeadlineAreLeftOut() throws Exception {
-        // a 5-s session: writing stops 1 s before its end; the first block's write stalls past that
+        // a 5-s session: writing stops 1 s before its end; the first block's write stalls past that on the agent's
+        // clock (the plane's own deadline, in real time, is still ahead when the finish arrives)
+        MutableClock clock = new MutableClock(Instant.parse("2026-11-28T06:00:00Z"));
         GlobalPoolTier pool = new GlobalPoolTier(new KvcmHttpClient(URI.create(meta.uri()), Duration.ofSeconds(10)),
-                "fullpath-late", "default", 16, BLOCK, "tp0", 5, true, 1, List.of(meta.storageRoot));
+                "fullpath-late", "default", 16, BLOCK, "tp0", 5, true, 1, List.of(meta.storageRoot), clock);
         pool.register("m");
         pool.faults(k -> {
             if (k == 8_000) {
-                try {
-                    Thread.sleep(4_150); // past the cut-off (4 s), with time left for the finish
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
+                clock.advance(4_150); // past the cut-off (4 s)
             }
             return false;
         });
