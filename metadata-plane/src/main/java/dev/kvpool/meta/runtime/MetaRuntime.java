@@ -111,7 +111,7 @@ public class MetaRuntime {
         if (!done) {
             LOG.infof("still starting after %d ms (%s): HTTP :%d and gRPC :%d open now; /q/health/started stays DOWN "
                     + "and KVCM calls answer SERVER_NOT_LEADER until recovery ends%s",
-                    (System.nanoTime() - t0) / 1_000_000, phase.label, httpPort(), grpcPort(),
+                    (System.nanoTime() - t0) / 1_000_000, phase().label, httpPort(), grpcPort(),
                     lookupsOpen() ? ", lookups (GetCacheLocation and the other reads) from the loaded index now" : "");
         }
     }
@@ -159,7 +159,6 @@ public class MetaRuntime {
         StartupConfig startup = cfg.startupConfig().filter(s -> !s.isBlank())
                 .map(s -> StartupConfig.load(Path.of(s))).orElseGet(() -> StartupConfig.defaults(dataDir));
         BackendProvider provider = BackendProvider.select(cfg.store(), backends);
-        phase = Phase.LOADING; // a backend that keeps its index in memory reads it now (progress in startState)
         backend = provider.open(new BackendContext(dataDir, nodeId, loadProgress));
         store = backend.store();
         leadership = backend.leadership();
@@ -311,7 +310,7 @@ public class MetaRuntime {
      */
     public java.util.Map<String, Object> startState() {
         var m = new java.util.LinkedHashMap<String, Object>();
-        Phase ph = phase;
+        Phase ph = phase();
         m.put("start_phase", ph.label);
         if (ph != Phase.READY) {
             m.put("start_elapsed_s", (System.currentTimeMillis() - startedAtMs) / 1000);
@@ -336,8 +335,10 @@ public class MetaRuntime {
         return m;
     }
 
+    /** The phase; while the backend opens, LOADING once it reports a load (a store that keeps its index in memory). */
     public Phase phase() {
-        return phase;
+        Phase ph = phase;
+        return ph == Phase.OPENING && loadProgress.total() > 0 ? Phase.LOADING : ph;
     }
 
     /** With kvpool.meta.control-plane.url: the configuration comes from the control plane (or its persisted copy). */
