@@ -455,14 +455,17 @@ public final class ControlPlaneSync implements AutoCloseable {
                 }
             }
             case "InstanceGroup" -> {
+                // the token rule first: a call waiting for this group (FreshConfig) proceeds the moment the registry
+                // has it, and must find its allowAnonymousMeta (CI caught a call refused in that gap)
                 if (deleted) {
                     groups.remove(name);
+                    refreshAnonymous();
                     reg.removeGroup(name);
                 } else {
                     groups.put(name, obj);
+                    refreshAnonymous();
                     applyGroup(obj);
                 }
-                refreshAnonymous();
             }
             case "Instance" -> {
                 if (deleted) {
